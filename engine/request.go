@@ -1,0 +1,151 @@
+package engine
+
+import "time"
+
+// Request is a structured generation request, independent of the API dialect
+// it came in. The dialect fills it; Engine.Prepare completes PromptTokens.
+type Request struct {
+	// ID identifies the request in logs and metrics (X-Request-Id).
+	ID    string
+	Model string
+
+	// The prompt: Messages for chat-style APIs (rendered by the engine's
+	// template), else Prompt text, else PromptTokens given directly.
+	Messages     []Message
+	Prompt       string
+	PromptTokens []int
+	// CachedTokens is set by the engine at admission: prompt tokens found in
+	// the prefix cache.
+
+	Tools      []Tool
+	ToolChoice ToolChoice
+	// ParallelToolCalls allows more than one call per turn.
+	ParallelToolCalls bool
+
+	ResponseFormat ResponseFormat
+	Reasoning      Reasoning
+	Sampling       Sampling
+
+	// Echo puts the prompt before the completion (completions API).
+	Echo bool
+	// PromptLogprobs asks for this many top logprobs per prompt token
+	// (completions with echo); 0 means none. -1 means the prompt token's
+	// own logprob only.
+	PromptLogprobs int
+
+	// Stream selects streamed output: Formatter must then be set, and each
+	// step's frames reach the Sink. Without it only the final Result does.
+	Stream    bool
+	Formatter Formatter
+	// StreamInterval coalesces up to this many tokens per frame (vLLM's
+	// --stream-interval); 0 or 1 means one frame per token.
+	StreamInterval int
+
+	// Arrival is when the server received the request (for queue and TTFT
+	// metrics); zero means "at Start".
+	Arrival time.Time
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role string // system, developer, user, assistant, tool
+	// Content is the text content; content parts are concatenated by the
+	// dialect in order (text parts only; others are refused by the dialect).
+	Content    string
+	Name       string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	// Reasoning is prior reasoning text of an assistant turn, if kept.
+	Reasoning string
+}
+
+// ToolCall is a call the model made.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON text
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the function's JSON Schema, as raw JSON; may be nil.
+	Parameters []byte
+}
+
+// ToolChoiceMode says whether and how the model must call a tool.
+type ToolChoiceMode uint8
+
+const (
+	ToolChoiceAuto ToolChoiceMode = iota // call a tool when the user asks for one by name
+	ToolChoiceNone
+	ToolChoiceRequired // call some tool
+	ToolChoiceNamed    // call the tool named in ToolChoice.Name
+)
+
+// ToolChoice constrains tool calls.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	Name string
+}
+
+// ResponseFormatType is the requested shape of the answer.
+type ResponseFormatType uint8
+
+const (
+	FormatText ResponseFormatType = iota
+	FormatJSONObject
+	FormatJSONSchema
+)
+
+// ResponseFormat constrains the answer's text.
+type ResponseFormat struct {
+	Type ResponseFormatType
+	Name string
+	// Schema is the JSON Schema (raw JSON) for FormatJSONSchema.
+	Schema []byte
+}
+
+// Reasoning asks for reasoning tokens before the answer.
+type Reasoning struct {
+	Enabled bool
+	// Effort is "minimal", "low", "medium" or "high" (OpenAI); empty means medium.
+	Effort string
+	// BudgetTokens caps reasoning tokens (Anthropic thinking); 0 means from Effort.
+	BudgetTokens int
+}
+
+// Sampling holds the sampling parameters.
+type Sampling struct {
+	// N is the number of independent choices; 0 means 1.
+	N           int
+	Temperature float64 // 0 = greedy, fully deterministic
+	TopP        float64 // 0 means 1
+	TopK        int     // 0 means off
+	Seed        int64
+	HasSeed     bool
+	// MaxTokens caps generated tokens per choice; 0 means up to the context.
+	MaxTokens int
+	// IgnoreEOS generates exactly MaxTokens (vLLM's extension).
+	IgnoreEOS bool
+	// Stop strings end a choice and are trimmed from its output; never is a
+	// part of one emitted (hold-back).
+	Stop         []string
+	StopTokenIDs []int
+	// Logprobs asks for per-token logprobs, with TopLogprobs (0..20)
+	// alternatives each.
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// Choices returns the number of choices asked for (at least 1).
+func (s *Sampling) Choices() int {
+	if s.N < 1 {
+		return 1
+	}
+	return s.N
+}
+
+// MaxTopLogprobs is the most alternatives per token any dialect may ask for.
+const MaxTopLogprobs = 20
