@@ -1,0 +1,33 @@
+// Command baseline is the baseline reference server of the Vajra benchmark:
+// see baseline.go. Usage:
+//
+//	GOMAXPROCS=1 taskset -c 0 baseline -port 8002 -itl 20ms
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	var o Options
+	flag.StringVar(&o.Host, "host", "127.0.0.1", "listen host")
+	flag.IntVar(&o.Port, "port", 8002, "listen port (0 picks a free one)")
+	flag.DurationVar(&o.ITL, "itl", 20_000_000, "inter-token latency (0: as fast as it can)")
+	flag.IntVar(&o.Tokens, "tokens", 0, "tokens per response (0: the request's max_tokens, else 128)")
+	flag.Parse()
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	addr, stop, err := Serve(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "baseline: listening on %s (itl %v, pid %d)\n", addr, o.ITL, os.Getpid())
+	<-ctx.Done()
+	stop()
+}
