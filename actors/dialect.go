@@ -1,0 +1,119 @@
+package actors
+
+import (
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/vajra-go/vajra/codegen/openai"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// dialect is one API's side of a session: it decodes and validates the body
+// into the engine request, builds the stream's formatter, encodes the
+// non-streamed body, and renders errors in the API's shape. A dialect value
+// belongs to one session.
+type dialect interface {
+	// decode fills ss.ereq from ss.req.Body, or says why it cannot.
+	decode(ss *session) *apiError
+	// formatter builds the stream's frame writer (ss.framing is set).
+	formatter(ss *session) engine.Formatter
+	// appendResponse appends the non-streamed body of a finished request.
+	appendResponse(dst []byte, ss *session, res *engine.Result) []byte
+	// appendError appends the error body in the API's shape.
+	appendError(dst []byte, e *apiError) []byte
+	// engineError maps an engine error to the API's error.
+	engineError(e *engine.Error, req *engine.Request) *apiError
+	streamContentType() string
+}
+
+// dialectFor returns a fresh dialect for an endpoint.
+func dialectFor(ep Endpoint) dialect {
+	switch ep {
+	case EndpointChatCompletions:
+		return &chatDialect{}
+	}
+	return unknownDialect{}
+}
+
+// idCounter makes response ids unique within the process; the prefix makes
+// them unique across restarts.
+var idCounter atomic.Uint64
+
+var idPrefix = strconv.FormatInt(time.Now().UnixNano()&0xffffffffff, 36)
+
+// newID returns prefix + a process-unique suffix, e.g. "chatcmpl-k3j2-1f".
+func newID(prefix string) string {
+	return prefix + idPrefix + strconv.FormatUint(idCounter.Add(1), 36)
+}
+
+// openaiError turns the codegen error into the session's error.
+func openaiError(e openai.APIError) *apiError {
+	return &apiError{Status: e.Status(), Type: e.Kind.Type(), Code: e.Code, Param: e.Param, Message: e.Message}
+}
+
+func appendOpenAIError(dst []byte, e *apiError) []byte {
+	return openai.AppendErrorBody(dst, e.Status, e.Type, e.Code, e.Param, e.Message)
+}
+
+// chatDialect is POST /v1/chat/completions.
+type chatDialect struct {
+	req     openai.ChatRequest
+	id      string
+	created int64
+	fmt     openai.ChatFormatter
+}
+
+func (d *chatDialect) decode(ss *session) *apiError {
+	if err := openai.DecodeChatRequest(ss.req.Body, &d.req); err != nil {
+		var pe *openai.ParamError
+		if errors.As(err, &pe) {
+			return openaiError(pe.API())
+		}
+		return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+	}
+	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
+	if pe := d.req.ToEngine(&ss.ereq); pe != nil {
+		return openaiError(pe.API())
+	}
+	d.id = newID("chatcmpl-")
+	d.created = time.Now().Unix()
+	return nil
+}
+
+func (d *chatDialect) formatter(ss *session) engine.Formatter {
+	o := d.req.ChatStreamOptions()
+	o.Framing = ss.framing
+	d.fmt.Reset(d.id, ss.ereq.Model, d.created, o)
+	return &d.fmt
+}
+
+func (d *chatDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
+	m := openai.ChatCompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created, Logprobs: ss.ereq.Sampling.Logprobs}
+	return openai.AppendChatCompletion(dst, &m, res)
+}
+
+func (d *chatDialect) appendError(dst []byte, e *apiError) []byte { return appendOpenAIError(dst, e) }
+
+func (d *chatDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
+	return openaiError(openai.FromEngineError(e, "messages"))
+}
+
+func (d *chatDialect) streamContentType() string { return "text/event-stream" }
+
+// unknownDialect refuses: netio routes only endpoints that have a dialect.
+type unknownDialect struct{}
+
+func (unknownDialect) decode(*session) *apiError {
+	return &apiError{Status: 404, Type: "not_found_error", Message: "Unknown endpoint."}
+}
+func (unknownDialect) formatter(*session) engine.Formatter { return nil }
+func (unknownDialect) appendResponse(dst []byte, _ *session, _ *engine.Result) []byte {
+	return dst
+}
+func (unknownDialect) appendError(dst []byte, e *apiError) []byte { return appendOpenAIError(dst, e) }
+func (unknownDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
+	return openaiError(openai.FromEngineError(e, ""))
+}
+func (unknownDialect) streamContentType() string { return "text/event-stream" }

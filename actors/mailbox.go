@@ -1,0 +1,213 @@
+package actors
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Why a mailbox of our own: protoactor's default mailbox allocates a queue
+// node per message and starts a goroutine per wake (`go fn()` on a method
+// value), so every engine step would cost each streaming session two
+// allocations and a goroutine. This mailbox keeps messages in a ring that
+// grows once and is then reused, and runs woken mailboxes on a fixed pool of
+// workers fed by a channel of mailbox pointers: posting a pointer message to
+// an idle session allocates nothing.
+
+// mailboxRing is the initial capacity of a session's user-message ring. A
+// session rarely holds more than a start, a frames notice and a close.
+const mailboxRing = 8
+
+// mailbox implements actor.Mailbox. Its lock is per session: never shared.
+type mailbox struct {
+	mu        sync.Mutex
+	user      ring
+	system    ring
+	suspended bool
+
+	scheduled atomic.Bool // true while queued on or run by a worker
+	invoker   actor.MessageInvoker
+	pool      *WorkerPool
+}
+
+// ring is a FIFO of messages that grows by doubling and is reused.
+type ring struct {
+	buf        []any
+	head, size int
+}
+
+func (r *ring) push(m any) {
+	if r.size == len(r.buf) {
+		n := len(r.buf) * 2
+		if n == 0 {
+			n = mailboxRing
+		}
+		buf := make([]any, n)
+		for i := 0; i < r.size; i++ {
+			buf[i] = r.buf[(r.head+i)%len(r.buf)]
+		}
+		r.buf, r.head = buf, 0
+	}
+	r.buf[(r.head+r.size)%len(r.buf)] = m
+	r.size++
+}
+
+func (r *ring) pop() any {
+	if r.size == 0 {
+		return nil
+	}
+	m := r.buf[r.head]
+	r.buf[r.head] = nil
+	r.head = (r.head + 1) % len(r.buf)
+	r.size--
+	return m
+}
+
+// PostUserMessage queues a user message and schedules the mailbox.
+// Safe for concurrent use.
+func (m *mailbox) PostUserMessage(msg any) {
+	m.mu.Lock()
+	m.user.push(msg)
+	m.mu.Unlock()
+	m.schedule()
+}
+
+// PostSystemMessage queues a system message and schedules the mailbox.
+// Safe for concurrent use.
+func (m *mailbox) PostSystemMessage(msg any) {
+	m.mu.Lock()
+	m.system.push(msg)
+	m.mu.Unlock()
+	m.schedule()
+}
+
+// RegisterHandlers is called once by protoactor when the actor is spawned.
+// The dispatcher is ignored: the mailbox always runs on its worker pool.
+func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, _ actor.Dispatcher) {
+	m.invoker = invoker
+}
+
+// Start is called once by protoactor after RegisterHandlers.
+func (m *mailbox) Start() {}
+
+// UserMessageCount returns the number of queued user messages.
+func (m *mailbox) UserMessageCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.user.size
+}
+
+func (m *mailbox) schedule() {
+	if m.scheduled.CompareAndSwap(false, true) {
+		m.pool.queue <- m
+	}
+}
+
+// next pops the next message to run: system messages first; user messages
+// only while not suspended.
+func (m *mailbox) next() (msg any, system bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if msg = m.system.pop(); msg != nil {
+		return msg, true
+	}
+	if m.suspended {
+		return nil, false
+	}
+	return m.user.pop(), false
+}
+
+func (m *mailbox) pending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.system.size > 0 || (!m.suspended && m.user.size > 0)
+}
+
+// run processes messages until the mailbox is empty (or suspended), then
+// goes idle, rescheduling itself if a message raced in.
+func (m *mailbox) run() {
+	for {
+		m.drain()
+		m.scheduled.Store(false)
+		if !m.pending() || !m.scheduled.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+func (m *mailbox) drain() {
+	var msg any
+	defer func() {
+		// A panic in the actor becomes a failure for its supervisor, as
+		// in protoactor's own mailbox.
+		if r := recover(); r != nil {
+			m.invoker.EscalateFailure(r, msg)
+		}
+	}()
+	for {
+		var system bool
+		if msg, system = m.next(); msg == nil {
+			return
+		}
+		if !system {
+			m.invoker.InvokeUserMessage(msg)
+			continue
+		}
+		switch msg.(type) {
+		case *actor.SuspendMailbox:
+			m.mu.Lock()
+			m.suspended = true
+			m.mu.Unlock()
+		case *actor.ResumeMailbox:
+			m.mu.Lock()
+			m.suspended = false
+			m.mu.Unlock()
+		default:
+			m.invoker.InvokeSystemMessage(msg)
+		}
+	}
+}
+
+// WorkerPool runs woken mailboxes on a fixed set of goroutines.
+type WorkerPool struct {
+	queue chan *mailbox
+	wg    sync.WaitGroup
+}
+
+// workerQueue bounds the number of mailboxes waiting for a worker. A
+// producer that finds it full waits: that is back-pressure on the engine
+// step, never a lost message.
+const workerQueue = 1 << 16
+
+// NewWorkerPool starts n workers (GOMAXPROCS when n <= 0).
+func NewWorkerPool(n int) *WorkerPool {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	p := &WorkerPool{queue: make(chan *mailbox, workerQueue)}
+	p.wg.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			defer p.wg.Done()
+			for m := range p.queue {
+				m.run()
+			}
+		}()
+	}
+	return p
+}
+
+// Producer returns a MailboxProducer for actor props whose mailboxes run on
+// this pool.
+func (p *WorkerPool) Producer() actor.MailboxProducer {
+	return func() actor.Mailbox { return &mailbox{pool: p} }
+}
+
+// Stop ends the workers after the queued mailboxes ran. No mailbox may be
+// scheduled after Stop.
+func (p *WorkerPool) Stop() {
+	close(p.queue)
+	p.wg.Wait()
+}

@@ -1,0 +1,246 @@
+package actors
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/vajra-go/vajra/codegen"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// session is the actor of one generation request.
+type session struct {
+	owner *Sessions
+	conn  Conn
+	req   *Request
+	pid   *actor.PID
+	d     dialect
+
+	ereq engine.Request
+	es   engine.Session
+	sink sink
+
+	framing   codegen.Framing
+	streaming bool // the stream's head was sent
+	finished  bool // the response ended (or was abandoned)
+	stopped   bool // stop requested
+
+	closed connClosed // preallocated: ConnClosed sends a pointer to it
+	out    []byte     // forwarded bytes, reused
+	body   []byte     // non-stream body, reused
+	usage  engine.Usage
+}
+
+// connClosed tells a session its client is gone.
+type connClosed struct{}
+
+// framesReady tells a session its sink holds bytes (and maybe the result).
+type framesReady struct{}
+
+// ConnClosed implements Handle. Safe for concurrent use.
+func (ss *session) ConnClosed() {
+	ss.owner.root.Send(ss.pid, &ss.closed)
+}
+
+// Receive implements actor.Actor.
+func (ss *session) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *framesReady:
+		ss.forward(ctx)
+	case *actor.Started:
+		ss.begin(ctx)
+	case *connClosed:
+		// Disconnect means abort: free the engine slot now.
+		ss.finished = true
+		ss.abort()
+		ss.stop(ctx)
+	case *actor.Stopped:
+		ss.cleanup()
+	}
+}
+
+// begin decodes, validates, prepares and starts the request. Every check
+// that can fail runs before the status line is written.
+func (ss *session) begin(ctx actor.Context) {
+	if ae := ss.d.decode(ss); ae != nil {
+		ss.fail(ctx, ae)
+		return
+	}
+	if !ss.owner.servesModel(ss.ereq.Model) {
+		ss.fail(ctx, modelNotFound(ss.ereq.Model))
+		return
+	}
+	eng := ss.owner.cfg.Engine
+	if err := eng.Prepare(&ss.ereq); err != nil {
+		ss.fail(ctx, ss.d.engineError(engine.AsError(err), &ss.ereq))
+		return
+	}
+	ss.ereq.ID = ss.req.RequestID
+	ss.ereq.Arrival = ss.req.Arrival
+	ss.framing = codegen.FramingRaw
+	if ss.req.Chunked {
+		ss.framing = codegen.FramingChunked
+	}
+	if ss.ereq.Stream {
+		ss.ereq.Formatter = ss.d.formatter(ss)
+	}
+	es, err := eng.Start(&ss.ereq, &ss.sink)
+	if err != nil {
+		ss.fail(ctx, ss.d.engineError(engine.AsError(err), &ss.ereq))
+		return
+	}
+	ss.es = es
+	if ss.ereq.Stream {
+		ss.conn.StartStream(ss.d.streamContentType(), nil)
+		ss.streaming = true
+	}
+}
+
+// forward moves what the engine delivered to the connection, untouched.
+func (ss *session) forward(ctx actor.Context) {
+	var final *engine.Result
+	ss.out, final = ss.sink.take(ss.out[:0])
+	if ss.finished {
+		return
+	}
+	if len(ss.out) > 0 {
+		ss.conn.Send(ss.out)
+	}
+	if final == nil {
+		return
+	}
+	ss.finished = true
+	ss.usage = final.Usage
+	switch {
+	case ss.streaming:
+		// The formatter already wrote the end (or the in-stream error).
+		ss.conn.EndStream()
+	case final.Err != nil:
+		ae := ss.d.engineError(final.Err, &ss.ereq)
+		ss.body = ss.d.appendError(ss.body[:0], ae)
+		ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
+	default:
+		ss.body = ss.d.appendResponse(ss.body[:0], ss, final)
+		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
+	}
+	ss.stop(ctx)
+}
+
+// fail ends a request that failed before its status line.
+func (ss *session) fail(ctx actor.Context, ae *apiError) {
+	ss.finished = true
+	ss.body = ss.d.appendError(ss.body[:0], ae)
+	ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
+	ss.stop(ctx)
+}
+
+func (ss *session) abort() {
+	ss.sink.detach()
+	if ss.es != nil {
+		ss.es.Abort()
+	}
+}
+
+func (ss *session) stop(ctx actor.Context) {
+	if !ss.stopped {
+		ss.stopped = true
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// cleanup runs once when the actor stopped, also after a panic: a response
+// that did not end gets the dialect's error (in-stream if the head is out)
+// or the connection is abandoned.
+func (ss *session) cleanup() {
+	if !ss.finished {
+		ss.finished = true
+		ss.abort()
+		ae := &apiError{Status: 500, Type: "server_error", Message: "The session failed; see the server log."}
+		if ss.streaming {
+			if ss.ereq.Formatter != nil {
+				ss.body = ss.ereq.Formatter.AppendError(ss.body[:0], &engine.Error{Kind: engine.KindInternal, Message: ae.Message})
+				ss.conn.Send(ss.body)
+				ss.conn.EndStream()
+			} else {
+				ss.conn.Abandon()
+			}
+		} else {
+			ss.body = ss.d.appendError(ss.body[:0], ae)
+			ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
+		}
+	}
+	ss.sink.detach()
+	ss.req.release()
+	ss.owner.sessionEnded()
+}
+
+const contentTypeJSON = "application/json"
+
+// sink receives the engine's deliveries on the engine's goroutine and
+// coalesces them until the actor takes them: one message per batch, however
+// many steps ran before the actor got to it. Its lock is the session's own.
+type sink struct {
+	ss       *session
+	mu       sync.Mutex
+	pending  []byte
+	final    *engine.Result
+	notified bool
+	detached bool
+	msg      framesReady
+}
+
+// Deliver implements engine.Sink.
+func (k *sink) Deliver(frames []byte, final *engine.Result) {
+	k.mu.Lock()
+	if k.detached {
+		k.mu.Unlock()
+		return
+	}
+	k.pending = append(k.pending, frames...)
+	if final != nil {
+		k.final = final
+	}
+	post := !k.notified
+	k.notified = true
+	k.mu.Unlock()
+	if post {
+		k.ss.owner.root.Send(k.ss.pid, &k.msg)
+	}
+}
+
+// take swaps out what was delivered: the pending bytes are appended to dst
+// (the caller's spare buffer becomes the next pending buffer).
+func (k *sink) take(dst []byte) ([]byte, *engine.Result) {
+	k.mu.Lock()
+	out := k.pending
+	k.pending = dst[:0]
+	final := k.final
+	k.final = nil
+	k.notified = false
+	k.mu.Unlock()
+	return out, final
+}
+
+// detach drops later deliveries (the session is going away).
+func (k *sink) detach() {
+	k.mu.Lock()
+	k.detached = true
+	k.pending = nil
+	k.mu.Unlock()
+}
+
+// apiError is one error, rendered in the dialect's shape.
+type apiError struct {
+	Status  int
+	Type    string
+	Code    string
+	Param   string
+	Message string
+}
+
+func modelNotFound(model string) *apiError {
+	return &apiError{Status: 404, Type: "not_found_error", Code: "model_not_found", Param: "model",
+		Message: fmt.Sprintf("The model %q does not exist.", model)}
+}

@@ -1,0 +1,141 @@
+// Package actors runs one protoactor actor per generation request. A session
+// decodes and validates its request, starts an engine session, forwards the
+// frames the engine formatted to its connection untouched, sums usage, and
+// ends the response. When its connection closes it aborts the engine
+// session and stops. Everything that can go wrong in one request stays
+// inside its actor: a panic stops that session (its supervisor never
+// restarts one) and ends its response with an error, never the server.
+package actors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+
+	"github.com/vajra-go/vajra/engine"
+)
+
+// Config configures Sessions.
+type Config struct {
+	Engine engine.Engine
+	// Models are the served model names; requests naming another get 404.
+	Models []string
+	// System is the actor system to spawn sessions in. Nil creates one
+	// whose logs go through Logger. Embedders pass their own.
+	System *actor.ActorSystem
+	// Workers run session mailboxes; 0 means GOMAXPROCS.
+	Workers int
+	Logger  *zap.Logger
+}
+
+// Sessions spawns and supervises session actors. Safe for concurrent use.
+type Sessions struct {
+	cfg    Config
+	log    *zap.Logger
+	system *actor.ActorSystem
+	root   *actor.RootContext
+	pool   *WorkerPool
+	models map[string]bool
+
+	active   atomic.Int64
+	idle     chan struct{} // signalled when active drops to 0
+	failures atomic.Uint64 // sessions stopped by a panic
+	unknown  unknownFields
+}
+
+// NewSessions sets up session supervision.
+func NewSessions(cfg Config) (*Sessions, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("actors: Config.Engine is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	s := &Sessions{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		system: cfg.System,
+		pool:   NewWorkerPool(cfg.Workers),
+		models: map[string]bool{},
+		idle:   make(chan struct{}, 1),
+	}
+	for _, m := range cfg.Models {
+		s.models[m] = true
+	}
+	if s.system == nil {
+		s.system = NewActorSystem(cfg.Logger)
+	}
+	// Sessions are children of a guardian whose strategy stops a failed
+	// session: a restarted session would replay a request whose response
+	// is already half written.
+	stop := actor.NewOneForOneStrategy(0, 0, func(reason any) actor.Directive {
+		s.failures.Add(1)
+		s.log.Error("session failed", zap.Any("reason", reason))
+		return actor.StopDirective
+	})
+	s.root = s.system.Root.WithGuardian(stop)
+	return s, nil
+}
+
+// NewActorSystem returns an actor system whose own logs go through zap.
+func NewActorSystem(log *zap.Logger) *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(zapslog.NewHandler(log.Named("actor").Core()))
+	}))
+}
+
+// Start spawns the session for one request. It never blocks on the engine:
+// decoding and validation run in the actor. Safe for concurrent use.
+func (s *Sessions) Start(conn Conn, req *Request) Handle {
+	ss := &session{owner: s, conn: conn, req: req}
+	ss.sink.ss = ss
+	ss.d = dialectFor(req.Endpoint)
+	props := actor.PropsFromProducer(func() actor.Actor { return ss }, actor.WithMailbox(s.pool.Producer()))
+	s.active.Add(1)
+	ss.pid = s.root.Spawn(props)
+	return ss
+}
+
+// Active is the number of live sessions.
+func (s *Sessions) Active() int64 { return s.active.Load() }
+
+// Failures is the number of sessions stopped by a panic.
+func (s *Sessions) Failures() uint64 { return s.failures.Load() }
+
+func (s *Sessions) sessionEnded() {
+	if s.active.Add(-1) == 0 {
+		select {
+		case s.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Wait blocks until no session is live or ctx ends. The idle channel holds
+// one signal, so a drop to zero is never missed; the loop re-checks because
+// new sessions may have started since.
+func (s *Sessions) Wait(ctx context.Context) error {
+	for s.active.Load() > 0 {
+		select {
+		case <-s.idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close stops the mailbox workers. Call after every session ended.
+func (s *Sessions) Close() {
+	if s.cfg.System == nil {
+		s.system.Shutdown()
+	}
+	s.pool.Stop()
+}
+
+func (s *Sessions) servesModel(m string) bool { return s.models[m] }
