@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+)
+
+// Figure is one number compared between two servers.
+type Figure struct {
+	Name        string    `json:"name"`
+	Unit        string    `json:"unit"`
+	LowerBetter bool      `json:"lower_is_better"`
+	A           float64   `json:"a"`      // median over rounds
+	B           float64   `json:"b"`      // median over rounds
+	Ratio       float64   `json:"ratio"`  // median of the per-round B/A ratios
+	Ratios      []float64 `json:"ratios"` // per round
+}
+
+// Comparison is the outcome of Compare; it is what -out writes with -compare.
+type Comparison struct {
+	Rounds  int       `json:"rounds"`
+	A       []*Result `json:"a"`
+	B       []*Result `json:"b"`
+	Figures []Figure  `json:"figures"`
+}
+
+// Errors returns the failed measured requests of all runs.
+func (c *Comparison) Errors() int64 {
+	var n int64
+	for _, r := range append(append([]*Result(nil), c.A...), c.B...) {
+		n += r.Errors
+	}
+	return n
+}
+
+// figureDefs lists the compared figures; a NaN value means "not measured".
+var figureDefs = []struct {
+	name, unit string
+	lower      bool
+	get        func(*Result) float64
+}{
+	{"tokens/s", "tok/s", false, func(r *Result) float64 { return r.TokensPerSec }},
+	{"requests/s", "req/s", false, func(r *Result) float64 { return r.RequestsPerSec }},
+	{"ttft p50", "ms", true, func(r *Result) float64 { return r.TTFT.P50 }},
+	{"ttft p99", "ms", true, func(r *Result) float64 { return r.TTFT.P99 }},
+	{"gap p50", "ms", true, func(r *Result) float64 { return r.Gap.P50 }},
+	{"gap p99", "ms", true, func(r *Result) float64 { return r.Gap.P99 }},
+	{"gap p99.9", "ms", true, func(r *Result) float64 { return r.Gap.P999 }},
+	{"gap-itl p99", "ms", true, func(r *Result) float64 { return r.ServerAdded.P99 }},
+	{"e2e p50", "ms", true, func(r *Result) float64 { return r.E2E.P50 }},
+	{"e2e p99", "ms", true, func(r *Result) float64 { return r.E2E.P99 }},
+	{"server cpu/token", "µs", true, func(r *Result) float64 {
+		if r.Server == nil || r.Server.CPUSource == "" {
+			return math.NaN()
+		}
+		return r.Server.CPUMicrosPerTok
+	}},
+	{"server cpu/request", "µs", true, func(r *Result) float64 {
+		if r.Server == nil || r.Server.CPUSource == "" {
+			return math.NaN()
+		}
+		return r.Server.CPUMicrosPerReq
+	}},
+	{"server peak RSS", "MiB", true, func(r *Result) float64 {
+		if r.Server == nil {
+			return math.NaN()
+		}
+		return float64(r.Server.PeakRSSBytes) / (1 << 20)
+	}},
+	{"errors", "", true, func(r *Result) float64 { return float64(r.Errors) }},
+}
+
+// Compare runs cfgA and cfgB in alternation, A B A B..., rounds times, so
+// that drift in the machine's speed hits both alike, and returns each
+// figure's medians and the median of the per-round B/A ratios. progress,
+// when non-nil, gets a line per run.
+func Compare(ctx context.Context, cfgA, cfgB Config, rounds int, progress io.Writer) (*Comparison, error) {
+	if rounds < 1 || rounds > 1000 {
+		return nil, fmt.Errorf("%w: -rounds %d outside [1, 1000]", ErrConfig, rounds)
+	}
+	if cfgA.Label == "" {
+		cfgA.Label = "A"
+	}
+	if cfgB.Label == "" {
+		cfgB.Label = "B"
+	}
+	c := &Comparison{Rounds: rounds}
+	for i := 0; i < rounds; i++ {
+		for _, side := range []struct {
+			cfg Config
+			out *[]*Result
+		}{{cfgA, &c.A}, {cfgB, &c.B}} {
+			if progress != nil {
+				fmt.Fprintf(progress, "-- round %d/%d: %s (%s)\n", i+1, rounds, side.cfg.Label, side.cfg.URL)
+			}
+			res, err := Run(ctx, side.cfg)
+			if res != nil {
+				*side.out = append(*side.out, res)
+			}
+			if err != nil {
+				c.summarise()
+				return c, err
+			}
+		}
+	}
+	c.summarise()
+	return c, nil
+}
+
+func (c *Comparison) summarise() {
+	n := min(len(c.A), len(c.B))
+	c.Figures = c.Figures[:0]
+	for _, fd := range figureDefs {
+		f := Figure{Name: fd.name, Unit: fd.unit, LowerBetter: fd.lower}
+		var as, bs []float64
+		for i := 0; i < n; i++ {
+			a, b := fd.get(c.A[i]), fd.get(c.B[i])
+			if math.IsNaN(a) || math.IsNaN(b) {
+				continue
+			}
+			as, bs = append(as, a), append(bs, b)
+			if a != 0 {
+				f.Ratios = append(f.Ratios, b/a)
+			}
+		}
+		if len(as) == 0 {
+			continue
+		}
+		f.A, f.B = median(as), median(bs)
+		if len(f.Ratios) > 0 { // else Ratio stays 0: "undefined" (JSON has no NaN)
+			f.Ratio = median(f.Ratios)
+		}
+		c.Figures = append(c.Figures, f)
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// WriteText prints the comparison table.
+func (c *Comparison) WriteText(w io.Writer) {
+	la, lb := "A", "B"
+	if len(c.A) > 0 && c.A[0].Label != "" {
+		la = c.A[0].Label
+	}
+	if len(c.B) > 0 && c.B[0].Label != "" {
+		lb = c.B[0].Label
+	}
+	fmt.Fprintf(w, "== comparison over %d rounds: A = %s, B = %s (medians; ratio = median of per-round B/A)\n", c.Rounds, la, lb)
+	fmt.Fprintf(w, "%-20s %14s %14s %9s  %s\n", "figure", "A", "B", "B/A", "per round")
+	for _, f := range c.Figures {
+		ratio := "n/a"
+		if len(f.Ratios) > 0 {
+			ratio = fmt.Sprintf("%.3f", f.Ratio)
+		}
+		var per string
+		for i, r := range f.Ratios {
+			if i > 0 {
+				per += " "
+			}
+			per += fmt.Sprintf("%.3f", r)
+		}
+		fmt.Fprintf(w, "%-20s %14.3f %14.3f %9s  %s %s\n", f.Name+" ("+f.Unit+")", f.A, f.B, ratio, per, better(f))
+	}
+}
+
+func better(f Figure) string {
+	if len(f.Ratios) == 0 || f.Ratio == 1 {
+		return ""
+	}
+	if (f.Ratio < 1) == f.LowerBetter {
+		return "(B better)"
+	}
+	return "(A better)"
+}

@@ -1,0 +1,182 @@
+// Package bench is the instrument behind `vajra bench`: a load generator for
+// LLM streaming APIs that measures what a front door adds to an engine.
+//
+// It speaks SSE for every HTTP dialect (chat completions, completions,
+// Responses, Anthropic Messages) over a hand-written HTTP/1.1 client on raw
+// TCP, and the OpenAI Realtime API over WebSocket. Per request it measures
+// the time to response headers, to the first token, every gap between
+// tokens and the end-to-end time; it reports percentiles, throughput, and,
+// given the server's pid, the server's CPU time per token and its RSS. It
+// only ever sends to loopback addresses.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Main runs `vajra bench` with args (without the program and subcommand
+// names) and returns the process exit code: 0 on success, 1 when the run
+// failed or any measured request failed, 2 on bad usage.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("vajra bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		dialect     = fs.String("dialect", string(cfg.Dialect), "API dialect: chat|completions|responses|messages|realtime")
+		outJSON     = fs.String("out", "", "write the result as JSON to this file")
+		outHTML     = fs.String("html", "", "write an HTML report (inline SVG plots, no scripts) to this file")
+		compareURL  = fs.String("compare", "", "second base URL (B): run the workload against -url (A) and B in alternation and print B/A ratios")
+		comparePID  = fs.Int("compare-pid", 0, "pid of B's server, for its CPU time and RSS")
+		rounds      = fs.Int("rounds", 3, "with -compare: number of A B rounds")
+		labelA      = fs.String("label", "", "name of the -url server in reports (default: its URL)")
+		labelB      = fs.String("compare-label", "", "name of the -compare server in reports")
+		quiet       = fs.Bool("quiet", false, "no progress output")
+		allowErrors = fs.Bool("allow-errors", false, "exit 0 even when some requests failed")
+	)
+	fs.StringVar(&cfg.URL, "url", cfg.URL, "base URL of the server (loopback only: 127.0.0.0/8, ::1, localhost); a path in it overrides -base-path")
+	fs.StringVar(&cfg.BasePath, "base-path", cfg.BasePath, "API prefix: /v1 or /openai/v1")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "model name sent in requests")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "API key (Authorization: Bearer; also x-api-key for messages)")
+	fs.IntVar(&cfg.Concurrency, "c", cfg.Concurrency, "closed loop: concurrent streams, each starting a new request when one ends")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: Poisson arrivals per second (overrides -c)")
+	fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "open loop: arrivals beyond this many requests in flight are dropped and counted")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "warm-up before the measured window (not measured)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the measured window (0 with -n: until -n requests are done)")
+	fs.IntVar(&cfg.Requests, "n", 0, "measured requests to run (0: no count limit; the run ends at -duration)")
+	fs.DurationVar(&cfg.Ramp, "ramp", 0, "closed loop: spread the streams' first starts over this duration")
+	fs.IntVar(&cfg.PromptTokens, "prompt-tokens", cfg.PromptTokens, "prompt length in tokens (words, about one token each)")
+	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "output tokens per request (sent with ignore_eos: true)")
+	fs.BoolVar(&cfg.Stream, "stream", cfg.Stream, "stream responses (SSE); -stream=false measures whole requests (requests/s)")
+	fs.BoolVar(&cfg.RealtimeBeta, "realtime-beta", false, "realtime: send OpenAI-Beta: realtime=v1 and the beta field names")
+	fs.DurationVar(&cfg.ITL, "itl", 0, "the engine's configured inter-token latency; gap minus it is the server-added latency")
+	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of the server (A), to report its CPU µs per token and request and its RSS")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "bound on one request, from its start")
+	fs.DurationVar(&cfg.MaxTime, "max-time", cfg.MaxTime, "hard bound on one run, warm-up and drain included")
+	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", cfg.DialTimeout, "bound on one TCP connect")
+	fs.DurationVar(&cfg.ProgressEvery, "progress", cfg.ProgressEvery, "interval of progress lines when stdout is not a terminal")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the open-loop arrival process")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: vajra bench [flags]\n\n"+
+			"Load-tests an LLM streaming API on loopback and reports TTFT, inter-token gaps,\n"+
+			"server-added latency, throughput and (with -server-pid) server CPU and RSS.\n\n"+
+			"examples:\n"+
+			"  vajra bench -url http://127.0.0.1:8000 -c 1000 -ramp 1s -max-tokens 128 -itl 20ms -server-pid $PID\n"+
+			"  vajra bench -dialect messages -rate 200 -duration 30s\n"+
+			"  vajra bench -url http://127.0.0.1:8001 -compare http://127.0.0.1:8000 -rounds 3\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vajra bench: unexpected arguments %q\n", fs.Args())
+		fs.Usage()
+		return 2
+	}
+	d, err := parseDialect(*dialect)
+	if err != nil {
+		fmt.Fprintln(stderr, "vajra bench:", err)
+		return 2
+	}
+	cfg.Dialect = d
+	cfg.Label = *labelA
+	if !*quiet {
+		cfg.Progress = stdout
+		cfg.ProgressTTY = isTerminal(stdout)
+	}
+	// Refuse a bad or non-loopback target before anything is sent.
+	if _, err := resolveTarget(cfg.URL, cfg.BasePath); err != nil {
+		fmt.Fprintln(stderr, "vajra bench:", err)
+		return 2
+	}
+	if *compareURL != "" {
+		if _, err := resolveTarget(*compareURL, cfg.BasePath); err != nil {
+			fmt.Fprintln(stderr, "vajra bench:", err)
+			return 2
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(stderr, "vajra bench:", err)
+		return 2
+	}
+
+	if *compareURL != "" {
+		cfgB := cfg
+		cfgB.URL, cfgB.ServerPID, cfgB.Label = *compareURL, *comparePID, *labelB
+		cmp, err := Compare(ctx, cfg, cfgB, *rounds, stdout)
+		if cmp != nil {
+			cmp.WriteText(stdout)
+			if err2 := writeOutputs(cmp, cmp.A, *outJSON, *outHTML, cmp); err2 != nil {
+				fmt.Fprintln(stderr, "vajra bench:", err2)
+				return 1
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "vajra bench:", err)
+			return 1
+		}
+		if !*allowErrors && cmp.Errors() > 0 {
+			fmt.Fprintf(stderr, "vajra bench: %d requests failed\n", cmp.Errors())
+			return 1
+		}
+		return 0
+	}
+
+	res, err := Run(ctx, cfg)
+	if res != nil {
+		res.WriteText(stdout)
+		if err2 := writeOutputs(res, []*Result{res}, *outJSON, *outHTML, nil); err2 != nil {
+			fmt.Fprintln(stderr, "vajra bench:", err2)
+			return 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "vajra bench:", err)
+		return 1
+	}
+	if !*allowErrors && res.Errors > 0 {
+		fmt.Fprintf(stderr, "vajra bench: %d measured requests failed\n", res.Errors)
+		return 1
+	}
+	return 0
+}
+
+func writeOutputs(jsonValue any, results []*Result, outJSON, outHTML string, cmp *Comparison) error {
+	if outJSON != "" {
+		b, err := json.MarshalIndent(jsonValue, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(outJSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if outHTML != "" {
+		var sb strings.Builder
+		WriteHTML(&sb, results, cmp)
+		if err := os.WriteFile(outHTML, []byte(sb.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
