@@ -13,7 +13,25 @@ package httpparse
 //	chunk-ext-val  = token / quoted-string
 func (p *Parser) chunked(buf []byte, i int) (int, error) {
 	r := &p.r
-	for i < len(buf) {
+	extEnd := 0
+scan:
+	for {
+		// In extensions, the byte at extEnd may only be the CR that ends
+		// them; scanning stops one past it, so the budget is enforced at
+		// the same byte however the input was split.
+		n := len(buf)
+		if inExt := r.state >= stateChunkExtWS && r.state <= stateChunkExtAfterQ; inExt {
+			extEnd = r.extS + p.lim.MaxChunkExt - r.extTotal
+			if n > extEnd+1 {
+				n = extEnd + 1
+			}
+			if i >= n && n == extEnd+1 {
+				return extEnd, ErrChunkExtensionTooLong
+			}
+		}
+		if i >= n {
+			return i, nil
+		}
 		c := buf[i]
 		switch r.state {
 		case stateChunkSize:
@@ -34,8 +52,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 					return i, ErrBodyTooLarge
 				}
 				i++
-				if i == len(buf) {
-					return i, nil
+				if i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -62,8 +80,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 
 		case stateChunkExtWS: // BWS, then ';' (the next extension)
 			for c == ' ' || c == '\t' {
-				if i++; i == len(buf) {
-					return i, p.extBudget(i)
+				if i++; i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -74,8 +92,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 
 		case stateChunkExtSemi: // BWS, then the extension name
 			for c == ' ' || c == '\t' {
-				if i++; i == len(buf) {
-					return i, p.extBudget(i)
+				if i++; i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -86,8 +104,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 
 		case stateChunkExtName:
 			for isToken[c] {
-				if i++; i == len(buf) {
-					return i, p.extBudget(i)
+				if i++; i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -106,8 +124,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 
 		case stateChunkExtEqWS: // BWS after a name: '=' or the next ';'
 			for c == ' ' || c == '\t' {
-				if i++; i == len(buf) {
-					return i, p.extBudget(i)
+				if i++; i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -122,8 +140,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 
 		case stateChunkExtValWS: // BWS after '=', then token or quoted-string
 			for c == ' ' || c == '\t' {
-				if i++; i == len(buf) {
-					return i, p.extBudget(i)
+				if i++; i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -138,8 +156,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 
 		case stateChunkExtToken:
 			for isToken[c] {
-				if i++; i == len(buf) {
-					return i, p.extBudget(i)
+				if i++; i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -158,8 +176,8 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 			// qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
 			// (RFC 9110 section 5.6.4): isValue minus '"' and '\'.
 			for isValue[c] && c != '"' && c != '\\' {
-				if i++; i == len(buf) {
-					return i, p.extBudget(i)
+				if i++; i == n {
+					continue scan
 				}
 				c = buf[i]
 			}
@@ -167,24 +185,21 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 			case '\\':
 				r.state = stateChunkExtPair
 			case '"':
-				r.state = stateChunkExtToken // what may follow a value follows a token
-				i++
-				if i == len(buf) {
-					return i, p.extBudget(i)
-				}
-				c = buf[i]
-				switch c {
-				case ' ', '\t':
-					r.state = stateChunkExtWS
-				case ';':
-					r.state = stateChunkExtSemi
-				case '\r':
-					r.state = stateChunkSizeLF
-				default:
-					return i, ErrChunkExtension
-				}
+				r.state = stateChunkExtAfterQ
 			default:
 				return i, ErrChunkExtension // CR, LF, CTL: unterminated
+			}
+
+		case stateChunkExtAfterQ: // what may follow a value
+			switch c {
+			case ' ', '\t':
+				r.state = stateChunkExtWS
+			case ';':
+				r.state = stateChunkExtSemi
+			case '\r':
+				r.state = stateChunkSizeLF
+			default:
+				return i, ErrChunkExtension
 			}
 
 		case stateChunkExtPair:
@@ -261,20 +276,6 @@ func (p *Parser) chunked(buf []byte, i int) (int, error) {
 		// The state's last byte was examined and accepted.
 		i++
 	}
-	if r.state >= stateChunkExtWS && r.state <= stateChunkExtPair {
-		return i, p.extBudget(i)
-	}
-	return i, nil
-}
-
-// extBudget checks the extension bytes so far, including the unfinished
-// line up to i, against MaxChunkExt: enforced as bytes arrive, so a client
-// cannot grow our buffer with an endless extension.
-func (p *Parser) extBudget(i int) error {
-	if p.r.extTotal+(i-p.r.extS) > p.lim.MaxChunkExt {
-		return ErrChunkExtensionTooLong
-	}
-	return nil
 }
 
 // overhead adds n framing bytes and checks them against the data decoded so

@@ -71,33 +71,34 @@ func (r *Request) Header(name string) []byte {
 // matters only in that every state before stateLineStart belongs to the
 // request line (whose limit is MaxRequestLine).
 const (
-	stateStart     uint8 = iota // before the method; skips empty lines (RFC 9112 section 2.2)
-	stateStartLF                // CR of an empty line seen, LF expected
-	stateMethod                 // in the method token
-	stateTarget                 // in the request-target
-	stateVersion                // in "HTTP/1.x"
-	stateReqLineLF              // CR after the version seen, LF expected
-	stateLineStart              // at the start of a field line or of the final CRLF
-	stateName                   // in a field name
-	stateValueOWS               // after the colon, skipping OWS
-	stateValue                  // in a field value
-	stateFieldLF                // CR after a field value seen, LF expected
-	stateHeadLF                 // CR of the empty line ending the section seen, LF expected
-	stateBodyCL                 // waiting for Content-Length bytes
-	stateChunkSize              // in the hex chunk size
-	stateChunkExtWS             // BWS after the size or an extension; ';' expected
-	stateChunkExtSemi           // after ';', BWS then extension name
-	stateChunkExtName           // in an extension name
-	stateChunkExtEqWS           // BWS after a name; '=' or ';' or CR expected
-	stateChunkExtValWS          // after '=', BWS then value
-	stateChunkExtToken          // in a token value
-	stateChunkExtQuoted         // in a quoted-string value
-	stateChunkExtPair           // after '\' in a quoted-string
-	stateChunkSizeLF            // CR of the chunk-size line seen, LF expected
-	stateChunkData              // in chunk data
-	stateChunkDataCR            // after chunk data, CR expected
-	stateChunkDataLF            // after chunk data and CR, LF expected
-	stateDone                   // request complete (transient)
+	stateStart          uint8 = iota // before the method; skips empty lines (RFC 9112 section 2.2)
+	stateStartLF                     // CR of an empty line seen, LF expected
+	stateMethod                      // in the method token
+	stateTarget                      // in the request-target
+	stateVersion                     // in "HTTP/1.x"
+	stateReqLineLF                   // CR after the version seen, LF expected
+	stateLineStart                   // at the start of a field line or of the final CRLF
+	stateName                        // in a field name
+	stateValueOWS                    // after the colon, skipping OWS
+	stateValue                       // in a field value
+	stateFieldLF                     // CR after a field value seen, LF expected
+	stateHeadLF                      // CR of the empty line ending the section seen, LF expected
+	stateBodyCL                      // waiting for Content-Length bytes
+	stateChunkSize                   // in the hex chunk size
+	stateChunkExtWS                  // BWS after the size or an extension; ';' expected
+	stateChunkExtSemi                // after ';', BWS then extension name
+	stateChunkExtName                // in an extension name
+	stateChunkExtEqWS                // BWS after a name; '=' or ';' or CR expected
+	stateChunkExtValWS               // after '=', BWS then value
+	stateChunkExtToken               // in a token value
+	stateChunkExtQuoted              // in a quoted-string value
+	stateChunkExtPair                // after '\' in a quoted-string
+	stateChunkExtAfterQ              // after the closing '"' of a quoted-string
+	stateChunkSizeLF                 // CR of the chunk-size line seen, LF expected
+	stateChunkData                   // in chunk data
+	stateChunkDataCR                 // after chunk data, CR expected
+	stateChunkDataLF                 // after chunk data and CR, LF expected
+	stateDone                        // request complete (transient)
 )
 
 // Target forms (RFC 9112 section 3.2).
