@@ -219,6 +219,10 @@ func (s *stream) OnEvent(name, data []byte) {
 		}
 		s.last = s.now
 		s.rec.token(s.now)
+		if s.d == DialectCompletions && bytes.Contains(data, patUsageObj) {
+			// Completions servers may put usage on the last text chunk.
+			s.usage = usageTokens(data)
+		}
 	case evTerminal:
 		s.terminal = true
 		s.end = s.now
@@ -237,7 +241,10 @@ func (s *stream) OnEvent(name, data []byte) {
 			s.head = s.now
 		}
 	default:
-		if s.usage < 0 && (s.d == DialectMessages || s.d == DialectChat || s.d == DialectCompletions) {
+		// Few events are neither tokens nor terminal: the usage chunk of
+		// chat and completions, message_start and message_delta (whose count
+		// is the final one) of messages.
+		if s.d != DialectResponses && s.d != DialectRealtime {
 			if u := usageTokens(data); u >= 0 {
 				s.usage = u
 			}

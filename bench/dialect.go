@@ -130,6 +130,7 @@ var (
 	patTextDelta     = []byte(`"text_delta"`)
 	patThinkingDelta = []byte(`"thinking_delta"`)
 	patType          = []byte(`"type":"`)
+	patUsageObj      = []byte(`"usage":{`)
 	patCompletionTok = []byte(`"completion_tokens":`)
 	patOutputTok     = []byte(`"output_tokens":`)
 	patStatusFailed  = []byte(`"status":"failed"`)

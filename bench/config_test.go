@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestResolveTargetLoopbackOnly(t *testing.T) {
+	f := func(url, basePath, wantAddr, wantPath string, wantErr error) {
+		t.Helper()
+		tg, err := resolveTarget(url, basePath)
+		if wantErr != nil {
+			if !errors.Is(err, wantErr) {
+				t.Errorf("resolveTarget(%q) err = %v, want %v", url, err, wantErr)
+			}
+			return
+		}
+		if err != nil || tg.addr != wantAddr || tg.basePath != wantPath {
+			t.Errorf("resolveTarget(%q, %q) = %+v, %v; want %s %s", url, basePath, tg, err, wantAddr, wantPath)
+		}
+	}
+	f("http://127.0.0.1:8000", "/v1", "127.0.0.1:8000", "/v1", nil)
+	f("http://127.9.8.7:1", "/v1", "127.9.8.7:1", "/v1", nil)
+	f("http://localhost:8000", "/v1", "127.0.0.1:8000", "/v1", nil)
+	f("http://LOCALHOST:8000", "/v1", "127.0.0.1:8000", "/v1", nil)
+	f("http://[::1]:8000", "/v1", "[::1]:8000", "/v1", nil)
+	f("http://127.0.0.1:8000", "/openai/v1/", "127.0.0.1:8000", "/openai/v1", nil)
+	f("http://127.0.0.1:8000/openai/v1", "/v1", "127.0.0.1:8000", "/openai/v1", nil)
+	f("http://127.0.0.1", "", "127.0.0.1:80", "", nil)
+	f("http://10.0.0.1:8000", "/v1", "", "", ErrNotLoopback)
+	f("http://192.168.1.1:8000", "/v1", "", "", ErrNotLoopback)
+	f("http://[::2]:8000", "/v1", "", "", ErrNotLoopback)
+	f("http://0.0.0.0:8000", "/v1", "", "", ErrNotLoopback)
+	f("http://example.com:8000", "/v1", "", "", ErrNotLoopback)
+	f("http://localhost.example.com", "/v1", "", "", ErrNotLoopback)
+	f("http://[::ffff:10.0.0.1]:80", "/v1", "", "", ErrNotLoopback)
+	f("https://127.0.0.1:8000", "/v1", "", "", ErrConfig)
+}
+
+func TestMainRefusesNonLoopback(t *testing.T) {
+	for _, args := range [][]string{
+		{"-url", "http://10.1.2.3:8000", "-n", "1"},
+		{"-url", "http://127.0.0.1:1", "-compare", "http://8.8.8.8:80", "-n", "1"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "not a loopback address") {
+			t.Errorf("Main(%q) = %d, stderr %q", args, code, errb.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("Main(%q) printed %q before refusing", args, out.String())
+		}
+	}
+}
+
+func TestMainHelpListsEveryFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main(context.Background(), []string{"-h"}, &out, &errb); code != 0 {
+		t.Fatalf("-h exit %d", code)
+	}
+	for _, fl := range []string{"-c", "-rate", "-warmup", "-duration", "-n", "-prompt-tokens", "-max-tokens",
+		"-dialect", "-model", "-api-key", "-url", "-base-path", "-stream", "-ramp", "-itl", "-server-pid",
+		"-out", "-html", "-compare", "-compare-pid", "-rounds", "-max-time", "-request-timeout"} {
+		if !strings.Contains(errb.String(), "\n  "+fl+" ") && !strings.Contains(errb.String(), "\n  "+fl+"\n") {
+			t.Errorf("-h does not document %s", fl)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	f := func(mod func(*Config), ok bool) {
+		t.Helper()
+		c := DefaultConfig()
+		mod(&c)
+		if err := c.validate(); (err == nil) != ok {
+			t.Errorf("validate = %v, want ok=%v", err, ok)
+		}
+	}
+	f(func(c *Config) {}, true)
+	f(func(c *Config) { c.Duration, c.Requests = 0, 0 }, false) // unbounded
+	f(func(c *Config) { c.Duration, c.Requests = 0, 10 }, true)
+	f(func(c *Config) { c.Concurrency = 0 }, false)
+	f(func(c *Config) { c.Concurrency = MaxConcurrency + 1 }, false)
+	f(func(c *Config) { c.Rate = -1 }, false)
+	f(func(c *Config) { c.MaxTime = 0 }, false)
+	f(func(c *Config) { c.Dialect = "grpc" }, false)
+	f(func(c *Config) { c.Dialect, c.Stream = DialectRealtime, false }, false)
+}
