@@ -44,6 +44,12 @@ type Request struct {
 	// Arrival is when the server received the request (for queue and TTFT
 	// metrics); zero means "at Start".
 	Arrival time.Time
+
+	// Prepared is the engine's private state for this request, set by
+	// Engine.Prepare (parsed schemas, prompt block hashes, ...) and read by
+	// Engine.Start so that nothing is parsed twice. Callers leave it alone;
+	// an engine that finds it nil (or not its own) prepares again in Start.
+	Prepared any
 }
 
 // Message is one turn of a conversation.

@@ -1,0 +1,158 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/vajra-go/vajra/engine"
+)
+
+// The simulated distributions. At a word boundary of the corpus walk the
+// candidates are the successor pieces, weighted by softmax of their logits
+// (the same logits the token was sampled from) and sharing candMass of the
+// probability; filler tokens share part of the rest. Inside a word, and for
+// scripted output (echo, JSON, tool arguments), the emitted token is near
+// certain. The alternatives' probabilities therefore sum to less than 1.
+const (
+	candMass    = 0.9
+	fillerHead  = 0.4 // first filler's share of what is left
+	fillerDecay = 0.6 // each next filler's share relative to the previous
+)
+
+// appendLogprob appends the logprob entry of token id, just produced by s,
+// with up to TopLogprobs alternatives sorted descending and the token itself
+// among them. boundary and ncand describe the corpus walk's decision (see
+// markov); the logits are still in e.logits. Loop-only; allocates only by
+// growing s.lps and s.slab.
+func (e *Engine) appendLogprob(s *seq, id int, boundary bool, ncand int) {
+	k := s.g.req.Sampling.TopLogprobs
+	tops := e.tops[:0]
+	rest := 1.0
+	if boundary && ncand > 0 {
+		l := e.logits[:ncand]
+		m := l[0]
+		for _, v := range l[1:] {
+			m = max(m, v)
+		}
+		var z float64
+		for _, v := range l {
+			z += math.Exp(v - m)
+		}
+		cands := e.corpus.pieces[s.walk.prev].succ[:ncand]
+	next:
+		for i, c := range cands {
+			tok := e.corpus.pieces[c.next].toks[0]
+			p := candMass * math.Exp(l[i]-m) / z
+			for j := range tops {
+				if tops[j].TokenID == tok {
+					tops[j].Logprob += float32(p) // summed as probability, converted below
+					continue next
+				}
+			}
+			tops = append(tops, engine.TopLogprob{TokenID: tok, Logprob: float32(p)})
+		}
+		rest = 1 - candMass
+	} else {
+		// Near certain: 0.90 .. 0.99, varied per position by the content.
+		u := float64(mix(s.ctx, uint64(len(s.ids)))>>11) / (1 << 53)
+		p := 0.9 + 0.09*u
+		tops = append(tops, engine.TopLogprob{TokenID: id, Logprob: float32(p)})
+		rest = 1 - p
+	}
+	tops = e.addFillers(tops, rest, k+1)
+	for i := range tops {
+		tops[i].Logprob = float32(math.Log(float64(tops[i].Logprob)))
+		tops[i].Token = e.vocab.text(tops[i].TokenID)
+	}
+	sortTops(tops)
+	lp := engine.TokenLogprob{TokenID: id, Token: e.vocab.text(id)}
+	chosen := -1
+	for i := range tops {
+		if tops[i].TokenID == id {
+			chosen = i
+			lp.Logprob = tops[i].Logprob
+			break
+		}
+	}
+	if chosen < 0 { // cannot happen: the emitted token is always a candidate
+		lp.Logprob = float32(math.Log(rest * fillerHead))
+		tops = append(tops, engine.TopLogprob{TokenID: id, Token: lp.Token, Logprob: lp.Logprob})
+		chosen = len(tops) - 1
+	}
+	if k > 0 {
+		if len(tops) > k {
+			if chosen >= k {
+				tops[k-1] = tops[chosen] // lowest kept; still sorted
+			}
+			tops = tops[:k]
+		}
+		start := len(s.slab)
+		s.slab = append(s.slab, tops...)
+		lp.Top = s.slab[start:len(s.slab):len(s.slab)]
+	}
+	s.lps = append(s.lps, lp)
+}
+
+// addFillers appends filler tokens not yet in tops, sharing part of the
+// probability rest, until tops has want entries. Probabilities, not logs.
+func (e *Engine) addFillers(tops []engine.TopLogprob, rest float64, want int) []engine.TopLogprob {
+	p := rest * fillerHead
+outer:
+	for _, f := range e.corpus.fillers {
+		if len(tops) >= want {
+			break
+		}
+		for j := range tops {
+			if tops[j].TokenID == f {
+				continue outer
+			}
+		}
+		tops = append(tops, engine.TopLogprob{TokenID: f, Logprob: float32(p)})
+		p *= fillerDecay
+	}
+	return tops
+}
+
+// sortTops sorts by logprob descending, then token id; n is at most a few
+// dozen, so insertion sort.
+func sortTops(t []engine.TopLogprob) {
+	for i := 1; i < len(t); i++ {
+		for j := i; j > 0 && (t[j].Logprob > t[j-1].Logprob ||
+			t[j].Logprob == t[j-1].Logprob && t[j].TokenID < t[j-1].TokenID); j-- {
+			t[j], t[j-1] = t[j-1], t[j]
+		}
+	}
+}
+
+// promptLogprobs computes the prompt's logprobs in one batch when the
+// request asked for them (completions with echo): each prompt token gets a
+// probability drawn from the content hash, and PromptLogprobs alternatives
+// (fillers) when positive. Unlike vLLM, the first token gets a value too
+// rather than null.
+func (e *Engine) promptLogprobs(g *group) []engine.TokenLogprob {
+	k := g.req.PromptLogprobs
+	ids := g.req.PromptTokens
+	out := make([]engine.TokenLogprob, len(ids))
+	var slab []engine.TopLogprob
+	if k > 0 {
+		slab = make([]engine.TopLogprob, 0, len(ids)*k)
+	}
+	for i, id := range ids {
+		u := float64(mix(g.prep.ctx^0x5bd1e995, uint64(i))>>11) / (1 << 53)
+		p := 0.02 + 0.9*u
+		out[i] = engine.TokenLogprob{TokenID: id, Token: e.vocab.text(id), Logprob: float32(math.Log(p))}
+		if k <= 0 {
+			continue
+		}
+		tops := append(e.tops[:0], engine.TopLogprob{TokenID: id, Logprob: float32(p)})
+		tops = e.addFillers(tops, 1-p, k)
+		for j := range tops {
+			tops[j].Logprob = float32(math.Log(float64(tops[j].Logprob)))
+			tops[j].Token = e.vocab.text(tops[j].TokenID)
+		}
+		sortTops(tops)
+		start := len(slab)
+		slab = append(slab, tops...)
+		out[i].Top = slab[start:len(slab):len(slab)]
+	}
+	return out
+}

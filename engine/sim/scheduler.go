@@ -1,0 +1,539 @@
+package sim
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/vajra-go/vajra/engine"
+)
+
+// run is the scheduler loop, the engine's only goroutine. Each pass takes
+// new requests and aborts, admits waiting requests while sequence slots and
+// KV blocks allow, hands first tokens to requests whose prefill is over,
+// runs a decode step over every decoding sequence when one is due, and
+// publishes the stats. Then it sleeps on its one timer until the next
+// prefill end or step, or until Start, Abort or Close wakes it.
+func (e *Engine) run() {
+	defer close(e.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var inbox, aborts []*group
+	for {
+		e.mu.Lock()
+		inbox, e.inbox = e.inbox, inbox[:0]
+		aborts, e.aborts = e.aborts, aborts[:0]
+		closing := e.closing
+		e.mu.Unlock()
+
+		now := e.cfg.now()
+		for i, g := range inbox {
+			e.waiting = append(e.waiting, g)
+			inbox[i] = nil
+		}
+		for i, g := range aborts {
+			e.abort(g, now)
+			aborts[i] = nil
+		}
+		if closing {
+			e.shutdown(now)
+			return
+		}
+		e.admit(now)
+		e.pass(now)
+		e.publish()
+
+		next, ok := e.nextWake()
+		if !ok {
+			<-e.wakeCh
+			continue
+		}
+		wait := next.Sub(e.cfg.now())
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-e.wakeCh:
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+}
+
+// wake makes the loop run a pass now. Safe for concurrent use.
+func (e *Engine) wake() {
+	select {
+	case e.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// nextWake is when the loop has work without being woken: the next decode
+// step when any sequence decodes, else the earliest prefill end.
+func (e *Engine) nextWake() (time.Time, bool) {
+	var next time.Time
+	ok := false
+	for _, g := range e.running {
+		var t time.Time
+		switch g.state {
+		case statePrefill:
+			t = g.readyAt
+		case stateDecode:
+			t = e.nextStep
+		default:
+			continue
+		}
+		if !ok || t.Before(next) {
+			next, ok = t, true
+		}
+	}
+	return next, ok
+}
+
+// stepDur is the duration of one decode step at the current batch size.
+func (e *Engine) stepDur() time.Duration {
+	d := e.cfg.ITL
+	if e.cfg.LoadFactor > 0 {
+		d += time.Duration(float64(d) * e.cfg.LoadFactor * float64(e.runningSeqs) / float64(e.cfg.MaxNumSeqs))
+	}
+	return d
+}
+
+// admit moves waiting requests to running, first come first served, while
+// sequence slots and KV blocks allow; a request that does not fit blocks the
+// ones behind it (no overtaking, as in vLLM's FCFS policy).
+func (e *Engine) admit(now time.Time) {
+	for len(e.waiting) > 0 {
+		g := e.waiting[0]
+		if e.runningSeqs+g.live > e.cfg.MaxNumSeqs && len(e.running) > 0 {
+			return
+		}
+		if !e.allocGroup(g, now) {
+			if len(e.running) > 0 {
+				return
+			}
+			// Alone in an empty cache and still too big: it can never run.
+			e.popWaiting()
+			e.finishGroup(g, &engine.Error{Kind: engine.KindInvalid, Param: "max_tokens",
+				Message: "request needs more KV cache blocks than the engine has (--kv-cache-tokens)"}, now)
+			continue
+		}
+		e.popWaiting()
+		e.running = append(e.running, g)
+		e.runningSeqs += g.live
+	}
+}
+
+func (e *Engine) popWaiting() {
+	e.waiting[0] = nil
+	e.waiting = e.waiting[1:]
+	e.waitingN.Add(-1)
+}
+
+// allocGroup takes the KV blocks g needs to (re)start: its prompt's full
+// blocks, reusing cached ones, and for each live choice the blocks of its
+// partial prompt block, its output so far and the next token. On success g
+// is in statePrefill with readyAt set by the prefill lane.
+func (e *Engine) allocGroup(g *group, now time.Time) bool {
+	p, kv := g.prep, e.kv
+	hits, freeHits := kv.lookup(p.hashes)
+	if hits > 0 && hits == len(p.hashes) && p.promptLen%BlockSize == 0 {
+		// The last prompt token is always computed, to produce the first
+		// output token (vLLM does the same).
+		hits--
+		_, freeHits = kv.lookup(p.hashes[:hits])
+	}
+	need := len(p.hashes) - hits
+	recompute := 0
+	for i := range g.seqs {
+		if s := &g.seqs[i]; !s.done {
+			need += blocksFor(s.kvTokens() + 1)
+			recompute += len(s.ids)
+		}
+	}
+	avail := kv.free() - freeHits
+	if len(e.running) > 0 {
+		avail -= kv.total() / 100 // vLLM's 1% watermark against thrashing
+	}
+	if need > avail {
+		return false
+	}
+	g.promptBlocks = g.promptBlocks[:0]
+	for i, h := range p.hashes {
+		if i < hits {
+			id := kv.table[h]
+			kv.acquire(id)
+			g.promptBlocks = append(g.promptBlocks, id)
+			continue
+		}
+		id := kv.alloc()
+		kv.register(id, h)
+		g.promptBlocks = append(g.promptBlocks, id)
+	}
+	for i := range g.seqs {
+		s := &g.seqs[i]
+		if s.done {
+			continue
+		}
+		for range blocksFor(s.kvTokens() + 1) {
+			s.blocks = append(s.blocks, kv.alloc())
+		}
+	}
+	cached := hits * BlockSize
+	e.prefixQueries += uint64(p.promptLen)
+	e.prefixHits += uint64(cached)
+	if !g.admitted {
+		g.admitted, g.admit = true, now
+		g.cached = cached
+		g.usage.CachedTokens = cached
+		e.promptTokens += uint64(p.promptLen)
+	}
+	// Prefill: one lane shared by all requests, at PrefillTPS.
+	ready := now
+	if tps := e.cfg.PrefillTPS; tps > 0 {
+		if e.prefillFree.After(ready) {
+			ready = e.prefillFree
+		}
+		work := p.promptLen - cached + recompute
+		ready = ready.Add(time.Duration(float64(work) / tps * float64(time.Second)))
+		e.prefillFree = ready
+	}
+	if floor := g.arrival.Add(e.cfg.TTFT); !g.started && e.cfg.TTFT > 0 && ready.Before(floor) {
+		ready = floor
+	}
+	g.state, g.readyAt = statePrefill, ready
+	return true
+}
+
+// releaseSeq frees the blocks a choice holds.
+func (e *Engine) releaseSeq(s *seq) {
+	for _, id := range s.blocks {
+		e.kv.release(id)
+	}
+	s.blocks = s.blocks[:0]
+}
+
+// releaseGroup frees every block of g and its sequence slots, if it runs.
+func (e *Engine) releaseGroup(g *group) {
+	if g.state != statePrefill && g.state != stateDecode {
+		return
+	}
+	for i := range g.seqs {
+		e.releaseSeq(&g.seqs[i])
+	}
+	for _, id := range g.promptBlocks {
+		e.kv.release(id)
+	}
+	g.promptBlocks = g.promptBlocks[:0]
+	e.runningSeqs -= g.live
+}
+
+// pass runs one scheduler pass over the running requests, in admission
+// order: first tokens for finished prefills, and a decode step for the rest
+// when one is due. Each request that produced output gets one Deliver.
+func (e *Engine) pass(now time.Time) {
+	decoding := false
+	for _, g := range e.running {
+		if g.state == stateDecode {
+			decoding = true
+			break
+		}
+	}
+	due := decoding && !now.Before(e.nextStep)
+	started := false
+	for i := 0; i < len(e.running); i++ {
+		g := e.running[i]
+		switch g.state {
+		case statePrefill:
+			if now.Before(g.readyAt) {
+				continue
+			}
+			e.firstToken(g, now)
+			started = true
+		case stateDecode:
+			if !due {
+				continue
+			}
+			e.decode(g)
+		default:
+			continue
+		}
+		if g.live == 0 {
+			e.finishGroup(g, nil, now)
+		} else if g.req.Stream && len(g.buf) > 0 {
+			g.sink.Deliver(g.buf, nil)
+			g.buf = g.buf[:0]
+		}
+	}
+	if due {
+		d := e.stepDur()
+		e.nextStep = e.nextStep.Add(d)
+		if e.nextStep.Before(now) {
+			e.nextStep = now.Add(d)
+		}
+	} else if started && !decoding {
+		e.nextStep = now.Add(e.stepDur())
+	}
+	// Drop finished and preempted requests from running.
+	k := 0
+	for _, g := range e.running {
+		if g.state == statePrefill || g.state == stateDecode {
+			e.running[k] = g
+			k++
+		}
+	}
+	clear(e.running[k:])
+	e.running = e.running[:k]
+}
+
+// firstToken ends g's prefill: the stream opens (once) and every live choice
+// gets its first token (after a preemption: its next one).
+func (e *Engine) firstToken(g *group, now time.Time) {
+	if !g.started {
+		g.started = true
+		g.first = now
+		if g.req.PromptLogprobs != 0 {
+			g.promptLP = e.promptLogprobs(g)
+		}
+		if g.req.Stream {
+			st := &engine.Start{
+				PromptTokens:   g.prep.promptLen,
+				CachedTokens:   g.cached,
+				N:              len(g.seqs),
+				PromptLogprobs: g.promptLP,
+				PromptTokenIDs: g.req.PromptTokens,
+			}
+			g.buf = g.req.Formatter.AppendStart(g.buf, st)
+		}
+	}
+	g.state = stateDecode
+	for i := range g.seqs {
+		if s := &g.seqs[i]; !s.done {
+			e.produce(s)
+		}
+	}
+}
+
+// decode runs one decode step for g's live choices, growing their KV blocks
+// and preempting the latest-admitted requests when blocks run out.
+func (e *Engine) decode(g *group) {
+	for i := range g.seqs {
+		s := &g.seqs[i]
+		if s.done {
+			continue
+		}
+		if need := blocksFor(s.kvTokens() + 1); need > len(s.blocks) {
+			for e.kv.free() == 0 {
+				if !e.preemptLast(g) {
+					return // g itself was preempted
+				}
+			}
+			s.blocks = append(s.blocks, e.kv.alloc())
+		}
+		e.produce(s)
+	}
+}
+
+// preemptLast preempts the latest-admitted running request (recompute
+// policy: its blocks are freed; it goes to the head of the waiting queue
+// and, once readmitted, recomputes its prompt and output, then continues;
+// its stream just pauses). It reports false when the victim was g itself.
+func (e *Engine) preemptLast(g *group) bool {
+	for i := len(e.running) - 1; i >= 0; i-- {
+		v := e.running[i]
+		if v.state != statePrefill && v.state != stateDecode {
+			continue
+		}
+		e.releaseGroup(v)
+		v.state = stateWaiting
+		e.waiting = append(e.waiting, nil)
+		copy(e.waiting[1:], e.waiting)
+		e.waiting[0] = v
+		e.waitingN.Add(1)
+		e.preemptions++
+		return v != g
+	}
+	return false
+}
+
+// produce generates one token for choice s and applies the stop rules,
+// writing a Delta when the stream interval is reached.
+func (e *Engine) produce(s *seq) {
+	g := s.g
+	sp := &g.req.Sampling
+	var id, ncand int
+	boundary := false
+	if s.phase == phaseReason || s.script == nil {
+		id, boundary, ncand = e.markov(s)
+	} else {
+		id = s.script[s.spos]
+		s.spos++
+		if s.loop && s.spos == len(s.script) {
+			s.spos = 0
+		}
+	}
+	s.ids = append(s.ids, id)
+	g.usage.CompletionTokens++
+	e.genTokens++
+	if sp.Logprobs {
+		e.appendLogprob(s, id, boundary, ncand)
+	}
+	txt := e.vocab.text(id)
+	switch s.phase {
+	case phaseReason:
+		g.usage.ReasoningTokens++
+		s.reasoning = append(s.reasoning, txt...)
+		s.reasonLeft--
+		if s.reasonLeft <= 0 {
+			e.flush(s, true)
+			s.phase = s.after
+			s.walk = walk{}
+		}
+	case phaseTool:
+		s.args = append(s.args, txt...)
+		if s.spos >= len(s.script) {
+			s.end(engine.FinishToolCalls)
+		}
+	default:
+		s.answerToks++
+		if isStopToken(sp.StopTokenIDs, id) {
+			s.stopTokenID = id
+			s.end(engine.FinishStop)
+			break
+		}
+		prev := len(s.text)
+		s.text = append(s.text, txt...)
+		if len(g.prep.stops) > 0 && e.matchStop(s, prev) {
+			s.end(engine.FinishStop)
+			break
+		}
+		if sp.IgnoreEOS {
+			break
+		}
+		if s.script == nil {
+			if s.answerToks >= s.target && e.atSentenceEnd(&s.walk) {
+				s.end(engine.FinishStop)
+			}
+		} else if !s.loop && s.spos >= len(s.script) {
+			s.end(engine.FinishStop)
+		}
+	}
+	if !s.done && len(s.ids) >= g.prep.maxTokens {
+		s.end(engine.FinishLength)
+	}
+	if s.done {
+		e.endChoice(s)
+		e.releaseSeq(s)
+		e.runningSeqs--
+		return
+	}
+	if len(s.ids)-s.pend >= g.interval {
+		e.flush(s, false)
+	}
+}
+
+func isStopToken(ids []int, id int) bool {
+	for _, s := range ids {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// matchStop looks for a stop string that ends in the text appended after
+// prev; on a match it trims the text at the stop string's start (the
+// earliest match wins) and records it.
+func (e *Engine) matchStop(s *seq, prev int) bool {
+	p := s.g.prep
+	from := max(0, prev-p.maxStop+1)
+	at := -1
+	var which int
+	for i, st := range p.stops {
+		if j := bytes.Index(s.text[from:], st); j >= 0 && (at < 0 || from+j < at) {
+			at, which = from+j, i
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	s.text = s.text[:at]
+	s.stopString = s.g.req.Sampling.Stop[p.stopIndex[which]]
+	return true
+}
+
+// holdBack returns how much of s's text may be streamed: all but the
+// longest suffix that is a prefix of a stop string, which a later token may
+// complete (vLLM's hold-back: a client never sees part of a stop string).
+func (e *Engine) holdBack(s *seq) int {
+	n := len(s.text)
+	hold := 0
+	for _, st := range s.g.prep.stops {
+		for k := min(len(st)-1, n); k > hold; k-- {
+			if bytes.HasSuffix(s.text, st[:k]) {
+				hold = k
+				break
+			}
+		}
+	}
+	return n - hold
+}
+
+// abort ends g on Session.Abort, wherever it is.
+func (e *Engine) abort(g *group, now time.Time) {
+	switch g.state {
+	case stateDone:
+		return
+	case stateWaiting:
+		for i, w := range e.waiting {
+			if w == g {
+				copy(e.waiting[i:], e.waiting[i+1:])
+				e.waiting[len(e.waiting)-1] = nil
+				e.waiting = e.waiting[:len(e.waiting)-1]
+				e.waitingN.Add(-1)
+				break
+			}
+		}
+	}
+	e.finishGroup(g, &engine.Error{Kind: engine.KindAborted, Message: abortedByClient}, now)
+	// Running requests leave e.running on the next pass; they hold nothing.
+	e.dropDone()
+}
+
+// dropDone removes finished requests from e.running.
+func (e *Engine) dropDone() {
+	k := 0
+	for _, g := range e.running {
+		if g.state != stateDone {
+			e.running[k] = g
+			k++
+		}
+	}
+	clear(e.running[k:])
+	e.running = e.running[:k]
+}
+
+// shutdown ends every request on Close.
+func (e *Engine) shutdown(now time.Time) {
+	err := &engine.Error{Kind: engine.KindAborted, Message: "engine shut down"}
+	for _, g := range e.running {
+		e.finishGroup(g, err, now)
+	}
+	for _, g := range e.waiting {
+		e.finishGroup(g, err, now)
+		e.waitingN.Add(-1)
+	}
+	e.running, e.waiting = nil, nil
+	e.publish()
+}
+
+// publish stores the load figures for Stats, once per pass.
+func (e *Engine) publish() {
+	e.st.running.Store(int64(e.runningSeqs))
+	e.st.kvUsed.Store(int64(e.kv.used))
+	e.st.prefixQueries.Store(e.prefixQueries)
+	e.st.prefixHits.Store(e.prefixHits)
+	e.st.preemptions.Store(e.preemptions)
+	e.st.promptTokens.Store(e.promptTokens)
+	e.st.genTokens.Store(e.genTokens)
+}

@@ -1,0 +1,271 @@
+package sim
+
+import (
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vajra-go/vajra/engine"
+)
+
+// groupState is where a request is in the scheduler.
+type groupState uint8
+
+const (
+	stateWaiting groupState = iota // queued (new or preempted)
+	statePrefill                   // admitted, first token due at readyAt
+	stateDecode                    // generating one token per step
+	stateDone                      // final Result delivered
+)
+
+// group is one request: a sequence group of N choices, admitted, preempted
+// and finished together. It is the engine.Session handed to the caller.
+// Every field but aborting is loop-only after Start.
+type group struct {
+	e    *Engine
+	req  *engine.Request
+	prep *prepared
+	sink engine.Sink
+	seqs []seq
+
+	aborting atomic.Bool // Abort was called
+
+	state   groupState
+	readyAt time.Time // first token (after prefill) is due
+	arrival time.Time
+	admit   time.Time // first admission
+	first   time.Time // first token
+	admitted,
+	started bool // AppendStart written
+	live   int // choices not finished
+	cached int // prompt tokens from the prefix cache at first admission
+	// promptBlocks are the blocks of the prompt's full blocks, shared by
+	// the choices; each seq holds the blocks of the rest.
+	promptBlocks []int32
+	usage        engine.Usage
+	buf          []byte // this step's frames, reused
+	interval     int    // tokens per Delta (Request.StreamInterval, at least 1)
+	promptLP     []engine.TokenLogprob
+}
+
+// Abort stops the session; see engine.Session. Safe for concurrent use;
+// idempotent.
+func (g *group) Abort() {
+	if g.aborting.Swap(true) {
+		return
+	}
+	e := g.e
+	e.mu.Lock()
+	e.aborts = append(e.aborts, g)
+	e.mu.Unlock()
+	e.wake()
+}
+
+// phase is what a choice is producing.
+type phase uint8
+
+const (
+	phaseReason phase = iota // reasoning text
+	phaseAnswer              // answer text (corpus walk or script)
+	phaseTool                // a tool call's JSON arguments (script)
+)
+
+// seq is one choice of a group.
+type seq struct {
+	g         *group
+	index     int
+	rng       rng
+	ctx       uint64 // the "model's" view of the prompt: noise seed
+	decisions uint32
+	walk      walk
+
+	phase      phase
+	after      phase // the phase that follows reasoning
+	reasonLeft int
+	target     int // text mode: answer tokens before a natural end
+	answerToks int
+	script     []int // answer or tool-argument tokens given in advance
+	spos       int
+	loop       bool // script repeats (echo with ignore_eos)
+
+	ids       []int
+	lps       []engine.TokenLogprob
+	slab      []engine.TopLogprob
+	reasoning []byte
+	text      []byte
+	args      []byte
+	sentR     int // bytes of reasoning delivered
+	sentT     int // bytes of text delivered
+	sentA     int // bytes of args delivered
+	pend      int // ids[pend:] not yet delivered in a Delta
+	first     bool
+	toolOpen  bool
+	call      engine.ToolCall
+
+	blocks []int32 // KV blocks beyond the shared prompt blocks
+
+	done        bool
+	finish      engine.FinishReason
+	stopString  string
+	stopTokenID int
+}
+
+// kvTokens is the number of tokens seq s keeps in its own blocks: the
+// prompt's partial last block plus its output.
+func (s *seq) kvTokens() int { return s.g.prep.promptLen%BlockSize + len(s.ids) }
+
+// end marks the choice finished.
+func (s *seq) end(r engine.FinishReason) {
+	s.done = true
+	s.finish = r
+	s.g.live--
+}
+
+// flush writes the choice's undelivered output as Deltas into the group's
+// frames, honouring the stop-string hold-back; final releases everything.
+func (e *Engine) flush(s *seq, final bool) {
+	g := s.g
+	if !g.req.Stream {
+		s.pend = len(s.ids)
+		return
+	}
+	d := &e.delta
+	*d = engine.Delta{Choice: s.index, Usage: &g.usage}
+	switch s.phase {
+	case phaseReason:
+		end := utf8Complete(s.reasoning, final)
+		if end == s.sentR {
+			return
+		}
+		d.Kind, d.Text = engine.DeltaReasoning, s.reasoning[s.sentR:end]
+		s.sentR = end
+	case phaseTool:
+		if !s.toolOpen {
+			s.toolOpen = true
+			d.Kind, d.ToolCallID, d.ToolName = engine.DeltaToolCallStart, s.call.ID, s.call.Name
+			d.First, s.first = !s.first, true
+			g.buf = g.req.Formatter.AppendDelta(g.buf, d)
+			*d = engine.Delta{Choice: s.index, Usage: &g.usage}
+		}
+		end := utf8Complete(s.args, final)
+		if end == s.sentA {
+			return
+		}
+		d.Kind, d.Text = engine.DeltaToolCallArgs, s.args[s.sentA:end]
+		s.sentA = end
+	default:
+		end := len(s.text)
+		if !final {
+			end = e.holdBack(s)
+		}
+		end = utf8Complete(s.text[:end], final)
+		if end <= s.sentT {
+			return
+		}
+		d.Kind, d.Text = engine.DeltaText, s.text[s.sentT:end]
+		s.sentT = end
+	}
+	d.TokenIDs = s.ids[s.pend:]
+	if s.lps != nil {
+		d.Logprobs = s.lps[s.pend:]
+	}
+	d.First, s.first = !s.first, true
+	s.pend = len(s.ids)
+	g.buf = g.req.Formatter.AppendDelta(g.buf, d)
+}
+
+// utf8Complete returns the length of the longest prefix of b that does not
+// end inside a UTF-8 character (a token may hold part of one); final keeps
+// everything.
+func utf8Complete(b []byte, final bool) int {
+	n := len(b)
+	if final || n == 0 || b[n-1] < utf8.RuneSelf {
+		return n
+	}
+	for i := n - 1; i >= 0 && i >= n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return n
+			}
+			return i
+		}
+	}
+	return n
+}
+
+// finishGroup builds the Result, appends the closing frames and delivers it;
+// err is nil on success.
+func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
+	if g.state == stateDone {
+		return
+	}
+	e.releaseGroup(g)
+	g.state = stateDone
+	res := &engine.Result{
+		Choices:      make([]engine.Choice, len(g.seqs)),
+		Usage:        g.usage,
+		Err:          err,
+		EndToEnd:     now.Sub(g.arrival),
+		PromptTokens: g.req.PromptTokens,
+	}
+	if g.admitted {
+		res.Queued = g.admit.Sub(g.arrival)
+	}
+	if !g.first.IsZero() {
+		res.FirstToken = g.first.Sub(g.arrival)
+	}
+	for i := range g.seqs {
+		s := &g.seqs[i]
+		if !s.done {
+			s.done, s.finish = true, engine.FinishAbort
+		}
+		c := &res.Choices[i]
+		*c = engine.Choice{
+			Index:          i,
+			Text:           string(s.text),
+			Reasoning:      string(s.reasoning),
+			TokenIDs:       s.ids,
+			FinishReason:   s.finish,
+			StopString:     s.stopString,
+			StopTokenID:    s.stopTokenID,
+			Logprobs:       s.lps,
+			PromptLogprobs: g.promptLP,
+		}
+		if s.phase == phaseTool {
+			call := s.call
+			call.Arguments = string(s.args)
+			c.ToolCalls = []engine.ToolCall{call}
+		}
+	}
+	var frames []byte
+	if g.req.Stream {
+		if err != nil {
+			if err.Message != abortedByClient {
+				frames = g.req.Formatter.AppendError(g.buf[:0], err)
+			}
+		} else {
+			frames = g.req.Formatter.AppendEnd(g.buf, res)
+		}
+	}
+	g.buf = nil
+	g.sink.Deliver(frames, res)
+}
+
+// abortedByClient is the message of a session ended by Session.Abort.
+const abortedByClient = "request aborted"
+
+// endChoice appends the choice's remaining output and its ChoiceEnd.
+func (e *Engine) endChoice(s *seq) {
+	e.flush(s, true)
+	if !s.g.req.Stream {
+		return
+	}
+	ce := engine.ChoiceEnd{
+		Choice:       s.index,
+		FinishReason: s.finish,
+		StopString:   s.stopString,
+		StopTokenID:  s.stopTokenID,
+		Usage:        &s.g.usage,
+	}
+	s.g.buf = s.g.req.Formatter.AppendChoiceEnd(s.g.buf, &ce)
+}

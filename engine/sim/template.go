@@ -1,0 +1,307 @@
+package sim
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/vajra-go/vajra/codegen"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// RenderChatML renders a conversation as the prompt the simulated model
+// reads, in the ChatML layout of Qwen2.5-style templates:
+//
+//	<|im_start|>system\n{system text}{tools block}<|im_end|>\n
+//	<|im_start|>user\n{text}<|im_end|>\n
+//	<|im_start|>assistant\n{text}\n<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call><|im_end|>\n
+//	<|im_start|>user\n<tool_response>\n{result}\n</tool_response><|im_end|>\n
+//	<|im_start|>assistant\n
+//
+// developer messages render as system. Tools are listed in the first system
+// message (one is made when there is none). Consecutive tool results share
+// one user turn. Prior reasoning of assistant turns is dropped, as Qwen3 does.
+// The special markers are plain text to o200k_base, so they count as the
+// several tokens they tokenize to. Safe for concurrent use.
+func RenderChatML(msgs []engine.Message, tools []engine.Tool) string {
+	var b strings.Builder
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].Content) + 32
+	}
+	b.Grow(n + 256)
+	first := 0
+	sys := len(msgs) > 0 && isSystem(msgs[0].Role)
+	if sys || len(tools) > 0 {
+		b.WriteString("<|im_start|>system\n")
+		if sys {
+			b.WriteString(msgs[0].Content)
+			first = 1
+		}
+		writeTools(&b, tools, sys)
+		b.WriteString("<|im_end|>\n")
+	}
+	for i := first; i < len(msgs); i++ {
+		m := &msgs[i]
+		switch {
+		case isSystem(m.Role):
+			b.WriteString("<|im_start|>system\n")
+			b.WriteString(m.Content)
+			b.WriteString("<|im_end|>\n")
+		case m.Role == "tool":
+			if i == first || msgs[i-1].Role != "tool" {
+				b.WriteString("<|im_start|>user")
+			}
+			b.WriteString("\n<tool_response>\n")
+			b.WriteString(m.Content)
+			b.WriteString("\n</tool_response>")
+			if i+1 == len(msgs) || msgs[i+1].Role != "tool" {
+				b.WriteString("<|im_end|>\n")
+			}
+		case m.Role == "assistant":
+			b.WriteString("<|im_start|>assistant\n")
+			b.WriteString(m.Content)
+			for j, tc := range m.ToolCalls {
+				if j > 0 || m.Content != "" {
+					b.WriteByte('\n')
+				}
+				b.WriteString("<tool_call>\n{\"name\": ")
+				b.Write(codegen.AppendJSONStringS(nil, tc.Name))
+				b.WriteString(", \"arguments\": ")
+				args := tc.Arguments
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
+				}
+				b.WriteString(args)
+				b.WriteString("}\n</tool_call>")
+			}
+			b.WriteString("<|im_end|>\n")
+		default:
+			b.WriteString("<|im_start|>")
+			b.WriteString(m.Role)
+			b.WriteByte('\n')
+			b.WriteString(m.Content)
+			b.WriteString("<|im_end|>\n")
+		}
+	}
+	b.WriteString("<|im_start|>assistant\n")
+	return b.String()
+}
+
+func isSystem(role string) bool { return role == "system" || role == "developer" }
+
+// writeTools writes the tool list of the system turn.
+func writeTools(b *strings.Builder, tools []engine.Tool, afterText bool) {
+	if len(tools) == 0 {
+		return
+	}
+	if afterText {
+		b.WriteString("\n\n")
+	}
+	b.WriteString("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
+	var tmp []byte
+	for _, t := range tools {
+		tmp = append(tmp[:0], "\n{\"type\": \"function\", \"function\": {\"name\": "...)
+		tmp = codegen.AppendJSONStringS(tmp, t.Name)
+		if t.Description != "" {
+			tmp = append(tmp, ", \"description\": "...)
+			tmp = codegen.AppendJSONStringS(tmp, t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			tmp = append(tmp, ", \"parameters\": "...)
+			tmp = append(tmp, t.Parameters...)
+		}
+		tmp = append(tmp, "}}"...)
+		b.Write(tmp)
+	}
+	b.WriteString("\n</tools>\n\nFor each function call, return a json object with function name and arguments " +
+		"within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
+}
+
+// prepared is what Prepare computes for Start, kept in Request.Prepared.
+type prepared struct {
+	e          *Engine
+	promptLen  int
+	hashes     []uint64 // chained hashes of the prompt's full blocks
+	ctx        uint64   // content hash of the prompt, mixed with the engine seed
+	maxTokens  int      // resolved: MaxTokens, or what is left of the context
+	stops      [][]byte // non-empty stop strings
+	stopIndex  []int    // index in Sampling.Stop of each of stops
+	maxStop    int      // longest stop string, bytes
+	tool       *engine.Tool
+	toolSchema *schema
+	respSchema *schema
+	echo       []int // echo mode: the tokens to repeat
+}
+
+// Prepare renders and tokenizes req's prompt, validates its parameters and
+// checks the context length; see engine.Engine. Safe for concurrent use.
+func (e *Engine) Prepare(req *engine.Request) error {
+	if err := e.validate(req); err != nil {
+		return err
+	}
+	p := &prepared{e: e}
+	var lastUser string
+	switch {
+	case len(req.Messages) > 0:
+		req.PromptTokens = e.vocab.encode(RenderChatML(req.Messages, req.Tools))
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if req.Messages[i].Role == "user" {
+				lastUser = req.Messages[i].Content
+				break
+			}
+		}
+		if e.cfg.Mode == ModeEcho {
+			p.echo = e.vocab.encode(lastUser)
+		}
+	case req.Prompt != "":
+		req.PromptTokens = e.vocab.encode(req.Prompt)
+		lastUser = req.Prompt
+		p.echo = req.PromptTokens
+	case len(req.PromptTokens) > 0:
+		for i, id := range req.PromptTokens {
+			if !e.vocab.valid(id) {
+				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(id)+
+					", outside the vocabulary (0.."+strconv.Itoa(vocabSize-1)+")")
+			}
+		}
+		p.echo = req.PromptTokens
+	default:
+		return invalid("prompt", "the prompt is empty")
+	}
+	p.promptLen = len(req.PromptTokens)
+	limit := e.cfg.MaxModelLen
+	mt := req.Sampling.MaxTokens
+	switch {
+	case mt > 0 && p.promptLen+mt > limit:
+		return &engine.Error{Kind: engine.KindContextLength, Param: "max_tokens", Message: "This model's maximum context length is " +
+			strconv.Itoa(limit) + " tokens. However, you requested " + strconv.Itoa(p.promptLen+mt) + " tokens (" +
+			strconv.Itoa(p.promptLen) + " in the messages, " + strconv.Itoa(mt) +
+			" in the completion). Please reduce the length of the messages or completion."}
+	case mt == 0 && p.promptLen >= limit:
+		return &engine.Error{Kind: engine.KindContextLength, Param: "messages", Message: "This model's maximum context length is " +
+			strconv.Itoa(limit) + " tokens. However, your messages resulted in " + strconv.Itoa(p.promptLen) +
+			" tokens, which leaves no room for the completion. Please reduce the length of the messages."}
+	case mt == 0:
+		mt = limit - p.promptLen
+	}
+	p.maxTokens = mt
+	p.hashes = blockHashes(req.PromptTokens)
+	h := uint64(e.cfg.Seed)
+	for _, t := range req.PromptTokens {
+		h = mix(h, uint64(t))
+	}
+	p.ctx = h
+	for i, s := range req.Sampling.Stop {
+		if s != "" {
+			p.stops = append(p.stops, []byte(s))
+			p.stopIndex = append(p.stopIndex, i)
+			p.maxStop = max(p.maxStop, len(s))
+		}
+	}
+	if err := e.prepareFormat(req, p, lastUser); err != nil {
+		return err
+	}
+	req.Prepared = p
+	return nil
+}
+
+// prepareFormat picks the tool to call, if any, and parses the schemas.
+func (e *Engine) prepareFormat(req *engine.Request, p *prepared, lastUser string) error {
+	tc := req.ToolChoice
+	switch {
+	case len(req.Tools) == 0 || tc.Mode == engine.ToolChoiceNone:
+	case tc.Mode == engine.ToolChoiceNamed:
+		for i := range req.Tools {
+			if req.Tools[i].Name == tc.Name {
+				p.tool = &req.Tools[i]
+			}
+		}
+	case tc.Mode == engine.ToolChoiceRequired:
+		p.tool = mentionedTool(req.Tools, lastUser)
+		if p.tool == nil {
+			p.tool = &req.Tools[p.ctx%uint64(len(req.Tools))]
+		}
+	default: // auto: only when the user names a tool
+		p.tool = mentionedTool(req.Tools, lastUser)
+	}
+	var err error
+	if p.tool != nil {
+		if p.toolSchema, err = parseSchema(p.tool.Parameters); err != nil {
+			return invalid("tools", "the parameters of tool "+strconv.Quote(p.tool.Name)+" are not a valid JSON Schema: "+err.Error())
+		}
+		if p.toolSchema.kind == kindAny {
+			p.toolSchema.kind = kindObject
+		}
+		return nil
+	}
+	switch req.ResponseFormat.Type {
+	case engine.FormatJSONObject:
+		p.respSchema = jsonObjectSchema
+	case engine.FormatJSONSchema:
+		if p.respSchema, err = parseSchema(req.ResponseFormat.Schema); err != nil {
+			return invalid("response_format", "response_format.json_schema.schema is not a valid JSON Schema: "+err.Error())
+		}
+	}
+	return nil
+}
+
+// mentionedTool returns the first tool whose name the text mentions
+// (case-insensitively), or nil.
+func mentionedTool(tools []engine.Tool, text string) *engine.Tool {
+	if text == "" {
+		return nil
+	}
+	lower := strings.ToLower(text)
+	for i := range tools {
+		if name := tools[i].Name; name != "" && strings.Contains(lower, strings.ToLower(name)) {
+			return &tools[i]
+		}
+	}
+	return nil
+}
+
+// validate checks the parameters Prepare can refuse before the 200.
+func (e *Engine) validate(req *engine.Request) error {
+	sp := &req.Sampling
+	switch {
+	case sp.N < 0 || sp.N > MaxN || sp.N > e.cfg.MaxNumSeqs:
+		return invalid("n", "n must be between 1 and "+strconv.Itoa(min(MaxN, e.cfg.MaxNumSeqs))+", got "+strconv.Itoa(sp.N))
+	case sp.Temperature < 0:
+		return invalid("temperature", "temperature must not be negative, got "+strconv.FormatFloat(sp.Temperature, 'g', -1, 64))
+	case sp.TopP < 0 || sp.TopP > 1:
+		return invalid("top_p", "top_p must be in [0, 1], got "+strconv.FormatFloat(sp.TopP, 'g', -1, 64))
+	case sp.TopK < 0:
+		return invalid("top_k", "top_k must not be negative, got "+strconv.Itoa(sp.TopK))
+	case sp.MaxTokens < 0:
+		return invalid("max_tokens", "max_tokens must be at least 1, got "+strconv.Itoa(sp.MaxTokens))
+	case sp.TopLogprobs < 0 || sp.TopLogprobs > engine.MaxTopLogprobs:
+		return invalid("top_logprobs", "top_logprobs must be between 0 and 20, got "+strconv.Itoa(sp.TopLogprobs))
+	case sp.TopLogprobs > 0 && !sp.Logprobs:
+		return invalid("top_logprobs", "top_logprobs requires logprobs")
+	case req.PromptLogprobs < -1 || req.PromptLogprobs > engine.MaxTopLogprobs:
+		return invalid("logprobs", "prompt logprobs must be between 0 and 20, got "+strconv.Itoa(req.PromptLogprobs))
+	case len(sp.Stop) > MaxStopStrings:
+		return invalid("stop", "at most "+strconv.Itoa(MaxStopStrings)+" stop strings are allowed, got "+strconv.Itoa(len(sp.Stop)))
+	case req.ToolChoice.Mode == engine.ToolChoiceRequired && len(req.Tools) == 0:
+		return invalid("tool_choice", "tool_choice required needs at least one tool")
+	case req.ToolChoice.Mode == engine.ToolChoiceNamed && !hasTool(req.Tools, req.ToolChoice.Name):
+		return invalid("tool_choice", "tool_choice names a function that is not among the tools")
+	case req.Reasoning.BudgetTokens < 0:
+		return invalid("reasoning", "the reasoning budget must not be negative")
+	}
+	return nil
+}
+
+func hasTool(tools []engine.Tool, name string) bool {
+	for i := range tools {
+		if tools[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func invalid(param, msg string) error {
+	return &engine.Error{Kind: engine.KindInvalid, Param: param, Message: msg}
+}
