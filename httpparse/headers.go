@@ -311,12 +311,19 @@ func (p *Parser) transferEncoding(val []byte) error {
 		return ErrLengthWithEncoding
 	}
 	r.teSeen = true
+	if len(val) > 0 && val[len(val)-1] == ',' {
+		return ErrTransferEncoding // a trailing empty element, see below
+	}
 	elems := 0
 	for rest := val; len(rest) > 0; {
 		var el []byte
 		el, rest = nextElement(rest)
 		if len(el) == 0 {
-			continue // RFC 9110 section 5.6.1.2: ignore empty list elements
+			// RFC 9110 section 5.6.1.2 lets a recipient ignore empty list
+			// elements; for the one header that decides framing we do not:
+			// net/http rejects them, and any disagreement between two
+			// parsers about Transfer-Encoding is a smuggling vector.
+			return ErrTransferEncoding
 		}
 		elems++
 		if r.chunked {

@@ -37,6 +37,8 @@ func TestReject(t *testing.T) {
 	f("TE chunked in two fields rfc9112-7", post+"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", ErrTransferEncoding)
 	f("TE empty rfc9112-6.1", post+"Transfer-Encoding: \r\n\r\n", ErrTransferEncoding)
 	f("TE only commas rfc9112-6.1", post+"Transfer-Encoding: , ,\r\n\r\n", ErrTransferEncoding)
+	f("TE empty element rfc9112-6.1", post+"Transfer-Encoding: , chunked\r\n\r\n", ErrTransferEncoding)
+	f("TE trailing comma rfc9112-6.1", post+"Transfer-Encoding: chunked,\r\n\r\n", ErrTransferEncoding)
 	f("TE chunked with parameter rfc9112-7", post+"Transfer-Encoding: chunked;q=1\r\n\r\n", ErrTransferEncoding)
 	f("TE xchunked", post+"Transfer-Encoding: xchunked\r\n\r\n", ErrEncodingNotImpl)
 	f("TE chunked with vertical tab", post+"Transfer-Encoding: \vchunked\r\n\r\n", ErrFieldValue)
