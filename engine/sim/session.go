@@ -248,6 +248,9 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 		}
 	}
 	g.buf = nil
+	// Publish first, so that a caller woken by this final delivery already
+	// sees the freed slot and blocks in Stats.
+	e.publish()
 	g.sink.Deliver(frames, res)
 }
 
