@@ -1,0 +1,309 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// fakeServer serves every dialect's canned stream (dialectStreams) on
+// loopback, flushing after each event, and counts connections.
+type fakeServer struct {
+	*httptest.Server
+	conns atomic.Int64
+	reqs  atomic.Int64
+}
+
+func newFakeServer(t *testing.T) *fakeServer {
+	t.Helper()
+	fs := &fakeServer{}
+	mux := http.NewServeMux()
+	for d, body := range dialectStreams {
+		for _, base := range []string{"/v1", "/openai/v1"} {
+			mux.HandleFunc("POST "+base+d.path(), func(w http.ResponseWriter, r *http.Request) {
+				fs.reqs.Add(1)
+				in, _ := io.ReadAll(r.Body)
+				var req map[string]any
+				if err := json.Unmarshal(in, &req); err != nil {
+					http.Error(w, "bad json", 400)
+					return
+				}
+				if req["ignore_eos"] != true {
+					http.Error(w, "ignore_eos missing", 400)
+					return
+				}
+				if req["stream"] != true {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"abc"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}`)
+					return
+				}
+				if d == DialectChat {
+					if so, _ := req["stream_options"].(map[string]any); so["include_usage"] != true {
+						http.Error(w, "include_usage missing", 400)
+						return
+					}
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				fl := w.(http.Flusher)
+				for _, ev := range strings.SplitAfter(body, "\n\n") {
+					io.WriteString(w, ev)
+					fl.Flush()
+				}
+			})
+		}
+	}
+	mux.HandleFunc("GET /v1/realtime", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		ctx := r.Context()
+		_ = c.Write(ctx, websocket.MessageText, []byte(`{"type":"session.created","event_id":"e0","session":{}}`))
+		for {
+			_, msg, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			if !bytes.Contains(msg, []byte(`"response.create"`)) {
+				continue
+			}
+			fs.reqs.Add(1)
+			for _, ev := range realtimeEvents {
+				if err := c.Write(ctx, websocket.MessageText, []byte(ev)); err != nil {
+					return
+				}
+			}
+		}
+	})
+	fs.Server = httptest.NewUnstartedServer(mux)
+	fs.Server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			fs.conns.Add(1)
+		}
+	}
+	fs.Start()
+	t.Cleanup(fs.Close)
+	return fs
+}
+
+func quickConfig(url string) Config {
+	c := DefaultConfig()
+	c.URL = url
+	c.Warmup = 0
+	c.Duration = 0
+	c.Requests = 8
+	c.Concurrency = 2
+	c.MaxTokens = 3
+	c.PromptTokens = 8
+	c.MaxTime = 20 * time.Second
+	c.RequestTimeout = 10 * time.Second
+	return c
+}
+
+func TestRunEveryDialect(t *testing.T) {
+	fs := newFakeServer(t)
+	for _, d := range Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			cfg := quickConfig(fs.URL)
+			cfg.Dialect = d
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != 8 || res.Errors != 0 || res.TokensPerReq != 3 || res.UsageTokens != 24 || res.Tokens != 24 {
+				t.Fatalf("requests %d errors %d (%v) tokens/req %v usage %d tokens %d", res.Requests, res.Errors, res.ErrorSamples, res.TokensPerReq, res.UsageTokens, res.Tokens)
+			}
+			if res.TTFT.Count != 8 || res.Gap.Count != 16 || res.E2E.Count != 8 || res.Head.Count != 8 {
+				t.Fatalf("counts: ttft %d gap %d e2e %d head %d", res.TTFT.Count, res.Gap.Count, res.E2E.Count, res.Head.Count)
+			}
+		})
+	}
+}
+
+func TestRunKeepAliveAndBasePath(t *testing.T) {
+	fs := newFakeServer(t)
+	cfg := quickConfig(fs.URL)
+	cfg.BasePath = "/openai/v1"
+	cfg.Requests = 20
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.Requests != 20 || res.Errors != 0 {
+		t.Fatalf("err %v requests %d errors %d %v", err, res.Requests, res.Errors, res.ErrorSamples)
+	}
+	if n := fs.conns.Load(); n != 2 {
+		t.Fatalf("%d connections for 2 streams: keep-alive not reused", n)
+	}
+}
+
+func TestRunNonStream(t *testing.T) {
+	fs := newFakeServer(t)
+	cfg := quickConfig(fs.URL)
+	cfg.Stream = false
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.Requests != 8 || res.Errors != 0 || res.TokensPerReq != 3 {
+		t.Fatalf("err %v %+v", err, res)
+	}
+}
+
+func TestRunOpenLoop(t *testing.T) {
+	fs := newFakeServer(t)
+	cfg := quickConfig(fs.URL)
+	cfg.Rate = 500
+	cfg.Requests = 20
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.Requests != 20 || res.Errors != 0 || res.Mode != "open" {
+		t.Fatalf("err %v requests %d errors %d mode %s", err, res.Requests, res.Errors, res.Mode)
+	}
+}
+
+func TestRunCountsStatusErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		io.WriteString(w, `{"error":{"message":"overloaded","type":"server_error","code":"overloaded"}}`)
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), quickConfig(srv.URL))
+	if err != nil || res.Errors != 8 || res.ErrorsByKind["status"] != 8 || res.Requests != 0 {
+		t.Fatalf("err %v errors %d by kind %v", err, res.Errors, res.ErrorsByKind)
+	}
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"-url", srv.URL, "-n", "2", "-c", "1", "-warmup", "0", "-duration", "0", "-quiet"}, &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "status=2") {
+		t.Fatalf("Main exit %d, stdout %q stderr %q", code, out.String(), errb.String())
+	}
+}
+
+func TestRunDurationAndProcAndOutputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timed run")
+	}
+	fs := newFakeServer(t)
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"-url", fs.URL, "-c", "4", "-warmup", "200ms", "-duration", "500ms", "-max-tokens", "3",
+		"-server-pid", itoa(os.Getpid()), "-itl", "1ms", "-progress", "100ms",
+		"-out", filepath.Join(dir, "r.json"), "-html", filepath.Join(dir, "r.html")}
+	if code := Main(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+	}
+	var res Result
+	b, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil || json.Unmarshal(b, &res) != nil {
+		t.Fatalf("json: %v", err)
+	}
+	if res.WindowS < 0.49 || res.WindowS > 0.6 || res.Requests == 0 || res.WarmupRequests == 0 {
+		t.Fatalf("window %v requests %d warmup %d", res.WindowS, res.Requests, res.WarmupRequests)
+	}
+	if res.Server == nil || res.Server.CPUSeconds <= 0 || res.Server.PeakRSSBytes <= 0 || res.Server.CPUMicrosPerTok <= 0 {
+		t.Fatalf("server stats %+v", res.Server)
+	}
+	if !strings.Contains(out.String(), "measure") {
+		t.Fatalf("no progress lines in %q", out.String())
+	}
+	checkXML(t, filepath.Join(dir, "r.html"))
+}
+
+func TestCompareAndHTML(t *testing.T) {
+	a, b := newFakeServer(t), newFakeServer(t)
+	cfgA := quickConfig(a.URL)
+	cfgB := quickConfig(b.URL)
+	cfgB.Label = `B <"quoted"> & co`
+	var prog bytes.Buffer
+	cmp, err := Compare(context.Background(), cfgA, cfgB, 2, &prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.A) != 2 || len(cmp.B) != 2 || a.reqs.Load() != 16 || b.reqs.Load() != 16 {
+		t.Fatalf("runs %d/%d, requests %d/%d", len(cmp.A), len(cmp.B), a.reqs.Load(), b.reqs.Load())
+	}
+	if got := prog.String(); !strings.Contains(got, "round 1/2: A") || strings.Index(got, "round 2/2: A") < strings.Index(got, "round 1/2: B") {
+		t.Fatalf("not alternating: %q", got)
+	}
+	var found bool
+	for _, f := range cmp.Figures {
+		if f.Name == "tokens/s" {
+			found = len(f.Ratios) == 2 && f.Ratio > 0
+		}
+	}
+	if !found {
+		t.Fatalf("no tokens/s ratio in %+v", cmp.Figures)
+	}
+	var txt bytes.Buffer
+	cmp.WriteText(&txt)
+	if !strings.Contains(txt.String(), "B/A") {
+		t.Fatal(txt.String())
+	}
+	if _, err := json.Marshal(cmp); err != nil {
+		t.Fatalf("comparison does not marshal: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "c.html")
+	var sb strings.Builder
+	WriteHTML(&sb, nil, cmp)
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkXML(t, path)
+	if strings.Contains(sb.String(), `<"quoted">`) {
+		t.Fatal("label not escaped")
+	}
+}
+
+func TestHTMLEmptyResult(t *testing.T) {
+	var sb strings.Builder
+	WriteHTML(&sb, []*Result{{URL: "http://127.0.0.1:1"}}, nil)
+	path := filepath.Join(t.TempDir(), "e.html")
+	_ = os.WriteFile(path, []byte(sb.String()), 0o644)
+	checkXML(t, path)
+}
+
+// checkXML parses an HTML report as XML and checks it holds its plots and
+// nothing that would need the network or a script engine.
+func checkXML(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	d.Strict = true
+	svgs := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s is not well-formed: %v", path, err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			switch se.Name.Local {
+			case "svg":
+				svgs++
+			case "script", "img", "link", "iframe":
+				t.Fatalf("report has a <%s>", se.Name.Local)
+			}
+		}
+	}
+	if svgs != 5 {
+		t.Fatalf("%d SVG plots, want 5", svgs)
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
