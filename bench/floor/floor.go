@@ -492,7 +492,10 @@ func (s *server) onTick(ls *loopState) {
 	ls.active.Store(int32(len(live)))
 	// A keep-alive client may already have sent its next request.
 	for _, st := range finished {
-		cs := st.c.Context().(*connState)
+		cs, ok := st.c.Context().(*connState)
+		if !ok || st.closed {
+			continue // the last write failed and gnet closed the connection
+		}
 		cs.st = nil
 		if st.c.InboundBuffered() > 0 {
 			if s.serve(st.c, cs) == gnet.Close {
