@@ -128,6 +128,11 @@ func (r *recorder) finish(s *stream, err error) {
 			r.binReq[i].Add(1)
 		}
 	}
+	if err == nil && r.inWindow(now) {
+		// Throughput counts every completion inside the window, whichever
+		// phase the request started in, as it counts every token.
+		r.okReqsWin.Add(1)
+	}
 	if !s.measured {
 		if err != nil {
 			r.warmErrs.Add(1)
@@ -159,9 +164,6 @@ func (r *recorder) finish(s *stream, err error) {
 		return
 	}
 	r.okReqs.Add(1)
-	if r.inWindow(now) {
-		r.okReqsWin.Add(1)
-	}
 	r.measuredTokens.Add(int64(s.tokens))
 	if s.usage > 0 {
 		r.usageTokens.Add(int64(s.usage))

@@ -186,7 +186,11 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 					if !ok {
 						return
 					}
-					w.do(ctx, start, measured)
+					if w.do(ctx, start, measured) {
+						// The server refuses connections: back off briefly
+						// rather than spin on connect errors.
+						sleepUntil(ctx, time.Now().Add(dialBackoff))
+					}
 				}
 			}()
 		}
@@ -313,8 +317,12 @@ func (w *worker) close() {
 	}
 }
 
-// do runs one request and records it.
-func (w *worker) do(ctx context.Context, start int64, measured bool) {
+// dialBackoff is how long a closed-loop stream waits after a failed connect.
+const dialBackoff = 10 * time.Millisecond
+
+// do runs one request and records it. It reports whether the request failed
+// to connect.
+func (w *worker) do(ctx context.Context, start int64, measured bool) (dialFailed bool) {
 	r := w.r
 	r.rec.active.Add(1)
 	defer r.rec.active.Add(-1)
@@ -332,9 +340,10 @@ func (w *worker) do(ctx context.Context, start int64, measured bool) {
 	if err != nil && ctx.Err() != nil {
 		r.rec.aborted.Add(1) // cut by the run's end, not the server's fault
 		w.close()
-		return
+		return false
 	}
 	r.rec.finish(&w.s, err)
+	return errors.Is(err, ErrDial)
 }
 
 func (w *worker) doHTTP(ctx context.Context, deadline time.Time) error {

@@ -307,3 +307,19 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+func TestRunDialErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	cfg := quickConfig(url)
+	cfg.Requests = 3
+	cfg.Concurrency = 1
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.ErrorsByKind["dial"] != 3 {
+		t.Fatalf("err %v errors %v", err, res.ErrorsByKind)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -23,7 +24,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"github.com/panjf2000/gnet/v2/pkg/logging"
 
 	"github.com/vajra-go/vajra/bench/internal/tokens"
 )
@@ -80,7 +80,7 @@ func Serve(ctx context.Context, o Options) (addr string, stop func(), err error)
 			gnet.WithReusePort(false),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithLockOSThread(false),
-			gnet.WithLogLevel(logging.WarnLevel))
+			gnet.WithLogger(quietLogger{}))
 	}()
 	select {
 	case <-s.booted:
@@ -117,6 +117,19 @@ func Serve(ctx context.Context, o Options) (addr string, stop func(), err error)
 		}
 	}()
 	return addr, stop, nil
+}
+
+// quietLogger drops gnet's debug and info lines (a banner per engine start)
+// and prints warnings and errors to stderr.
+type quietLogger struct{}
+
+func (quietLogger) Debugf(string, ...any)     {}
+func (quietLogger) Infof(string, ...any)      {}
+func (quietLogger) Warnf(f string, a ...any)  { fmt.Fprintf(os.Stderr, "floor: gnet: "+f+"\n", a...) }
+func (quietLogger) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, "floor: gnet: "+f+"\n", a...) }
+func (quietLogger) Fatalf(f string, a ...any) {
+	fmt.Fprintf(os.Stderr, "floor: gnet: "+f+"\n", a...)
+	os.Exit(1)
 }
 
 func freePort(host string) (int, error) {
