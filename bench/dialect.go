@@ -173,15 +173,18 @@ func classify(d Dialect, name, data []byte) eventKind {
 		if bytes.Equal(data, patDone) {
 			return evTerminal
 		}
-		if bytes.Contains(data, patErrorObj) {
-			return evError
-		}
+		// Tokens first: one scan on the hot path. A chunk with an error
+		// object carries no delta content (WIRE.md: never an error key in a
+		// normal chunk).
 		pat := patContent
 		if d == DialectCompletions {
 			pat = patText
 		}
 		if nonEmptyString(data, pat) {
 			return evToken
+		}
+		if bytes.Contains(data, patErrorObj) {
+			return evError
 		}
 	case DialectResponses:
 		switch string(eventType(name, data)) {
