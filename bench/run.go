@@ -149,14 +149,21 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 		go func() { defer bgWG.Done(); r.progress(bg) }()
 	}
 	// Phase marks: CPU "before" at the warm-up's end, "after" at stopAt.
+	// With no warm-up, "before" is taken now, before any request.
+	if warmEnd == 0 {
+		srv.mark(0)
+		self.mark(0)
+	}
 	phaseDone := make(chan struct{})
 	go func() {
 		defer close(phaseDone)
-		if !sleepUntil(ctx, r.clk.epoch.Add(time.Duration(warmEnd))) {
-			return
+		if warmEnd > 0 {
+			if !sleepUntil(ctx, r.clk.epoch.Add(time.Duration(warmEnd))) {
+				return
+			}
+			srv.mark(0)
+			self.mark(0)
 		}
-		srv.mark(0)
-		self.mark(0)
 		if stopAt != noStop && sleepUntil(ctx, r.clk.epoch.Add(time.Duration(stopAt))) {
 			srv.mark(1)
 			self.mark(1)
@@ -204,23 +211,18 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 			last = end
 		}
 		r.rec.stopAt.Store(last)
-		cancelPhase := !srv.marked(0)
-		if cancelPhase {
-			srv.mark(0)
-			self.mark(0)
-		}
-		srv.mark(1)
-		self.mark(1)
 	}
 	cancel()
-	<-phaseDone
+	<-phaseDone // no mark runs concurrently from here on
 	stopBG()
 	bgWG.Wait()
-	if !srv.marked(1) && srv.pid > 0 {
-		srv.mark(1) // the run ended early (ctx or MaxTime)
-	}
-	if !self.marked(1) {
-		self.mark(1)
+	for _, w := range []*serverWatch{&srv, &self} {
+		if !w.marked(0) {
+			w.mark(0) // the run ended before the warm-up did
+		}
+		if !w.marked(1) {
+			w.mark(1) // count mode, or the run was cut short
+		}
 	}
 	res := r.result(&srv, &self, end)
 	if parent.Err() != nil {

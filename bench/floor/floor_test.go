@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -29,12 +30,16 @@ func TestBenchAgainstFloor(t *testing.T) {
 		cfg.Stream = stream
 		cfg.ITL = time.Millisecond
 		cfg.MaxTime = 20 * time.Second
+		cfg.ServerPID = os.Getpid() // the server runs in this process
 		res, err := bench.Run(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Requests != 30 || res.Errors != 0 || res.TokensPerReq != 16 || res.UsageTokens != 30*16 {
 			t.Fatalf("stream=%v: requests %d errors %d %v tokens/req %v usage %d", stream, res.Requests, res.Errors, res.ErrorSamples, res.TokensPerReq, res.UsageTokens)
+		}
+		if res.Server == nil || res.Server.CPUSeconds <= 0 || res.Server.CPUMicrosPerTok <= 0 || res.Server.PeakRSSBytes <= 0 {
+			t.Fatalf("stream=%v: server stats %+v", stream, res.Server)
 		}
 		if stream && (res.Gap.Count != 30*15 || res.Gap.P50 < 0.5) {
 			t.Fatalf("gaps: %+v", res.Gap)
