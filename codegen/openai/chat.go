@@ -1,0 +1,326 @@
+package openai
+
+//go:generate go tool easyjson -no_std_marshalers chat.go
+
+import (
+	"strings"
+
+	"github.com/mailru/easyjson/jlexer"
+	"github.com/mailru/easyjson/jwriter"
+	"github.com/mailru/easyjson/opt"
+)
+
+// This file holds the request schema of POST /v1/chat/completions, as the
+// OpenAI API documents it plus vLLM's extensions (top_k, ignore_eos,
+// stop_token_ids). Codecs for the structs marked easyjson:json are generated
+// into chat_easyjson.go; the union types decode by hand below.
+
+// ChatRequest is the body of POST /v1/chat/completions.
+//
+//easyjson:json
+type ChatRequest struct {
+	Model    string        `json:"model"`
+	Messages []ChatMessage `json:"messages"`
+
+	Temperature      opt.Float64 `json:"temperature"`
+	TopP             opt.Float64 `json:"top_p"`
+	TopK             opt.Int     `json:"top_k"` // vLLM extension
+	N                opt.Int     `json:"n"`
+	Seed             opt.Int64   `json:"seed"`
+	FrequencyPenalty opt.Float64 `json:"frequency_penalty"`
+	PresencePenalty  opt.Float64 `json:"presence_penalty"`
+
+	MaxTokens           opt.Int `json:"max_tokens"`
+	MaxCompletionTokens opt.Int `json:"max_completion_tokens"`
+	IgnoreEOS           bool    `json:"ignore_eos"` // vLLM extension
+
+	Stop         StopList `json:"stop"`
+	StopTokenIDs []int    `json:"stop_token_ids"` // vLLM extension
+
+	Logprobs    opt.Bool `json:"logprobs"`
+	TopLogprobs opt.Int  `json:"top_logprobs"`
+
+	Stream        opt.Bool       `json:"stream"`
+	StreamOptions *StreamOptions `json:"stream_options"`
+
+	Tools             []ChatTool         `json:"tools"`
+	ToolChoice        ChatToolChoice     `json:"tool_choice"`
+	ParallelToolCalls opt.Bool           `json:"parallel_tool_calls"`
+	ResponseFormat    ChatResponseFormat `json:"response_format"`
+	ReasoningEffort   string             `json:"reasoning_effort"`
+
+	// Accepted and not used: known to the API, no effect on this engine.
+	User        string  `json:"user"`
+	LogitBias   Ignored `json:"logit_bias"`
+	Metadata    Ignored `json:"metadata"`
+	Store       Ignored `json:"store"`
+	ServiceTier Ignored `json:"service_tier"`
+
+	// Unknown lists the unknown top-level keys of the body, in order, at
+	// most MaxUnknownFields of them; the server counts them per field.
+	Unknown []string `json:"-"`
+}
+
+// UnmarshalUnknown implements easyjson.UnknownsUnmarshaler: it records key
+// and skips its value.
+func (r *ChatRequest) UnmarshalUnknown(in *jlexer.Lexer, key string) {
+	recordUnknown(&r.Unknown, in, key)
+}
+
+// StreamOptions is "stream_options".
+//
+//easyjson:json
+type StreamOptions struct {
+	IncludeUsage         bool `json:"include_usage"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats"` // vLLM extension
+}
+
+// ChatMessage is one entry of "messages".
+//
+//easyjson:json
+type ChatMessage struct {
+	Role       string             `json:"role"`
+	Content    ChatContent        `json:"content"`
+	Name       string             `json:"name"`
+	ToolCalls  []ChatToolCallItem `json:"tool_calls"`
+	ToolCallID string             `json:"tool_call_id"`
+	// ReasoningContent is an assistant turn's prior reasoning (vLLM's
+	// reasoning_content; "reasoning" is its newer spelling).
+	ReasoningContent string `json:"reasoning_content"`
+	Reasoning        string `json:"reasoning"`
+}
+
+// ChatToolCallItem is a tool call of an assistant turn in the history.
+//
+//easyjson:json
+type ChatToolCallItem struct {
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+	Function ChatFunctionCall `json:"function"`
+}
+
+// ChatFunctionCall is a tool call's function and JSON arguments.
+//
+//easyjson:json
+type ChatFunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ChatTool is one entry of "tools".
+//
+//easyjson:json
+type ChatTool struct {
+	Type     string          `json:"type"`
+	Function ChatFunctionDef `json:"function"`
+}
+
+// ChatFunctionDef is a tool's function definition.
+//
+//easyjson:json
+type ChatFunctionDef struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Parameters  RawJSON  `json:"parameters"`
+	Strict      opt.Bool `json:"strict"`
+}
+
+// ChatResponseFormat is "response_format".
+//
+//easyjson:json
+type ChatResponseFormat struct {
+	Type       string          `json:"type"`
+	JSONSchema *JSONSchemaSpec `json:"json_schema"`
+}
+
+// JSONSchemaSpec is response_format.json_schema.
+//
+//easyjson:json
+type JSONSchemaSpec struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Schema      RawJSON  `json:"schema"`
+	Strict      opt.Bool `json:"strict"`
+}
+
+// chatContentPart is one part of an array content.
+//
+//easyjson:json
+type chatContentPart struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Refusal string `json:"refusal"`
+}
+
+// ChatContent is a message's "content": null, a string, or an array of
+// parts. Text parts (and an assistant's refusal parts) are joined with "\n"
+// in order, as vLLM does for text-only prompts; the first part of another
+// type (image_url, input_audio, file, ...) is remembered so that validation
+// refuses it naming its index.
+type ChatContent struct {
+	Text string
+	// Set is false when content was absent or null.
+	Set bool
+	// Parts is the number of parts of an array content (0 for a string).
+	Parts int
+	// HasBad is true when a part is not text: BadPart is the index of the
+	// first such part and BadType its type (cut to 64 bytes).
+	HasBad  bool
+	BadPart int
+	BadType string
+}
+
+// UnmarshalEasyJSON implements easyjson.Unmarshaler.
+func (c *ChatContent) UnmarshalEasyJSON(in *jlexer.Lexer) {
+	*c = ChatContent{}
+	switch in.CurrentToken() {
+	case jlexer.TokenNull:
+		in.Skip()
+	case jlexer.TokenString:
+		c.Text = in.String()
+		c.Set = true
+	case jlexer.TokenDelim:
+		if !in.IsDelim('[') {
+			unionError(in, "a string or an array of content parts")
+			return
+		}
+		c.Set = true
+		in.Delim('[')
+		var b strings.Builder
+		texts := 0
+		for !in.IsDelim(']') {
+			var p chatContentPart
+			p.UnmarshalEasyJSON(in)
+			switch p.Type {
+			case "text", "input_text", "refusal":
+				t := p.Text
+				if p.Type == "refusal" {
+					t = p.Refusal
+				}
+				// One part: no copy. More: joined with "\n" (vLLM).
+				switch texts {
+				case 0:
+					c.Text = t
+				case 1:
+					b.WriteString(c.Text)
+					fallthrough
+				default:
+					b.WriteByte('\n')
+					b.WriteString(t)
+				}
+				texts++
+			default:
+				if !c.HasBad {
+					c.HasBad, c.BadPart = true, c.Parts
+					t := p.Type
+					if len(t) > 64 {
+						t = t[:64]
+					}
+					c.BadType = strings.Clone(t)
+				}
+			}
+			c.Parts++
+			in.WantComma()
+		}
+		in.Delim(']')
+		if texts > 1 {
+			c.Text = b.String()
+		}
+	default:
+		unionError(in, "a string or an array of content parts")
+	}
+}
+
+// MarshalEasyJSON implements easyjson.Marshaler (as a string or null).
+func (c ChatContent) MarshalEasyJSON(w *jwriter.Writer) {
+	if !c.Set {
+		w.RawString("null")
+		return
+	}
+	w.String(c.Text)
+}
+
+// ChatToolChoice is "tool_choice": "auto", "none", "required", or
+// {"type":"function","function":{"name":...}}.
+type ChatToolChoice struct {
+	// Mode is the string form, or "function" for the object form.
+	Mode string
+	// Name is the function named by the object form.
+	Name string
+	Set  bool
+}
+
+//easyjson:json
+type chatNamedToolChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// UnmarshalEasyJSON implements easyjson.Unmarshaler.
+func (t *ChatToolChoice) UnmarshalEasyJSON(in *jlexer.Lexer) {
+	*t = ChatToolChoice{}
+	switch in.CurrentToken() {
+	case jlexer.TokenNull:
+		in.Skip()
+	case jlexer.TokenString:
+		t.Mode = in.String()
+		t.Set = true
+	case jlexer.TokenDelim:
+		if !in.IsDelim('{') {
+			unionError(in, `"auto", "none", "required" or a function object`)
+			return
+		}
+		var o chatNamedToolChoice
+		o.UnmarshalEasyJSON(in)
+		t.Mode, t.Name, t.Set = o.Type, o.Function.Name, true
+		if t.Mode == "" {
+			t.Mode = "function"
+		}
+	default:
+		unionError(in, `"auto", "none", "required" or a function object`)
+	}
+}
+
+// MarshalEasyJSON implements easyjson.Marshaler.
+func (t ChatToolChoice) MarshalEasyJSON(w *jwriter.Writer) {
+	switch {
+	case !t.Set:
+		w.RawString("null")
+	case t.Mode == "function":
+		w.RawString(`{"type":"function","function":{"name":`)
+		w.String(t.Name)
+		w.RawString("}}")
+	default:
+		w.String(t.Mode)
+	}
+}
+
+// Ignored is a parameter accepted and skipped (logit_bias, metadata, ...).
+// Set records that it was present and not null.
+type Ignored struct{ Set bool }
+
+// UnmarshalEasyJSON implements easyjson.Unmarshaler.
+func (g *Ignored) UnmarshalEasyJSON(in *jlexer.Lexer) {
+	g.Set = !in.IsNull()
+	in.SkipRecursive()
+}
+
+// MarshalEasyJSON implements easyjson.Marshaler (always null).
+func (g Ignored) MarshalEasyJSON(w *jwriter.Writer) { w.RawString("null") }
+
+// DecodeChatRequest decodes a chat completions body into r, which it resets
+// first (keeping the capacity of r.Messages and r.Unknown). r's strings are
+// copies: r does not point into body. The error, when not nil, is a
+// *ParamError naming the field at fault.
+func DecodeChatRequest(body []byte, r *ChatRequest) error {
+	msgs, unk := r.Messages[:0], r.Unknown[:0]
+	*r = ChatRequest{Messages: msgs, Unknown: unk}
+	in := jlexer.Lexer{Data: body}
+	r.UnmarshalEasyJSON(&in)
+	if err := in.Error(); err != nil {
+		return decodeError(body, err)
+	}
+	return nil
+}

@@ -1,0 +1,253 @@
+package openai
+
+import (
+	"github.com/vajra-go/vajra/codegen"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// ChatStreamOptions are the options of a chat completions stream.
+type ChatStreamOptions struct {
+	// IncludeUsage adds a last chunk with "choices":[] and the usage before
+	// data: [DONE] (stream_options.include_usage).
+	IncludeUsage bool
+	// ContinuousUsage adds the running usage to every chunk (vLLM's
+	// stream_options.continuous_usage_stats); honoured only with IncludeUsage.
+	ContinuousUsage bool
+	// Framing wraps each SSE event (one HTTP chunk per event by default).
+	Framing codegen.Framing
+}
+
+// ChatFormatter writes a chat completions stream (engine.Formatter). Each
+// chunk is one SSE event "data: {...}\n\n" in its own frame:
+//
+//	{"id":ID,"object":"chat.completion.chunk","created":T,"model":M,
+//	 "choices":[{"index":i,"delta":{...},"logprobs":...,"finish_reason":...}]}
+//
+// The constant head up to "choices":[ is rendered once by Reset. A
+// ChatFormatter is used by one goroutine at a time and may be pooled: Reset
+// it for the next stream. It never allocates after Reset.
+type ChatFormatter struct {
+	// head is `data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":[`.
+	head []byte
+	opts ChatStreamOptions
+	// roleSent marks the choices whose "role":"assistant" went out.
+	roleSent [MaxChoices]bool
+}
+
+var _ engine.Formatter = (*ChatFormatter)(nil)
+
+// NewChatFormatter returns a formatter for one stream. id is the full
+// completion id ("chatcmpl-…"), the same in every chunk (openai-go's
+// accumulator rejects a stream whose ids differ).
+func NewChatFormatter(id, model string, created int64, opts ChatStreamOptions) *ChatFormatter {
+	f := &ChatFormatter{}
+	f.Reset(id, model, created, opts)
+	return f
+}
+
+// Reset prepares f for a new stream, keeping its buffer.
+func (f *ChatFormatter) Reset(id, model string, created int64, opts ChatStreamOptions) {
+	if !opts.IncludeUsage {
+		opts.ContinuousUsage = false
+	}
+	f.opts = opts
+	f.roleSent = [MaxChoices]bool{}
+	h := append(f.head[:0], `data: {"id":`...)
+	h = codegen.AppendJSONStringS(h, id)
+	h = append(h, `,"object":"chat.completion.chunk","created":`...)
+	h = codegen.AppendInt(h, created)
+	h = append(h, `,"model":`...)
+	h = codegen.AppendJSONStringS(h, model)
+	f.head = append(h, `,"choices":[`...)
+}
+
+// AppendStart writes nothing: a chat stream has no opening event; each
+// choice's first chunk carries the role.
+func (f *ChatFormatter) AppendStart(dst []byte, _ *engine.Start) []byte { return dst }
+
+// needRole reports whether choice i's next chunk must carry the role, and
+// marks it sent.
+func (f *ChatFormatter) needRole(i int, first bool) bool {
+	if i < 0 || i >= MaxChoices {
+		return first
+	}
+	if f.roleSent[i] {
+		return false
+	}
+	f.roleSent[i] = true
+	return true
+}
+
+// AppendDelta appends one chunk with d's text, reasoning or tool-call piece.
+func (f *ChatFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
+	dst, mark := codegen.BeginFrame(dst, f.opts.Framing)
+	dst = append(dst, f.head...)
+	dst = append(dst, `{"index":`...)
+	dst = codegen.AppendInt(dst, int64(d.Choice))
+	dst = append(dst, `,"delta":{`...)
+	if f.needRole(d.Choice, d.First) {
+		dst = append(dst, `"role":"assistant",`...)
+	}
+	switch d.Kind {
+	case engine.DeltaReasoning:
+		dst = append(dst, `"reasoning_content":`...)
+		dst = codegen.AppendJSONString(dst, d.Text)
+	case engine.DeltaToolCallStart:
+		dst = append(dst, `"tool_calls":[{"index":`...)
+		dst = codegen.AppendInt(dst, int64(d.ToolCallIndex))
+		dst = append(dst, `,"id":`...)
+		dst = codegen.AppendJSONStringS(dst, d.ToolCallID)
+		dst = append(dst, `,"type":"function","function":{"name":`...)
+		dst = codegen.AppendJSONStringS(dst, d.ToolName)
+		dst = append(dst, `,"arguments":""}}]`...)
+	case engine.DeltaToolCallArgs:
+		dst = append(dst, `"tool_calls":[{"index":`...)
+		dst = codegen.AppendInt(dst, int64(d.ToolCallIndex))
+		dst = append(dst, `,"function":{"arguments":`...)
+		dst = codegen.AppendJSONString(dst, d.Text)
+		dst = append(dst, `}}]`...)
+	default:
+		dst = append(dst, `"content":`...)
+		dst = codegen.AppendJSONString(dst, d.Text)
+	}
+	dst = append(dst, `},"logprobs":`...)
+	if len(d.Logprobs) > 0 {
+		dst = appendChatLogprobs(dst, d.Logprobs)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"finish_reason":null}]`...)
+	dst = f.appendContinuousUsage(dst, d.Usage)
+	dst = append(dst, "}\n\n"...)
+	return codegen.EndFrame(dst, f.opts.Framing, mark)
+}
+
+// AppendChoiceEnd appends the chunk that closes choice e.Choice: an empty
+// delta (or the role, if the choice produced nothing) and its finish_reason,
+// plus vLLM's stop_reason (the stop string or stop token id, else null).
+func (f *ChatFormatter) AppendChoiceEnd(dst []byte, e *engine.ChoiceEnd) []byte {
+	dst, mark := codegen.BeginFrame(dst, f.opts.Framing)
+	dst = append(dst, f.head...)
+	dst = append(dst, `{"index":`...)
+	dst = codegen.AppendInt(dst, int64(e.Choice))
+	if f.needRole(e.Choice, false) {
+		dst = append(dst, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":`...)
+	} else {
+		dst = append(dst, `,"delta":{},"logprobs":null,"finish_reason":`...)
+	}
+	dst = appendFinishReason(dst, e.FinishReason)
+	dst = append(dst, `,"stop_reason":`...)
+	dst = appendStopReason(dst, e.StopString, e.StopTokenID)
+	dst = append(dst, "}]"...)
+	dst = f.appendContinuousUsage(dst, e.Usage)
+	dst = append(dst, "}\n\n"...)
+	return codegen.EndFrame(dst, f.opts.Framing, mark)
+}
+
+// AppendEnd appends the usage chunk (with IncludeUsage), data: [DONE] and
+// the end of the chunked body.
+func (f *ChatFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
+	if f.opts.IncludeUsage && res != nil {
+		var mark int
+		dst, mark = codegen.BeginFrame(dst, f.opts.Framing)
+		dst = append(dst, f.head...)
+		dst = append(dst, `],"usage":`...)
+		dst = appendUsage(dst, &res.Usage, true)
+		dst = append(dst, "}\n\n"...)
+		dst = codegen.EndFrame(dst, f.opts.Framing, mark)
+	}
+	return appendDone(dst, f.opts.Framing)
+}
+
+// AppendError appends data: {"error":{...}}, data: [DONE] and the end of
+// the body: the stream ends cleanly after an error past the 200.
+func (f *ChatFormatter) AppendError(dst []byte, err *engine.Error) []byte {
+	e := FromEngineError(err, "messages")
+	return e.AppendStreamError(dst, f.opts.Framing)
+}
+
+func (f *ChatFormatter) appendContinuousUsage(dst []byte, u *engine.Usage) []byte {
+	if !f.opts.ContinuousUsage || u == nil {
+		return dst
+	}
+	dst = append(dst, `,"usage":`...)
+	return appendUsage(dst, u, false)
+}
+
+// appendFinishReason appends the reason as a JSON string; empty means stop.
+func appendFinishReason(dst []byte, r engine.FinishReason) []byte {
+	if r == "" {
+		r = engine.FinishStop
+	}
+	return codegen.AppendJSONStringS(dst, string(r))
+}
+
+// appendStopReason appends vLLM's stop_reason: the stop string, else the
+// stop token id, else null.
+func appendStopReason(dst []byte, s string, id int) []byte {
+	switch {
+	case s != "":
+		return codegen.AppendJSONStringS(dst, s)
+	case id >= 0:
+		return codegen.AppendInt(dst, int64(id))
+	}
+	return append(dst, "null"...)
+}
+
+// appendUsage appends an OpenAI usage object; details adds
+// prompt_tokens_details and completion_tokens_details.
+func appendUsage(dst []byte, u *engine.Usage, details bool) []byte {
+	dst = append(dst, `{"prompt_tokens":`...)
+	dst = codegen.AppendInt(dst, int64(u.PromptTokens))
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = codegen.AppendInt(dst, int64(u.CompletionTokens))
+	dst = append(dst, `,"total_tokens":`...)
+	dst = codegen.AppendInt(dst, int64(u.TotalTokens()))
+	if details {
+		dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
+		dst = codegen.AppendInt(dst, int64(u.CachedTokens))
+		dst = append(dst, `},"completion_tokens_details":{"reasoning_tokens":`...)
+		dst = codegen.AppendInt(dst, int64(u.ReasoningTokens))
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+// appendChatLogprobs appends {"content":[{"token","logprob","bytes",
+// "top_logprobs":[...]}...]}.
+func appendChatLogprobs(dst []byte, lps []engine.TokenLogprob) []byte {
+	dst = append(dst, `{"content":[`...)
+	for i := range lps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		lp := &lps[i]
+		dst = appendTokenLogprob(dst, lp.Token, lp.Logprob)
+		dst = append(dst, `,"top_logprobs":[`...)
+		for j := range lp.Top {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendTokenLogprob(dst, lp.Top[j].Token, lp.Top[j].Logprob)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, "]}"...)
+	}
+	return append(dst, "]}"...)
+}
+
+// appendTokenLogprob appends `{"token":…,"logprob":…,"bytes":[…]` (open).
+func appendTokenLogprob(dst []byte, tok string, lp float32) []byte {
+	dst = append(dst, `{"token":`...)
+	dst = codegen.AppendJSONStringS(dst, tok)
+	dst = append(dst, `,"logprob":`...)
+	dst = codegen.AppendFloat(dst, lp)
+	dst = append(dst, `,"bytes":[`...)
+	for i := 0; i < len(tok); i++ {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = codegen.AppendInt(dst, int64(tok[i]))
+	}
+	return append(dst, ']')
+}
