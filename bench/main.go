@@ -48,8 +48,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: Poisson arrivals per second (overrides -c)")
 	fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "open loop: arrivals beyond this many requests in flight are dropped and counted")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "warm-up before the measured window (not measured)")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the measured window (0 with -n: until -n requests are done)")
-	fs.IntVar(&cfg.Requests, "n", 0, "measured requests to run (0: no count limit; the run ends at -duration)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the measured window; with -n and no -duration, the run lasts until -n requests are done")
+	fs.IntVar(&cfg.Requests, "n", 0, "measured requests to run (0: no count limit); with -duration too, whichever ends first")
 	fs.DurationVar(&cfg.Ramp, "ramp", 0, "closed loop: spread the streams' first starts over this duration")
 	fs.IntVar(&cfg.PromptTokens, "prompt-tokens", cfg.PromptTokens, "prompt length in tokens (words, about one token each)")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "output tokens per request (sent with ignore_eos: true)")
@@ -82,6 +82,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vajra bench: unexpected arguments %q\n", fs.Args())
 		fs.Usage()
 		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["n"] && !set["duration"] {
+		cfg.Duration = 0 // -n alone: run exactly that many measured requests
 	}
 	d, err := parseDialect(*dialect)
 	if err != nil {

@@ -181,7 +181,7 @@ func TestRunCountsStatusErrors(t *testing.T) {
 		t.Fatalf("err %v errors %d by kind %v", err, res.Errors, res.ErrorsByKind)
 	}
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"-url", srv.URL, "-n", "2", "-c", "1", "-warmup", "0", "-duration", "0", "-quiet"}, &out, &errb)
+	code := Main(context.Background(), []string{"-url", srv.URL, "-n", "2", "-c", "1", "-warmup", "0", "-quiet"}, &out, &errb)
 	if code != 1 || !strings.Contains(out.String(), "status=2") {
 		t.Fatalf("Main exit %d, stdout %q stderr %q", code, out.String(), errb.String())
 	}
