@@ -60,6 +60,25 @@ var _ engine.Engine = (*Engine)(nil)
 // Config) and starts its scheduler goroutine. The tokenizer and corpus load
 // once per process.
 func New(cfg Config) (*Engine, error) {
+	e, err := newEngineNoLoop(cfg)
+	if err != nil {
+		return nil, err
+	}
+	go e.run()
+	cfg = e.cfg
+	cfg.Logger.Info("sim engine started",
+		zap.Int("max_num_seqs", cfg.MaxNumSeqs),
+		zap.Int("max_model_len", cfg.MaxModelLen),
+		zap.Int("kv_blocks", e.kv.total()),
+		zap.Duration("itl", cfg.ITL),
+		zap.Float64("prefill_tps", cfg.PrefillTPS),
+		zap.String("mode", cfg.Mode))
+	return e, nil
+}
+
+// newEngineNoLoop builds the engine without starting its scheduler (tests
+// drive passes by hand).
+func newEngineNoLoop(cfg Config) (*Engine, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
@@ -76,14 +95,6 @@ func New(cfg Config) (*Engine, error) {
 		kv:     newKVCache(cfg.KVCacheTokens / BlockSize),
 	}
 	e.entropy.Store(uint64(time.Now().UnixNano()))
-	go e.run()
-	cfg.Logger.Info("sim engine started",
-		zap.Int("max_num_seqs", cfg.MaxNumSeqs),
-		zap.Int("max_model_len", cfg.MaxModelLen),
-		zap.Int("kv_blocks", e.kv.total()),
-		zap.Duration("itl", cfg.ITL),
-		zap.Float64("prefill_tps", cfg.PrefillTPS),
-		zap.String("mode", cfg.Mode))
 	return e, nil
 }
 
@@ -138,6 +149,11 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 		g.arrival = now
 	}
 	g.usage.PromptTokens = p.promptLen
+	if req.Stream {
+		// Room for a step's frames of every choice, so that the buffer
+		// stops growing after the first steps.
+		g.buf = make([]byte, 0, frameBufSize*req.Sampling.Choices())
+	}
 	n := req.Sampling.Choices()
 	g.seqs = make([]seq, n)
 	g.live = n
@@ -148,10 +164,13 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 		s.g, s.index, s.ctx, s.stopTokenID = g, i, p.ctx, -1
 		s.rng.s = e.seedFor(req, p, i)
 		s.ids = make([]int, 0, capIDs)
+		s.blocks = make([]int32, 0, blocksFor(p.promptLen%BlockSize+capIDs)+1)
 		s.text = make([]byte, 0, capIDs*6)
 		if sp.Logprobs {
-			s.lps = make([]engine.TokenLogprob, 0, capIDs)
-			s.slab = make([]engine.TopLogprob, 0, capIDs*sp.TopLogprobs)
+			// Logprobs are kept for the final Result: reserve them up to
+			// maxLogprobsReserve tokens at once rather than copying as
+			// they grow.
+			s.lps = make([]engine.TokenLogprob, 0, min(p.maxTokens, maxLogprobsReserve))
 		}
 		s.target = naturalLength(&s.rng)
 		s.after = phaseAnswer
@@ -173,6 +192,14 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 	}
 	return g
 }
+
+// maxLogprobsReserve caps the per-choice logprob entries reserved up front
+// (56 bytes each).
+const maxLogprobsReserve = 1024
+
+// frameBufSize is the initial capacity of a request's step buffer per
+// choice: a chat completion chunk with one token is about 200-300 bytes.
+const frameBufSize = 512
 
 // seedFor is the seed of choice i. Temperature 0 is greedy: every choice
 // follows the prompt's content hash, so identical requests (and all choices

@@ -59,31 +59,35 @@ func (e *Engine) appendLogprob(s *seq, id int, boundary bool, ncand int) {
 		rest = 1 - p
 	}
 	tops = e.addFillers(tops, rest, k+1)
-	for i := range tops {
-		tops[i].Logprob = float32(math.Log(float64(tops[i].Logprob)))
-		tops[i].Token = e.vocab.text(tops[i].TokenID)
-	}
-	sortTops(tops)
-	lp := engine.TokenLogprob{TokenID: id, Token: e.vocab.text(id)}
-	chosen := -1
+	var pc float32 // the emitted token's probability
 	for i := range tops {
 		if tops[i].TokenID == id {
-			chosen = i
-			lp.Logprob = tops[i].Logprob
+			pc = tops[i].Logprob
 			break
 		}
 	}
-	if chosen < 0 { // cannot happen: the emitted token is always a candidate
-		lp.Logprob = float32(math.Log(rest * fillerHead))
-		tops = append(tops, engine.TopLogprob{TokenID: id, Token: lp.Token, Logprob: lp.Logprob})
-		chosen = len(tops) - 1
+	if pc == 0 { // cannot happen: the emitted token is always a candidate
+		pc = float32(rest * fillerHead)
 	}
-	if k > 0 {
-		if len(tops) > k {
-			if chosen >= k {
-				tops[k-1] = tops[chosen] // lowest kept; still sorted
-			}
-			tops = tops[:k]
+	lp := engine.TokenLogprob{TokenID: id, Token: e.vocab.text(id), Logprob: float32(math.Log(float64(pc)))}
+	if keep := min(k, len(tops)); keep > 0 {
+		selectTop(tops, keep)
+		tops = tops[:keep]
+		found := false
+		for i := range tops {
+			found = found || tops[i].TokenID == id
+		}
+		if !found {
+			tops[keep-1] = engine.TopLogprob{TokenID: id, Logprob: pc} // the lowest kept: still sorted
+		}
+		for i := range tops {
+			tops[i].Logprob = float32(math.Log(float64(tops[i].Logprob)))
+			tops[i].Token = e.vocab.text(tops[i].TokenID)
+		}
+		// The slab grows by whole chunks, never by copying: earlier Top
+		// slices keep pointing into earlier chunks.
+		if cap(s.slab)-len(s.slab) < keep {
+			s.slab = make([]engine.TopLogprob, 0, slabChunk*k)
 		}
 		start := len(s.slab)
 		s.slab = append(s.slab, tops...)
@@ -110,6 +114,24 @@ outer:
 		p *= fillerDecay
 	}
 	return tops
+}
+
+// slabChunk is the number of tokens whose top logprobs share one slab chunk.
+const slabChunk = 64
+
+// selectTop moves the keep most likely entries to the front of t, sorted by
+// probability descending then token id: a partial selection sort, O(n*keep)
+// for n of a few dozen.
+func selectTop(t []engine.TopLogprob, keep int) {
+	for i := range keep {
+		best := i
+		for j := i + 1; j < len(t); j++ {
+			if t[j].Logprob > t[best].Logprob || t[j].Logprob == t[best].Logprob && t[j].TokenID < t[best].TokenID {
+				best = j
+			}
+		}
+		t[i], t[best] = t[best], t[i]
+	}
 }
 
 // sortTops sorts by logprob descending, then token id; n is at most a few
