@@ -164,7 +164,7 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 	}
 	if c.Text != "" {
 		r.Output = append(r.Output, ResponseItem{Type: "message", ID: itemID("msg_", meta.ID, len(r.Output)),
-			Status: itemStatus, Role: "assistant", Content: []ResponsesContentPart{{Type: "output_text", Text: c.Text}}})
+			Status: ResponseCompleted, Role: "assistant", Content: []ResponsesContentPart{{Type: "output_text", Text: c.Text}}})
 	}
 	for i := range c.ToolCalls {
 		tc := &c.ToolCalls[i]
@@ -174,7 +174,12 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 			callID = itemID("call_", meta.ID, n)
 		}
 		r.Output = append(r.Output, ResponseItem{Type: "function_call", ID: itemID("fc_", meta.ID, n),
-			Status: itemStatus, CallID: callID, Name: tc.Name, Arguments: tc.Arguments})
+			Status: ResponseCompleted, CallID: callID, Name: tc.Name, Arguments: tc.Arguments})
+	}
+	// Only the last item can have been cut off; the ones before it were
+	// complete when the next began (as the stream reports them).
+	if n := len(r.Output); n > 0 && r.Output[n-1].Type != "reasoning" {
+		r.Output[n-1].Status = itemStatus
 	}
 	return r
 }

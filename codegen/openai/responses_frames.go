@@ -1,0 +1,346 @@
+package openai
+
+import (
+	"github.com/vajra-go/vajra/codegen"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// respItemKind is the type of the output item a ResponsesFormatter has open.
+type respItemKind uint8
+
+const (
+	respNone respItemKind = iota
+	respReasoning
+	respMessage
+	respCall
+)
+
+// ResponsesFormatter writes the SSE events of one streamed Responses API
+// response. Each event is
+//
+//	event: <type>\ndata: {"type":"<type>",…,"sequence_number":k}\n\n
+//
+// in its own transport frame, with sequence_number counting from 0:
+// response.created and response.in_progress (the in-progress response
+// object), then per output item response.output_item.added, its content
+// events and response.output_item.done, and last response.completed (or
+// response.incomplete / response.failed) with the final response object.
+//
+// Item bookkeeping lives here: reasoning opens a reasoning item
+// (reasoning_text deltas), text a message item (one output_text part),
+// each tool call a function_call item; an item closes when the next opens
+// or the choice ends. The formatter keeps each item's text to repeat it in
+// the .done events, in a buffer it reuses.
+//
+// ResponsesFormatter implements engine.Formatter; n is always 1. It is used
+// from one goroutine at a time; Reset readies it for another response.
+// AppendDelta does not allocate in steady state; AppendStart and AppendEnd
+// build the response object once each.
+type ResponsesFormatter struct {
+	meta    ResponseMeta
+	framing codegen.Framing
+	seq     int
+	next    int // output index of the next item
+	open    respItemKind
+	ended   bool
+	id      []byte // the open item's id
+	text    []byte // the open item's text or arguments so far
+	callID  []byte
+	name    []byte
+	obj     []byte // scratch for rendered response objects
+}
+
+var _ engine.Formatter = (*ResponsesFormatter)(nil)
+
+// NewResponsesFormatter returns a formatter for the response described by
+// meta (from ResponsesRequest.Meta, with the response's id).
+func NewResponsesFormatter(meta ResponseMeta, framing codegen.Framing) *ResponsesFormatter {
+	return &ResponsesFormatter{meta: meta, framing: framing}
+}
+
+// Reset readies f for another response, keeping its buffers.
+func (f *ResponsesFormatter) Reset(meta ResponseMeta, framing codegen.Framing) {
+	*f = ResponsesFormatter{meta: meta, framing: framing,
+		id: f.id[:0], text: f.text[:0], callID: f.callID[:0], name: f.name[:0], obj: f.obj[:0]}
+}
+
+func (f *ResponsesFormatter) begin(dst []byte, typ string) ([]byte, int) {
+	dst, mark := codegen.BeginFrame(dst, f.framing)
+	dst = append(dst, "event: "...)
+	dst = append(dst, typ...)
+	dst = append(dst, "\ndata: {\"type\":\""...)
+	dst = append(dst, typ...)
+	return append(dst, '"'), mark
+}
+
+func (f *ResponsesFormatter) end(dst []byte, mark int) []byte {
+	dst = append(dst, `,"sequence_number":`...)
+	dst = codegen.AppendInt(dst, int64(f.seq))
+	f.seq++
+	dst = append(dst, "}\n\n"...)
+	return codegen.EndFrame(dst, f.framing, mark)
+}
+
+// responseEvent appends an event carrying the whole response object r.
+func (f *ResponsesFormatter) responseEvent(dst []byte, typ string, r *ResponseObject) []byte {
+	f.obj = AppendResponse(f.obj[:0], r)
+	dst, mark := f.begin(dst, typ)
+	dst = append(dst, `,"response":`...)
+	dst = append(dst, f.obj...)
+	return f.end(dst, mark)
+}
+
+// AppendStart appends response.created and response.in_progress.
+func (f *ResponsesFormatter) AppendStart(dst []byte, s *engine.Start) []byte {
+	r := BuildResponse(&f.meta, nil)
+	dst = f.responseEvent(dst, "response.created", r)
+	return f.responseEvent(dst, "response.in_progress", r)
+}
+
+// AppendDelta appends the events of one step's output.
+func (f *ResponsesFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
+	switch d.Kind {
+	case engine.DeltaReasoning:
+		if len(d.Text) == 0 {
+			return dst
+		}
+		if f.open != respReasoning {
+			dst = f.closeItem(dst, ResponseCompleted)
+			dst = f.openItem(dst, respReasoning, "rs_", d)
+		}
+		f.text = append(f.text, d.Text...)
+		dst, mark := f.begin(dst, "response.reasoning_text.delta")
+		dst = f.appendItemRef(dst, true)
+		dst = append(dst, `,"delta":`...)
+		dst = codegen.AppendJSONString(dst, d.Text)
+		return f.end(dst, mark)
+	case engine.DeltaText:
+		if len(d.Text) == 0 {
+			return dst
+		}
+		if f.open != respMessage {
+			dst = f.closeItem(dst, ResponseCompleted)
+			dst = f.openItem(dst, respMessage, "msg_", d)
+		}
+		f.text = append(f.text, d.Text...)
+		dst, mark := f.begin(dst, "response.output_text.delta")
+		dst = f.appendItemRef(dst, true)
+		dst = append(dst, `,"delta":`...)
+		dst = codegen.AppendJSONString(dst, d.Text)
+		dst = append(dst, `,"logprobs":[]`...)
+		return f.end(dst, mark)
+	case engine.DeltaToolCallStart:
+		dst = f.closeItem(dst, ResponseCompleted)
+		return f.openItem(dst, respCall, "fc_", d)
+	case engine.DeltaToolCallArgs:
+		if f.open != respCall {
+			// Arguments with no open call break the engine's contract; open
+			// an anonymous call rather than drop them.
+			dst = f.closeItem(dst, ResponseCompleted)
+			dst = f.openItem(dst, respCall, "fc_", d)
+		}
+		if len(d.Text) == 0 {
+			return dst
+		}
+		f.text = append(f.text, d.Text...)
+		dst, mark := f.begin(dst, "response.function_call_arguments.delta")
+		dst = f.appendItemRef(dst, false)
+		dst = append(dst, `,"delta":`...)
+		dst = codegen.AppendJSONString(dst, d.Text)
+		return f.end(dst, mark)
+	}
+	return dst
+}
+
+// appendItemRef appends the open item's "item_id" and "output_index" (and
+// "content_index":0 for items with content parts).
+func (f *ResponsesFormatter) appendItemRef(dst []byte, content bool) []byte {
+	dst = append(dst, `,"item_id":`...)
+	dst = codegen.AppendJSONString(dst, f.id)
+	dst = append(dst, `,"output_index":`...)
+	dst = codegen.AppendInt(dst, int64(f.next))
+	if content {
+		dst = append(dst, `,"content_index":0`...)
+	}
+	return dst
+}
+
+// openItem appends response.output_item.added for a new item (and
+// response.content_part.added for one with content).
+func (f *ResponsesFormatter) openItem(dst []byte, k respItemKind, prefix string, d *engine.Delta) []byte {
+	f.open = k
+	f.id = appendItemID(f.id[:0], prefix, f.meta.ID, f.next)
+	f.text = f.text[:0]
+	if k == respCall {
+		if d.ToolCallID != "" {
+			f.callID = append(f.callID[:0], d.ToolCallID...)
+		} else {
+			f.callID = appendItemID(f.callID[:0], "call_", f.meta.ID, f.next)
+		}
+		f.name = append(f.name[:0], d.ToolName...)
+	}
+	dst, mark := f.begin(dst, "response.output_item.added")
+	dst = append(dst, `,"output_index":`...)
+	dst = codegen.AppendInt(dst, int64(f.next))
+	dst = append(dst, `,"item":`...)
+	dst = f.appendOpenItem(dst, ResponseInProgress, false)
+	dst = f.end(dst, mark)
+	if k == respCall {
+		return dst
+	}
+	dst, mark = f.begin(dst, "response.content_part.added")
+	dst = f.appendItemRef(dst, true)
+	dst = append(dst, `,"part":`...)
+	dst = f.appendPart(dst, false)
+	return f.end(dst, mark)
+}
+
+// appendOpenItem appends the open item as an object, with its content so
+// far when full (the .done form) and without it otherwise (the .added form).
+func (f *ResponsesFormatter) appendOpenItem(dst []byte, status string, full bool) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = codegen.AppendJSONString(dst, f.id)
+	switch f.open {
+	case respReasoning:
+		dst = append(dst, `,"type":"reasoning","summary":[]`...)
+		if full {
+			dst = append(dst, `,"content":[`...)
+			dst = f.appendPart(dst, true)
+			dst = append(dst, ']')
+		}
+	case respMessage:
+		dst = append(dst, `,"type":"message","status":"`...)
+		dst = append(dst, status...)
+		dst = append(dst, `","content":[`...)
+		if full {
+			dst = f.appendPart(dst, true)
+		}
+		dst = append(dst, `],"role":"assistant"`...)
+	case respCall:
+		dst = append(dst, `,"type":"function_call","status":"`...)
+		dst = append(dst, status...)
+		dst = append(dst, `","arguments":`...)
+		if full {
+			dst = codegen.AppendJSONString(dst, f.text)
+		} else {
+			dst = append(dst, `""`...)
+		}
+		dst = append(dst, `,"call_id":`...)
+		dst = codegen.AppendJSONString(dst, f.callID)
+		dst = append(dst, `,"name":`...)
+		dst = codegen.AppendJSONString(dst, f.name)
+	}
+	return append(dst, '}')
+}
+
+// appendPart appends the open item's content part: empty, or with its text.
+func (f *ResponsesFormatter) appendPart(dst []byte, full bool) []byte {
+	if f.open == respReasoning {
+		dst = append(dst, `{"type":"reasoning_text","text":`...)
+	} else {
+		dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+	}
+	if full {
+		dst = codegen.AppendJSONString(dst, f.text)
+	} else {
+		dst = append(dst, `""`...)
+	}
+	return append(dst, '}')
+}
+
+// closeItem appends the events that finish the open item, if any: the
+// text's or arguments' .done, response.content_part.done, and
+// response.output_item.done with the whole item.
+func (f *ResponsesFormatter) closeItem(dst []byte, status string) []byte {
+	var mark int
+	switch f.open {
+	case respNone:
+		return dst
+	case respReasoning:
+		dst, mark = f.begin(dst, "response.reasoning_text.done")
+		dst = f.appendItemRef(dst, true)
+	case respMessage:
+		dst, mark = f.begin(dst, "response.output_text.done")
+		dst = f.appendItemRef(dst, true)
+		dst = append(dst, `,"logprobs":[]`...)
+	case respCall:
+		dst, mark = f.begin(dst, "response.function_call_arguments.done")
+		dst = f.appendItemRef(dst, false)
+		dst = append(dst, `,"name":`...)
+		dst = codegen.AppendJSONString(dst, f.name)
+		dst = append(dst, `,"arguments":`...)
+		dst = codegen.AppendJSONString(dst, f.text)
+	}
+	if f.open != respCall {
+		dst = append(dst, `,"text":`...)
+		dst = codegen.AppendJSONString(dst, f.text)
+	}
+	dst = f.end(dst, mark)
+	if f.open != respCall {
+		dst, mark = f.begin(dst, "response.content_part.done")
+		dst = f.appendItemRef(dst, true)
+		dst = append(dst, `,"part":`...)
+		dst = f.appendPart(dst, true)
+		dst = f.end(dst, mark)
+	}
+	dst, mark = f.begin(dst, "response.output_item.done")
+	dst = append(dst, `,"output_index":`...)
+	dst = codegen.AppendInt(dst, int64(f.next))
+	dst = append(dst, `,"item":`...)
+	dst = f.appendOpenItem(dst, status, true)
+	dst = f.end(dst, mark)
+	f.open = respNone
+	f.next++
+	return dst
+}
+
+// AppendChoiceEnd closes the open item: "incomplete" when the choice ran
+// out of tokens, "completed" otherwise.
+func (f *ResponsesFormatter) AppendChoiceEnd(dst []byte, e *engine.ChoiceEnd) []byte {
+	if f.ended {
+		return dst
+	}
+	f.ended = true
+	status := ResponseCompleted
+	if e.FinishReason == engine.FinishLength || e.FinishReason == engine.FinishAbort {
+		status = ResponseIncomplete
+	}
+	return f.closeItem(dst, status)
+}
+
+// AppendEnd appends the final event with the response object built from
+// res (BuildResponse, as the non-streamed body): response.completed,
+// response.incomplete, or response.failed; then it ends the chunked body.
+func (f *ResponsesFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
+	if !f.ended {
+		e := engine.ChoiceEnd{FinishReason: engine.FinishStop, StopTokenID: -1}
+		if len(res.Choices) > 0 {
+			e.FinishReason = res.Choices[0].FinishReason
+		}
+		dst = f.AppendChoiceEnd(dst, &e)
+	}
+	r := BuildResponse(&f.meta, res)
+	typ := "response.failed"
+	switch r.Status {
+	case ResponseCompleted:
+		typ = "response.completed"
+	case ResponseIncomplete:
+		typ = "response.incomplete"
+	}
+	dst = f.responseEvent(dst, typ, r)
+	return codegen.AppendLastChunk(dst, f.framing)
+}
+
+// AppendError appends response.failed, whose response object has status
+// "failed" and error {code, message}, and ends the chunked body. (An
+// in-stream "error" event would not end the SDKs' streams; response.failed
+// is the terminal event they wait for.)
+func (f *ResponsesFormatter) AppendError(dst []byte, err *engine.Error) []byte {
+	r := BuildResponse(&f.meta, &engine.Result{Err: err})
+	if err.Kind == engine.KindAborted {
+		r.Status = ResponseFailed // a stream has no "cancelled" terminal event
+		r.Error = &ResponseErrorObject{Code: "server_error", Message: orDefault(err.Message, "The request was aborted.")}
+	}
+	dst = f.responseEvent(dst, "response.failed", r)
+	return codegen.AppendLastChunk(dst, f.framing)
+}
