@@ -332,14 +332,14 @@ func (s *server) serve(c gnet.Conn, cs *connState) gnet.Action {
 			_, _ = c.Write(s.nonStream(n, prompt))
 			continue
 		}
-		_, _ = c.Write(s.f.head)
-		st := &stream{c: c, n: n, prompt: prompt}
 		if s.o.ITL <= 0 {
-			ls := cs.loop
-			for !s.writeNext(ls, st) {
-			}
+			// No cadence: the whole response leaves in one write, as a
+			// server that coalesces writes per loop iteration would send it.
+			_, _ = c.Write(s.wholeStream(cs.loop, n, prompt))
 			continue
 		}
+		_, _ = c.Write(s.f.head)
+		st := &stream{c: c, n: n, prompt: prompt}
 		cs.st = st
 		ls := cs.loop
 		ls.streams = append(ls.streams, st)
@@ -435,6 +435,30 @@ func (s *server) writeNext(ls *loopState, st *stream) bool {
 	ls.scratch = append(ls.scratch, s.f.done...)
 	_, _ = st.c.Write(ls.scratch)
 	return true
+}
+
+// wholeStream returns a whole streaming response in the loop's scratch
+// buffer (valid until the loop's next use of it). Loop-only.
+func (s *server) wholeStream(ls *loopState, n, prompt int) []byte {
+	b := append(ls.scratch[:0], s.f.head...)
+	for i := 0; i < n; i++ {
+		switch {
+		case n == 1:
+			b = append(b, s.f.only[0]...)
+		case i == 0:
+			b = append(b, s.f.first[0]...)
+		case i == n-1:
+			b = append(b, s.f.last[i%tokens.Len]...)
+		default:
+			b = append(b, s.f.mid[i%tokens.Len]...)
+		}
+	}
+	b = appendUsage(b, prompt, n)
+	b = append(b, s.f.done...)
+	if cap(b) <= 1<<20 { // keep a scratch of up to 1 MiB per loop
+		ls.scratch = b
+	}
+	return b
 }
 
 // nonStream returns the whole HTTP response for a non-streaming request.
