@@ -44,14 +44,54 @@ var figureDefs = []struct {
 }{
 	{"tokens/s", "tok/s", false, func(r *Result) float64 { return r.TokensPerSec }},
 	{"requests/s", "req/s", false, func(r *Result) float64 { return r.RequestsPerSec }},
-	{"ttft p50", "ms", true, func(r *Result) float64 { return r.TTFT.P50 }},
-	{"ttft p99", "ms", true, func(r *Result) float64 { return r.TTFT.P99 }},
-	{"gap p50", "ms", true, func(r *Result) float64 { return r.Gap.P50 }},
-	{"gap p99", "ms", true, func(r *Result) float64 { return r.Gap.P99 }},
-	{"gap p99.9", "ms", true, func(r *Result) float64 { return r.Gap.P999 }},
-	{"gap-itl p99", "ms", true, func(r *Result) float64 { return r.ServerAdded.P99 }},
-	{"e2e p50", "ms", true, func(r *Result) float64 { return r.E2E.P50 }},
-	{"e2e p99", "ms", true, func(r *Result) float64 { return r.E2E.P99 }},
+	{"ttft p50", "ms", true, func(r *Result) float64 {
+		if r.TTFT.Count == 0 {
+			return math.NaN()
+		}
+		return r.TTFT.P50
+	}},
+	{"ttft p99", "ms", true, func(r *Result) float64 {
+		if r.TTFT.Count == 0 {
+			return math.NaN()
+		}
+		return r.TTFT.P99
+	}},
+	{"gap p50", "ms", true, func(r *Result) float64 {
+		if r.Gap.Count == 0 {
+			return math.NaN()
+		}
+		return r.Gap.P50
+	}},
+	{"gap p99", "ms", true, func(r *Result) float64 {
+		if r.Gap.Count == 0 {
+			return math.NaN()
+		}
+		return r.Gap.P99
+	}},
+	{"gap p99.9", "ms", true, func(r *Result) float64 {
+		if r.Gap.Count == 0 {
+			return math.NaN()
+		}
+		return r.Gap.P999
+	}},
+	{"gap-itl p99", "ms", true, func(r *Result) float64 {
+		if r.Gap.Count == 0 {
+			return math.NaN()
+		}
+		return r.ServerAdded.P99
+	}},
+	{"e2e p50", "ms", true, func(r *Result) float64 {
+		if r.E2E.Count == 0 {
+			return math.NaN()
+		}
+		return r.E2E.P50
+	}},
+	{"e2e p99", "ms", true, func(r *Result) float64 {
+		if r.E2E.Count == 0 {
+			return math.NaN()
+		}
+		return r.E2E.P99
+	}},
 	{"server cpu/token", "µs", true, func(r *Result) float64 {
 		if r.Server == nil || r.Server.CPUSource == "" {
 			return math.NaN()
@@ -99,6 +139,9 @@ func Compare(ctx context.Context, cfgA, cfgB Config, rounds int, progress io.Wri
 			res, err := Run(ctx, side.cfg)
 			if res != nil {
 				*side.out = append(*side.out, res)
+				if progress != nil {
+					res.WriteText(progress)
+				}
 			}
 			if err != nil {
 				c.summarise()

@@ -158,7 +158,9 @@ func (r *runner) result(srv, self *serverWatch, end int64) *Result {
 	res.Head = latencyOf(&rec.head)
 	res.TTFT = latencyOf(&rec.ttft)
 	res.Gap = latencyOf(&rec.gapH)
-	res.ServerAdded = res.Gap.minus(cfg.ITL)
+	if res.Gap.Count > 0 {
+		res.ServerAdded = res.Gap.minus(cfg.ITL)
+	}
 	res.E2E = latencyOf(&rec.e2e)
 	res.Server = srv.stats(window, res.Tokens, rec.okReqsWin.Load())
 	res.Client = self.stats(window, res.Tokens, rec.okReqsWin.Load())

@@ -13,6 +13,8 @@
 #
 # Results (text, JSON, HTML) go to bench/out/. Environment overrides:
 #   WARMUP (4s) DURATION (10s) ROUNDS (3) PORT_BASE (18000)
+#   MODEL (vajra-sim: the model `vajra serve --sim-*` serves; the
+#   reference servers accept any)
 #   VAJRA_SERVE_ARGS (extra flags for `vajra serve`), SKIP_VAJRA=1
 set -euo pipefail
 
@@ -20,10 +22,12 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=bench/out
 mkdir -p "$out/bin"
+rm -f "$out"/*-vs-*.txt "$out"/*-vs-*.json "$out"/*-vs-*.html
 
 WARMUP=${WARMUP:-4s}
 DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-3}
+MODEL=${MODEL:-vajra-sim}
 PORT_BASE=${PORT_BASE:-18000}
 port_vajra=$PORT_BASE
 port_floor=$((PORT_BASE + 1))
@@ -124,7 +128,7 @@ compare() {
 	GOMAXPROCS=1 "${pin_client[@]}" "${bench[@]}" \
 		-url "http://127.0.0.1:$(port_of "$a")" -label "$a" -server-pid "${pid_of[$a]}" \
 		-compare "http://127.0.0.1:$(port_of "$b")" -compare-label "$b" -compare-pid "${pid_of[$b]}" \
-		-rounds "$ROUNDS" -warmup "$WARMUP" -duration "$DURATION" -itl "$itl" -quiet \
+		-model "$MODEL" -rounds "$ROUNDS" -warmup "$WARMUP" -duration "$DURATION" -itl "$itl" -quiet \
 		-out "$out/$name.json" -html "$out/$name.html" "$@" | tee "$out/$name.txt" || true
 }
 
