@@ -1,0 +1,168 @@
+package openai
+
+//go:generate go tool easyjson -no_std_marshalers completions.go
+
+import (
+	"github.com/mailru/easyjson/jlexer"
+	"github.com/mailru/easyjson/jwriter"
+	"github.com/mailru/easyjson/opt"
+)
+
+// This file holds the request schema of POST /v1/completions (the legacy
+// text completions API), with vLLM's extensions. Codecs for the structs
+// marked easyjson:json are generated into completions_easyjson.go.
+
+// CompletionRequest is the body of POST /v1/completions.
+//
+//easyjson:json
+type CompletionRequest struct {
+	Model  string     `json:"model"`
+	Prompt Prompt     `json:"prompt"`
+	Suffix opt.String `json:"suffix"` // refused when not empty
+
+	Temperature      opt.Float64 `json:"temperature"`
+	TopP             opt.Float64 `json:"top_p"`
+	TopK             opt.Int     `json:"top_k"` // vLLM extension
+	N                opt.Int     `json:"n"`
+	BestOf           opt.Int     `json:"best_of"`
+	Seed             opt.Int64   `json:"seed"`
+	FrequencyPenalty opt.Float64 `json:"frequency_penalty"`
+	PresencePenalty  opt.Float64 `json:"presence_penalty"`
+
+	MaxTokens opt.Int `json:"max_tokens"`
+	IgnoreEOS bool    `json:"ignore_eos"` // vLLM extension
+
+	Stop         StopList `json:"stop"`
+	StopTokenIDs []int    `json:"stop_token_ids"` // vLLM extension
+
+	Echo     bool    `json:"echo"`
+	Logprobs opt.Int `json:"logprobs"` // 0..20 alternatives; null: no logprobs
+
+	Stream        opt.Bool       `json:"stream"`
+	StreamOptions *StreamOptions `json:"stream_options"`
+
+	// Accepted and not used.
+	User      string  `json:"user"`
+	LogitBias Ignored `json:"logit_bias"`
+
+	// Unknown lists the unknown top-level keys (see ChatRequest.Unknown).
+	Unknown []string `json:"-"`
+}
+
+// UnmarshalUnknown implements easyjson.UnknownsUnmarshaler.
+func (r *CompletionRequest) UnmarshalUnknown(in *jlexer.Lexer, key string) {
+	recordUnknown(&r.Unknown, in, key)
+}
+
+// Prompt is "prompt": a string, an array of strings, an array of token ids,
+// or an array of arrays of token ids. Texts holds the string forms, Tokens
+// the token forms; exactly one is set after a successful decode (both nil
+// when prompt was absent or null).
+type Prompt struct {
+	Texts  []string
+	Tokens [][]int
+	// Array is true when the prompt was sent as an array (even of one).
+	Array bool
+}
+
+// Count returns the number of prompts.
+func (p *Prompt) Count() int { return len(p.Texts) + len(p.Tokens) }
+
+// UnmarshalEasyJSON implements easyjson.Unmarshaler.
+func (p *Prompt) UnmarshalEasyJSON(in *jlexer.Lexer) {
+	*p = Prompt{}
+	const wants = "a string, an array of strings, an array of token ids or an array of arrays of token ids"
+	switch in.CurrentToken() {
+	case jlexer.TokenNull:
+		in.Skip()
+	case jlexer.TokenString:
+		p.Texts = []string{in.String()}
+	case jlexer.TokenDelim:
+		if !in.IsDelim('[') {
+			unionError(in, wants)
+			return
+		}
+		p.Array = true
+		in.Delim('[')
+		// The first element decides the form; the others must match it.
+		switch in.CurrentToken() {
+		case jlexer.TokenString:
+			for !in.IsDelim(']') {
+				p.Texts = append(p.Texts, in.String())
+				in.WantComma()
+			}
+		case jlexer.TokenNumber:
+			var ids []int
+			for !in.IsDelim(']') {
+				ids = append(ids, in.Int())
+				in.WantComma()
+			}
+			p.Tokens = [][]int{ids}
+		case jlexer.TokenDelim:
+			for !in.IsDelim(']') {
+				if !in.IsDelim('[') {
+					unionError(in, "an array of token ids")
+					return
+				}
+				ids := []int{}
+				in.Delim('[')
+				for !in.IsDelim(']') {
+					ids = append(ids, in.Int())
+					in.WantComma()
+				}
+				in.Delim(']')
+				p.Tokens = append(p.Tokens, ids)
+				in.WantComma()
+			}
+		default:
+			if !in.IsDelim(']') {
+				unionError(in, wants)
+				return
+			}
+		}
+		in.Delim(']')
+	default:
+		unionError(in, wants)
+	}
+}
+
+// MarshalEasyJSON implements easyjson.Marshaler.
+func (p Prompt) MarshalEasyJSON(w *jwriter.Writer) {
+	switch {
+	case len(p.Texts) == 1 && !p.Array:
+		w.String(p.Texts[0])
+	case p.Texts != nil:
+		StopList(p.Texts).MarshalEasyJSON(w)
+	case p.Tokens != nil:
+		w.RawByte('[')
+		for i, ids := range p.Tokens {
+			if i > 0 {
+				w.RawByte(',')
+			}
+			w.RawByte('[')
+			for j, id := range ids {
+				if j > 0 {
+					w.RawByte(',')
+				}
+				w.Int(id)
+			}
+			w.RawByte(']')
+		}
+		w.RawByte(']')
+	default:
+		w.RawString("null")
+	}
+}
+
+// DecodeCompletionRequest decodes a completions body into r, which it resets
+// first. The error, when not nil, is a *ParamError naming the field at fault.
+func DecodeCompletionRequest(body []byte, r *CompletionRequest) error {
+	unk := r.Unknown[:0]
+	*r = CompletionRequest{Unknown: unk}
+	in := jlexer.Lexer{Data: body}
+	r.UnmarshalEasyJSON(&in)
+	if err := in.Error(); err != nil {
+		return decodeError(body, err)
+	}
+	return nil
+}

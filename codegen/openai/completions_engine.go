@@ -1,0 +1,132 @@
+package openai
+
+import (
+	"strconv"
+
+	"github.com/vajra-go/vajra/engine"
+)
+
+// DefaultCompletionMaxTokens is max_tokens when a completions request omits
+// it: 16, as in the OpenAI API (vLLM's default is also 16).
+const DefaultCompletionMaxTokens = 16
+
+// CodeMultiplePrompts refuses a batch of prompts in one request.
+const CodeMultiplePrompts = "multiple_prompts_unsupported"
+
+// CompletionStreamOptions returns the stream options of a validated request
+// for NewCompletionFormatter (Framing and EchoPrompt are left to the caller).
+func (r *CompletionRequest) CompletionStreamOptions() CompletionStreamOptions {
+	var o CompletionStreamOptions
+	if r.StreamOptions != nil {
+		o.IncludeUsage = r.StreamOptions.IncludeUsage
+		o.ContinuousUsage = r.StreamOptions.IncludeUsage && r.StreamOptions.ContinuousUsageStats
+	}
+	o.Echo = r.Echo
+	return o
+}
+
+// ToEngine validates r and fills dst (see ChatRequest.ToEngine). The prompt
+// goes to dst.Prompt (text) or dst.PromptTokens (token ids). A batch of
+// several prompts is refused with CodeMultiplePrompts: engine.Request holds
+// one prompt; the server may split r.Prompt into one request per prompt.
+func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
+	p := &r.Prompt
+	switch n := p.Count(); {
+	case n == 0:
+		return &ParamError{Param: "prompt", Code: CodeMissing, Message: "'prompt' is required and must not be empty."}
+	case n > 1:
+		return &ParamError{Param: "prompt", Code: CodeMultiplePrompts,
+			Message: "'prompt' holds " + strconv.Itoa(n) + " prompts; this server takes one prompt per request."}
+	}
+	if len(p.Texts) == 1 {
+		dst.Prompt = p.Texts[0]
+	} else {
+		ids := p.Tokens[0]
+		if len(ids) == 0 {
+			return &ParamError{Param: "prompt", Code: CodeMissing, Message: "'prompt' must not be an empty list of token ids."}
+		}
+		for i, id := range ids {
+			if id < 0 {
+				return &ParamError{Param: "prompt", Code: CodeInvalidValue,
+					Message: "Token ids in 'prompt' must be non-negative (got " + strconv.Itoa(id) + " at index " + strconv.Itoa(i) + ")."}
+			}
+		}
+		dst.PromptTokens = ids
+	}
+	if r.Suffix.Defined && r.Suffix.V != "" {
+		return &ParamError{Param: "suffix", Code: CodeUnsupported,
+			Message: "'suffix' (fill-in-the-middle) is not supported by this server."}
+	}
+	dst.Model = r.Model
+	dst.Stream = r.Stream.V
+	if r.StreamOptions != nil && !r.Stream.V {
+		return &ParamError{Param: "stream_options", Code: CodeStreamOptionsNoStream,
+			Message: "'stream_options' is only allowed when 'stream' is true."}
+	}
+	s := &dst.Sampling
+	*s = engine.Sampling{N: 1, Temperature: 1, TopP: 1, MaxTokens: DefaultCompletionMaxTokens}
+	if r.N.Defined {
+		if r.N.V < 1 || r.N.V > MaxChoices {
+			return rangeError("n", "an integer from 1 to "+strconv.Itoa(MaxChoices), strconv.Itoa(r.N.V))
+		}
+		s.N = r.N.V
+	}
+	if r.BestOf.Defined && r.BestOf.V != s.N {
+		return &ParamError{Param: "best_of", Code: CodeUnsupportedValue,
+			Message: "'best_of' must equal 'n' (" + strconv.Itoa(s.N) + "): server-side best-of sampling is not supported (got " + strconv.Itoa(r.BestOf.V) + ")."}
+	}
+	if r.Temperature.Defined {
+		if !(r.Temperature.V >= 0 && r.Temperature.V <= 2) {
+			return rangeError("temperature", "a number from 0 to 2", fmtFloat(r.Temperature.V))
+		}
+		s.Temperature = r.Temperature.V
+	}
+	if r.TopP.Defined {
+		if !(r.TopP.V > 0 && r.TopP.V <= 1) {
+			return rangeError("top_p", "a number greater than 0 and at most 1", fmtFloat(r.TopP.V))
+		}
+		s.TopP = r.TopP.V
+	}
+	if r.TopK.Defined {
+		if r.TopK.V < -1 {
+			return rangeError("top_k", "-1 (off) or a non-negative integer", strconv.Itoa(r.TopK.V))
+		}
+		if r.TopK.V > 0 {
+			s.TopK = r.TopK.V
+		}
+	}
+	if r.FrequencyPenalty.Defined && !(r.FrequencyPenalty.V >= -2 && r.FrequencyPenalty.V <= 2) {
+		return rangeError("frequency_penalty", "a number from -2 to 2", fmtFloat(r.FrequencyPenalty.V))
+	}
+	if r.PresencePenalty.Defined && !(r.PresencePenalty.V >= -2 && r.PresencePenalty.V <= 2) {
+		return rangeError("presence_penalty", "a number from -2 to 2", fmtFloat(r.PresencePenalty.V))
+	}
+	if r.Seed.Defined {
+		s.Seed, s.HasSeed = r.Seed.V, true
+	}
+	if r.MaxTokens.Defined {
+		if r.MaxTokens.V < 1 {
+			return rangeError("max_tokens", "an integer of at least 1", strconv.Itoa(r.MaxTokens.V))
+		}
+		s.MaxTokens = r.MaxTokens.V
+	}
+	s.IgnoreEOS = r.IgnoreEOS
+	if err := validateStop(r.Stop, r.StopTokenIDs, s); err != nil {
+		return err
+	}
+	if r.Logprobs.Defined {
+		if r.Logprobs.V < 0 || r.Logprobs.V > engine.MaxTopLogprobs {
+			return rangeError("logprobs", "an integer from 0 to 20", strconv.Itoa(r.Logprobs.V))
+		}
+		s.Logprobs, s.TopLogprobs = true, r.Logprobs.V
+	}
+	dst.Echo = r.Echo
+	if r.Echo && r.Logprobs.Defined {
+		// engine: -1 asks for the prompt tokens' own logprobs only.
+		dst.PromptLogprobs = r.Logprobs.V
+		if dst.PromptLogprobs == 0 {
+			dst.PromptLogprobs = -1
+		}
+	}
+	return nil
+}
