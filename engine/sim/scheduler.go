@@ -40,6 +40,10 @@ func (e *Engine) run() {
 		}
 		e.admit(now)
 		e.pass(now)
+		// The pass may have freed slots and blocks (finished or preempted
+		// requests); admit again, or a queue behind a now-empty batch would
+		// sleep until the next Start.
+		e.admit(now)
 		e.publish()
 
 		next, ok := e.nextWake()

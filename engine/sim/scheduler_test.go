@@ -98,7 +98,8 @@ func TestKVCacheLRU(t *testing.T) {
 func TestPreemption(t *testing.T) {
 	// 64 blocks of 16 tokens; 8 requests of about 30+200 tokens need 15
 	// blocks each, so they cannot all run at once.
-	cfg := func(c *Config) { c.KVCacheTokens = 64 * BlockSize; c.MaxModelLen = 512 }
+	// A 1ms step lets all 8 be admitted before any finishes.
+	cfg := func(c *Config) { c.KVCacheTokens = 64 * BlockSize; c.MaxModelLen = 512; c.ITL = time.Millisecond }
 	e := newEngine(t, cfg)
 	const n = 8
 	var reqs [n]*engine.Request
@@ -259,5 +260,26 @@ func TestCloseStreamsError(t *testing.T) {
 	sink.wait(t)
 	if len(f.errs) != 1 || !strings.HasSuffix(string(sink.frames), "ERR\n") {
 		t.Fatalf("no in-stream error on shutdown: %q", sink.frames)
+	}
+}
+
+// TestQueueDrainsWithoutArrivals: when the last running request finishes in
+// a pass, the waiting one behind it is admitted without a new Start.
+func TestQueueDrainsWithoutArrivals(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.MaxNumSeqs = 1; c.ITL = time.Millisecond })
+	var sinks []*recSink
+	for range 3 {
+		s := newSink()
+		req := chatReq("Queue.", 3)
+		req.Sampling.IgnoreEOS = true
+		if _, err := e.Start(req, s); err != nil {
+			t.Fatal(err)
+		}
+		sinks = append(sinks, s)
+	}
+	for _, s := range sinks {
+		if res := s.wait(t); res.Err != nil || len(res.Choices[0].TokenIDs) != 3 {
+			t.Fatalf("result %+v", res)
+		}
 	}
 }
