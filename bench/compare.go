@@ -43,7 +43,12 @@ var figureDefs = []struct {
 	get        func(*Result) float64
 }{
 	{"tokens/s", "tok/s", false, func(r *Result) float64 { return r.TokensPerSec }},
-	{"requests/s", "req/s", false, func(r *Result) float64 { return r.RequestsPerSec }},
+	{"requests/s", "req/s", false, func(r *Result) float64 {
+		if r.Requests+r.Errors == 0 {
+			return math.NaN() // nothing measured: the window is shorter than a request
+		}
+		return r.RequestsPerSec
+	}},
 	{"ttft p50", "ms", true, func(r *Result) float64 {
 		if r.TTFT.Count == 0 {
 			return math.NaN()
@@ -99,8 +104,8 @@ var figureDefs = []struct {
 		return r.Server.CPUMicrosPerTok
 	}},
 	{"server cpu/request", "µs", true, func(r *Result) float64 {
-		if r.Server == nil || r.Server.CPUSource == "" {
-			return math.NaN()
+		if r.Server == nil || r.Server.CPUSource == "" || r.RequestsPerSec == 0 {
+			return math.NaN() // no request ended in the window
 		}
 		return r.Server.CPUMicrosPerReq
 	}},
