@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -44,7 +45,7 @@ type Config struct {
 
 	// Progress receives progress lines every ProgressEvery; nil for none.
 	// ProgressTTY redraws one line with a bar instead.
-	Progress      interface{ Write([]byte) (int, error) }
+	Progress      io.Writer
 	ProgressEvery time.Duration
 	ProgressTTY   bool
 }

@@ -25,6 +25,7 @@ type fakeServer struct {
 	*httptest.Server
 	conns atomic.Int64
 	reqs  atomic.Int64
+	beta  atomic.Int64 // Realtime requests in the beta shape
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
@@ -82,6 +83,9 @@ func newFakeServer(t *testing.T) *fakeServer {
 				continue
 			}
 			fs.reqs.Add(1)
+			if r.Header.Get("OpenAI-Beta") == "realtime=v1" && bytes.Contains(msg, []byte(`"max_response_output_tokens":3`)) {
+				fs.beta.Add(1)
+			}
 			for _, ev := range realtimeEvents {
 				if err := c.Write(ctx, websocket.MessageText, []byte(ev)); err != nil {
 					return
@@ -321,5 +325,16 @@ func TestRunDialErrors(t *testing.T) {
 	res, err := Run(context.Background(), cfg)
 	if err != nil || res.ErrorsByKind["dial"] != 3 {
 		t.Fatalf("err %v errors %v", err, res.ErrorsByKind)
+	}
+}
+
+func TestRunRealtimeBeta(t *testing.T) {
+	fs := newFakeServer(t)
+	cfg := quickConfig(fs.URL)
+	cfg.Dialect = DialectRealtime
+	cfg.RealtimeBeta = true
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.Requests != 8 || res.Errors != 0 || fs.beta.Load() != 8 {
+		t.Fatalf("err %v requests %d errors %d beta-shaped %d", err, res.Requests, res.Errors, fs.beta.Load())
 	}
 }
