@@ -289,3 +289,17 @@ func TestJSONPathAt(t *testing.T) {
 	f(`4]`, "a.b[2][1]")
 	f(`5}`, "d")
 }
+
+func TestJSONPathAtDeep(t *testing.T) {
+	body := []byte(`{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 9999) + `,"b":1}`)
+	if got := jsonPathAt(body, 5+10000); got != "a"+strings.Repeat("[0]", maxPathDepth-1) {
+		t.Errorf("deep path: %q", got)
+	}
+	if got := jsonPathAt(body, len(body)-2); got != "a[1]" {
+		t.Errorf("deep path: %q", got)
+	}
+	body = []byte(`{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `,"b":1}`)
+	if got := jsonPathAt(body, len(body)-2); got != "b" {
+		t.Errorf("after deep value: %q", got)
+	}
+}

@@ -206,7 +206,7 @@ func TestCompletionBody(t *testing.T) {
 	var raw struct {
 		Choices []struct {
 			Logprobs struct {
-				TokenLogprobs []*float64             `json:"token_logprobs"`
+				TokenLogprobs []*float64           `json:"token_logprobs"`
 				TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 			} `json:"logprobs"`
 		} `json:"choices"`

@@ -22,6 +22,9 @@ const MaxUnknownFields = 16
 // maxKeyEcho is the longest field name (in bytes) an error message repeats.
 const maxKeyEcho = 64
 
+// maxPathDepth is the deepest JSON path an error message names.
+const maxPathDepth = 32
+
 // recordUnknown skips the value of the unknown key and appends a copy of key
 // to *dst (bounded by MaxUnknownFields). The key is copied because the lexer's
 // key may point into the request body, which the caller may reuse.
@@ -203,22 +206,28 @@ func jsonPathAt(body []byte, off int) string {
 		off = len(body)
 	}
 	expectKey := false
+	depth := 0
 	for i := 0; i < off; i++ {
 		c := body[i]
 		switch c {
-		case '{':
-			stack = append(stack, frame{})
-			expectKey = true
-		case '[':
-			stack = append(stack, frame{array: true})
-			expectKey = false
+		case '{', '[':
+			// Frames past maxPathDepth are counted, not kept: a deeply
+			// nested body must not make the error path allocate much.
+			depth++
+			if depth <= maxPathDepth {
+				stack = append(stack, frame{array: c == '['})
+			}
+			expectKey = c == '{'
 		case '}', ']':
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
+			if depth > 0 {
+				if depth <= maxPathDepth {
+					stack = stack[:len(stack)-1]
+				}
+				depth--
 			}
 			expectKey = false
 		case ',':
-			if n := len(stack); n > 0 {
+			if n := len(stack); n > 0 && depth == n {
 				if stack[n-1].array {
 					stack[n-1].index++
 				} else {
@@ -234,7 +243,7 @@ func jsonPathAt(body []byte, off int) string {
 				}
 				j++
 			}
-			if n := len(stack); expectKey && n > 0 && !stack[n-1].array {
+			if n := len(stack); expectKey && n > 0 && depth == n && !stack[n-1].array {
 				end := j
 				if end > len(body) {
 					end = len(body)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/pagination"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/vajra-go/vajra/engine"
@@ -159,6 +161,13 @@ func TestModelsSDKs(t *testing.T) {
 	}
 	if len(list.Data) != 2 || list.Data[0].ID != "vajra-sim" || list.Data[0].Created != 1767225600 || list.FirstID != "vajra-sim" || list.LastID != "b" {
 		t.Fatalf("decoded %+v", list)
+	}
+	var page pagination.Page[anthropic.ModelInfo]
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("anthropic-sdk-go: %v", err)
+	}
+	if len(page.Data) != 2 || page.Data[0].CreatedAt.Unix() != 1767225600 || page.Data[0].DisplayName != "vajra-sim" || page.HasMore || page.LastID != "b" {
+		t.Fatalf("anthropic decoded %+v", page)
 	}
 	if got := string(AppendModelList(nil, nil)); got != `{"object":"list","data":[],"has_more":false,"first_id":null,"last_id":null}` {
 		t.Errorf("empty list: %s", got)
