@@ -49,7 +49,7 @@ type corpus struct {
 	starts []int32 // pieces that start a sentence
 	words  []int32 // pieces that are words, for JSON string values
 	// fillers are common token ids used as low-probability alternatives in
-	// top_logprobs, sorted by no particular order.
+	// top_logprobs, most frequent first.
 	fillers []int
 }
 

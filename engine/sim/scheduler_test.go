@@ -283,3 +283,30 @@ func TestQueueDrainsWithoutArrivals(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadFactor(t *testing.T) {
+	e, err := newEngineNoLoop(Config{MaxNumSeqs: 4, ITL: 10 * time.Millisecond, LoadFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(running int, want time.Duration) {
+		t.Helper()
+		e.runningSeqs = running
+		if got := e.stepDur(); got != want {
+			t.Errorf("%d running: step %s, want %s", running, got, want)
+		}
+	}
+	f(0, 10*time.Millisecond)
+	f(2, 15*time.Millisecond)
+	f(4, 20*time.Millisecond)
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []Config{
+		{ITL: -1}, {Mode: "poetry"}, {PrefillTPS: -1}, {MaxModelLen: 4096, KVCacheTokens: 1024},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) accepted", c)
+		}
+	}
+}
