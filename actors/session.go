@@ -15,8 +15,12 @@ type session struct {
 	owner *Sessions
 	conn  Conn
 	req   *Request
-	pid   *actor.PID
-	d     dialect
+	// pid is the session's address for its handle (written by Start on the
+	// event loop, read by ConnClosed there); self is the same address for
+	// the actor and its sink (written in Started, before the engine runs).
+	pid  *actor.PID
+	self *actor.PID
+	d    dialect
 
 	ereq engine.Request
 	es   engine.Session
@@ -64,6 +68,7 @@ func (ss *session) Receive(ctx actor.Context) {
 // begin decodes, validates, prepares and starts the request. Every check
 // that can fail runs before the status line is written.
 func (ss *session) begin(ctx actor.Context) {
+	ss.self = ctx.Self()
 	if ae := ss.d.decode(ss); ae != nil {
 		ss.fail(ctx, ae)
 		return
@@ -206,7 +211,7 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	k.notified = true
 	k.mu.Unlock()
 	if post {
-		k.ss.owner.root.Send(k.ss.pid, &k.msg)
+		k.ss.owner.root.Send(k.ss.self, &k.msg)
 	}
 }
 

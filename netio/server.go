@@ -1,0 +1,270 @@
+// Package netio is Vajra's network layer: a gnet event-loop server that
+// parses HTTP/1.1 with httpparse, checks auth, routes, answers cheap routes
+// on the loop, and hands generation requests to session actors. Bytes that
+// sessions produce come back through each loop's outbox (see outbox.go).
+//
+// Concurrency: everything named Loop-only runs on the connection's gnet
+// event loop and must not block. The Server's exported methods are safe for
+// concurrent use.
+package netio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"go.uber.org/zap"
+
+	"github.com/vajra-go/vajra/actors"
+	"github.com/vajra-go/vajra/codegen/openai"
+	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/httpparse"
+)
+
+// Options configure a Server. Zero values take the defaults named below.
+type Options struct {
+	// Addr is host:port to listen on. Port 0 picks a free port.
+	Addr string
+	// Loops is the number of event loops; 0 means one per CPU (GOMAXPROCS).
+	Loops int
+	// Limits bound what the parser accepts; zero means httpparse defaults.
+	Limits httpparse.Limits
+	// APIKeys, when any, are required on every route but the public ones.
+	APIKeys []string
+	// Models are the served model names; the first is the default.
+	Models []string
+	// MaxModelLen is reported in the model list.
+	MaxModelLen int
+	// MaxOutboundBytes is the slow-consumer limit: a connection whose
+	// unsent output exceeds it is closed and its session aborted.
+	// Default DefaultMaxOutboundBytes.
+	MaxOutboundBytes int
+	// Sessions runs generation requests.
+	Sessions *actors.Sessions
+	// Engine is asked for health.
+	Engine engine.Engine
+	Logger *zap.Logger
+}
+
+// DefaultMaxOutboundBytes lets a client fall about 4 MiB behind before it is
+// cut off: at ~200 bytes a frame that is ~20,000 tokens of slack, far more
+// than a reader that keeps up ever needs, and a bound on memory per
+// connection for one that does not.
+const DefaultMaxOutboundBytes = 4 << 20
+
+// Server is a running Vajra network layer.
+type Server struct {
+	gnet.BuiltinEventEngine
+
+	opts     Options
+	log      *zap.Logger
+	sessions *actors.Sessions
+	keys     keySet
+	routes   routeTable
+
+	maxBuffered int // inbound bytes one connection may hold while busy
+
+	// Bodies of the model routes, rendered once.
+	modelsBody  []byte
+	modelBodies [][]byte
+
+	eng      gnet.Engine
+	addr     net.Addr
+	loops    sync.Map // gnet.EventLoop → *loop
+	started  chan error
+	done     chan error
+	draining atomic.Bool
+
+	// Counters, read by metrics.
+	openConns     atomic.Int64
+	parseErrors   atomic.Uint64
+	slowConsumers atomic.Uint64
+}
+
+// New builds a Server; Start runs it.
+func New(opts Options) (*Server, error) {
+	if opts.Sessions == nil {
+		return nil, errors.New("netio: Options.Sessions is required")
+	}
+	if len(opts.Models) == 0 {
+		return nil, errors.New("netio: at least one served model name is required")
+	}
+	if opts.Limits == (httpparse.Limits{}) {
+		opts.Limits = httpparse.DefaultLimits()
+	}
+	if opts.MaxOutboundBytes <= 0 {
+		opts.MaxOutboundBytes = DefaultMaxOutboundBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		sessions: opts.Sessions,
+		keys:     newKeySet(opts.APIKeys),
+		started:  make(chan error, 1),
+		done:     make(chan error, 1),
+	}
+	s.maxBuffered = opts.Limits.MaxHeaderBytes + int(opts.Limits.MaxBody) + 4096
+	s.routes = newRouteTable(s)
+	s.renderModels(time.Now().Unix())
+	return s, nil
+}
+
+// renderModels renders the model list and each model's body once: they
+// only change with the configuration.
+func (s *Server) renderModels(created int64) {
+	models := make([]openai.Model, len(s.opts.Models))
+	for i, id := range s.opts.Models {
+		models[i] = openai.Model{ID: id, Created: created, OwnedBy: "vajra", MaxModelLen: s.opts.MaxModelLen, Root: id}
+		s.modelBodies = append(s.modelBodies, openai.AppendModel(nil, &models[i]))
+	}
+	s.modelsBody = openai.AppendModelList(nil, models)
+}
+
+// Start listens and serves in the background. It returns once the listener
+// is bound (or failed). Safe for concurrent use, once.
+func (s *Server) Start() error {
+	loops := s.opts.Loops
+	go func() {
+		opts := []gnet.Option{
+			gnet.WithMulticore(loops == 0),
+			gnet.WithReusePort(false),
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithLogger(s.log.Sugar()),
+		}
+		if loops > 0 {
+			opts = append(opts, gnet.WithNumEventLoop(loops))
+		}
+		err := gnet.Run(s, "tcp://"+s.opts.Addr, opts...)
+		select {
+		case s.started <- err: // failed before booting
+		default:
+		}
+		s.done <- err
+	}()
+	return <-s.started
+}
+
+// Addr is the bound listen address (after Start).
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Stop closes the listener and every connection. Sessions of closed
+// connections are aborted. Safe for concurrent use.
+func (s *Server) Stop(ctx context.Context) error {
+	if err := s.eng.Stop(ctx); err != nil {
+		return fmt.Errorf("netio: stop: %w", err)
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// SetDraining makes /health answer 503 so load balancers stop sending.
+func (s *Server) SetDraining(on bool) { s.draining.Store(on) }
+
+// OnBoot records the engine and the bound address. Called by gnet.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.eng = eng
+	fd, err := eng.Dup()
+	if err == nil {
+		s.addr = addrOfFD(fd)
+	}
+	s.started <- nil
+	return gnet.None
+}
+
+// OnOpen sets up a connection. Loop-only.
+func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	s.openConns.Add(1)
+	c := &conn{
+		gc:     gc,
+		loop:   s.loopOf(gc.EventLoop()),
+		srv:    s,
+		parser: httpparse.NewParser(s.opts.Limits),
+	}
+	gc.SetContext(c)
+	return nil, gnet.None
+}
+
+// OnTraffic serves what arrived. Loop-only.
+func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
+	c := gc.Context().(*conn)
+	if c.busy {
+		// A session owns the exchange; later pipelined requests wait in
+		// gnet's buffer, but not without bound.
+		if gc.InboundBuffered() > s.maxBuffered {
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	if c.serve() {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// OnClose tells the session, if any, that its client is gone. Loop-only.
+func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
+	s.openConns.Add(-1)
+	if c, ok := gc.Context().(*conn); ok {
+		c.onClose()
+	}
+	return gnet.None
+}
+
+// loopOf returns Vajra's state for a gnet event loop, creating it on first
+// use. Called once per connection, not per request.
+func (s *Server) loopOf(el gnet.EventLoop) *loop {
+	if l, ok := s.loops.Load(el); ok {
+		return l.(*loop)
+	}
+	l, _ := s.loops.LoadOrStore(el, &loop{el: el, srv: s})
+	return l.(*loop)
+}
+
+// Wakes returns how many doorbell rings the loops answered, for tests.
+func (s *Server) Wakes() uint64 {
+	var n uint64
+	s.loops.Range(func(_, v any) bool { n += v.(*loop).wakes.Load(); return true })
+	return n
+}
+
+// OpenConnections is the number of open client connections.
+func (s *Server) OpenConnections() int64 { return s.openConns.Load() }
+
+var ridCounter atomic.Uint64
+
+var ridPrefix = strconv.FormatInt(time.Now().UnixNano()&0xffffffff, 36)
+
+// requestID returns the request's sane X-Request-Id, or a new one.
+func requestID(req *httpparse.Request) string {
+	if v := req.Header("x-request-id"); saneRequestID(v) {
+		return string(v)
+	}
+	return ridPrefix + "-" + strconv.FormatUint(ridCounter.Add(1), 36)
+}
+
+// saneRequestID accepts ids of 1..128 visible ASCII characters without
+// quotes or backslashes, so an id is safe in logs and JSON.
+func saneRequestID(v []byte) bool {
+	if len(v) == 0 || len(v) > 128 {
+		return false
+	}
+	for _, b := range v {
+		if b <= ' ' || b >= 0x7f || b == '"' || b == '\\' {
+			return false
+		}
+	}
+	return true
+}
