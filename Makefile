@@ -1,0 +1,63 @@
+# Vajra: the two commands of the README's Quickstart are `make run` and
+# `make test`; the rest serve development and CI.
+
+GO       ?= go
+BIN      := bin/vajra
+# Flags for `make run`, e.g. make run ARGS="--sim-itl 5ms --api-key secret".
+ARGS     ?=
+FUZZTIME ?= 30s
+
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/vajra
+
+## run: build and start the server on the embedded simulated engine (127.0.0.1:8000)
+run: build
+	./$(BIN) serve $(ARGS)
+
+## test: every test (with the race detector), fuzz seeds included
+test: vet
+	$(GO) test -race -count=1 ./...
+
+## test-short: skip the long tests
+test-short:
+	$(GO) test -short -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+## generate: regenerate the committed easyjson codecs
+generate:
+	$(GO) generate ./...
+
+## check-generate: fail if `make generate` would change committed generated code
+check-generate: generate
+	@if [ -n "$$(git status --porcelain -- '*_easyjson.go')" ]; then \
+		echo "generated code is stale: run 'make generate' and commit the result"; \
+		git status --porcelain -- '*_easyjson.go'; \
+		git --no-pager diff --stat -- '*_easyjson.go'; \
+		exit 1; \
+	fi
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "== $$pkg $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+## bench: the hot-path micro-benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-stream: the streaming protocol of bench/RESULTS.md against floor and baseline
+bench-stream:
+	bash bench/scripts/bench-stream.sh
+
+clean:
+	rm -rf bin
