@@ -128,6 +128,7 @@ func TestDecodeChatErrors(t *testing.T) {
 	f(`{"tool_choice":[]}`, "tool_choice", CodeInvalidType)
 	f(`{"tools":[{"type":"function","function":{"name":"f","parameters":{"a":SECRET}}}]}`, "tools[0].function.parameters", CodeInvalidJSON)
 	f(`{"messages":[{"role":"user","content":"x"}]} SECRET`, "", CodeInvalidJSON)
+	f(`{1:2}`, "", CodeInvalidJSON)
 	f(`{"temperature":1e999999}`, "temperature", CodeInvalidType)
 	f(`{"messages":[[1]]}`, "messages[0]", CodeInvalidType)
 }

@@ -160,12 +160,12 @@ func decodeError(body []byte, err error) *ParamError {
 		return &ParamError{Code: CodeInvalidType, Message: "The request body must be a JSON object."}
 	}
 	path := jsonPathAt(body, errorOffset(body, le.Offset))
-	if strings.HasPrefix(le.Reason, "expected ") && safeReason(le.Reason) {
+	if path != "" && strings.HasPrefix(le.Reason, "expected ") && safeReason(le.Reason) {
 		what := le.Reason[len("expected "):]
 		return &ParamError{Param: path, Code: CodeInvalidType,
 			Message: "Invalid type for '" + path + "': expected " + what + "."}
 	}
-	if strings.HasPrefix(le.Reason, "strconv.") {
+	if path != "" && strings.HasPrefix(le.Reason, "strconv.") {
 		return &ParamError{Param: path, Code: CodeInvalidType,
 			Message: "Invalid number for '" + path + "': out of range or not of the expected kind."}
 	}
