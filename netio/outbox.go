@@ -90,10 +90,10 @@ type outbox struct {
 type endKind uint8
 
 const (
-	endNone     endKind = iota
-	endKeep             // response complete; serve the next request
-	endClose            // response complete; close after flushing
-	endAbandon          // no clean end possible; close after flushing
+	endNone    endKind = iota
+	endKeep            // response complete; serve the next request
+	endClose           // response complete; close after flushing
+	endAbandon         // no clean end possible; close after flushing
 )
 
 // exchange is one request/response on a connection, as seen by a session.

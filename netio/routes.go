@@ -15,7 +15,7 @@ const (
 	dialectAnthropic
 )
 
-// route is one path's handling.
+// route is one (method, path) pair's handling.
 type route struct {
 	name    string // for metrics and logs
 	method  string
@@ -27,42 +27,89 @@ type route struct {
 	endpoint actors.Endpoint
 }
 
-// routeTable maps exact paths to routes. Lookups by string(path) do not
+// routeTable maps paths to routes: exact paths, and path prefixes for
+// routes with a parameter (/v1/models/{id}). Lookups by string(path) do not
 // allocate (the compiler's m[string(b)] optimisation).
 type routeTable struct {
-	exact map[string]*route
-	// modelByID answers GET /v1/models/{id}.
-	modelByID *route
+	exact    map[string][]*route
+	prefixes []prefixRoute
+}
+
+// prefixRoute matches prefix + one or more path segments; suffix, when set,
+// must end the path (/v1/responses/{id}/cancel).
+type prefixRoute struct {
+	prefix, suffix string
+	routes         []*route
 }
 
 // openaiPrefix is stripped from paths: Vajra's own benchmark client and
 // some gateways call /openai/v1/... for the same API.
 const openaiPrefix = "/openai"
 
-func newRouteTable(s *Server) routeTable {
-	t := routeTable{exact: map[string]*route{}}
-	add := func(path string, r *route) { t.exact[path] = r }
-	add("/health", &route{name: "health", method: "GET", public: true, inline: (*Server).handleHealth})
-	add("/ping", &route{name: "ping", method: "GET", public: true, inline: (*Server).handleHealth})
-	add("/v1/models", &route{name: "models", method: "GET", inline: (*Server).handleModels})
-	add("/v1/chat/completions", &route{name: "chat_completions", method: "POST", endpoint: actors.EndpointChatCompletions})
-	t.modelByID = &route{name: "model", method: "GET", inline: (*Server).handleModel}
+// add registers r for an exact path.
+func (t *routeTable) add(path string, r *route) { t.exact[path] = append(t.exact[path], r) }
+
+// addParam registers r for prefix + {param} (+ suffix): the parameter is one
+// path segment unless suffix is empty, in which case it is the rest of the
+// path (model names like "org/model" contain slashes).
+func (t *routeTable) addParam(prefix, suffix string, r *route) {
+	for i := range t.prefixes {
+		if t.prefixes[i].prefix == prefix && t.prefixes[i].suffix == suffix {
+			t.prefixes[i].routes = append(t.prefixes[i].routes, r)
+			return
+		}
+	}
+	t.prefixes = append(t.prefixes, prefixRoute{prefix, suffix, []*route{r}})
+}
+
+// newRouteTable builds the routes. Each concern registers its own, in its
+// own file: the core routes here, the API dialects in dialect_routes.go,
+// the fleet routes (metrics, load, tokenize, ...) in fleet_routes.go.
+func newRouteTable() routeTable {
+	t := routeTable{exact: map[string][]*route{}}
+	t.add("/health", &route{name: "health", method: "GET", public: true, inline: (*Server).handleHealth})
+	t.add("/ping", &route{name: "ping", method: "GET", public: true, inline: (*Server).handleHealth})
+	t.add("/v1/models", &route{name: "models", method: "GET", inline: (*Server).handleModels})
+	t.addParam("/v1/models/", "", &route{name: "model", method: "GET", inline: (*Server).handleModel})
+	addDialectRoutes(&t)
+	addFleetRoutes(&t)
 	return t
 }
 
-// lookup finds the route of a request path (the target without its query).
-// The /openai prefix is accepted before /v1/.
-func (t *routeTable) lookup(path []byte) *route {
+// lookup finds the routes of a request path (the target without its
+// query), one per method. The /openai prefix is accepted before /v1/.
+func (t *routeTable) lookup(path []byte) []*route {
 	if bytes.HasPrefix(path, []byte(openaiPrefix+"/v1/")) {
 		path = path[len(openaiPrefix):]
 	}
 	if r := t.exact[string(path)]; r != nil {
 		return r
 	}
-	if rest, ok := bytes.CutPrefix(path, []byte("/v1/models/")); ok && len(rest) > 0 && bytes.IndexByte(rest, '/') < 0 {
-		return t.modelByID
+	for i := range t.prefixes {
+		p := &t.prefixes[i]
+		rest, ok := bytes.CutPrefix(path, []byte(p.prefix))
+		if !ok || len(rest) == 0 {
+			continue
+		}
+		if p.suffix == "" {
+			return p.routes
+		}
+		param, ok := bytes.CutSuffix(rest, []byte(p.suffix))
+		if ok && len(param) > 0 && bytes.IndexByte(param, '/') < 0 {
+			return p.routes
+		}
 	}
 	return nil
+}
+
+// pathParam returns the parameter of a prefix route: what follows prefix in
+// the path, up to suffix.
+func pathParam(path []byte, prefix, suffix string) []byte {
+	if bytes.HasPrefix(path, []byte(openaiPrefix+"/v1/")) {
+		path = path[len(openaiPrefix):]
+	}
+	path = bytes.TrimPrefix(path, []byte(prefix))
+	return bytes.TrimSuffix(path, []byte(suffix))
 }
 
 // notFound is the route of paths that match none: errors in OpenAI's shape.
@@ -77,9 +124,13 @@ var notFound = &route{name: "not_found"}
 // percent-encoding) can reach a protected handler unauthenticated; at worst
 // it reaches a 404 after the key check.
 func (s *Server) precheck(req *httpparse.Request) (*route, int) {
-	rt := s.routes.lookup(req.Path)
-	if rt == nil {
-		rt = notFound
+	routes := s.routes.lookup(req.Path)
+	rt := notFound
+	for _, r := range routes {
+		rt = r
+		if string(req.Method) == r.method {
+			break
+		}
 	}
 	if !rt.public && !s.keys.allowed(req) {
 		return rt, 401
@@ -124,7 +175,7 @@ func (s *Server) handleModels(dst []byte, req *httpparse.Request) []byte {
 }
 
 func (s *Server) handleModel(dst []byte, req *httpparse.Request) []byte {
-	id := req.Path[bytes.LastIndexByte(req.Path, '/')+1:]
+	id := pathParam(req.Path, "/v1/models/", "")
 	for i, m := range s.opts.Models {
 		if m == string(id) {
 			return appendResponse(dst, req.Minor, 200, contentTypeJSON, "", nil, s.modelBodies[i], !req.KeepAlive)

@@ -113,7 +113,7 @@ func New(opts Options) (*Server, error) {
 		done:     make(chan error, 1),
 	}
 	s.maxBuffered = opts.Limits.MaxHeaderBytes + int(opts.Limits.MaxBody) + 4096
-	s.routes = newRouteTable(s)
+	s.routes = newRouteTable()
 	s.renderModels(time.Now().Unix())
 	return s, nil
 }
