@@ -102,7 +102,9 @@ func TestToEngineMapping(t *testing.T) {
 	f(`{`+base+`}`, func(r *engine.Request) bool {
 		return r.Sampling.Temperature == 1 && r.ParallelToolCalls && r.ToolChoice.Mode == engine.ToolChoiceAuto && !r.Reasoning.Enabled
 	})
-	f(`{`+base+`,"tool_choice":{"type":"any"}}`, func(r *engine.Request) bool { return r.ToolChoice.Mode == engine.ToolChoiceRequired && r.ParallelToolCalls })
+	f(`{`+base+`,"tool_choice":{"type":"any"}}`, func(r *engine.Request) bool {
+		return r.ToolChoice.Mode == engine.ToolChoiceRequired && r.ParallelToolCalls
+	})
 	f(`{`+base+`,"tool_choice":{"type":"none"}}`, func(r *engine.Request) bool { return r.ToolChoice.Mode == engine.ToolChoiceNone })
 	f(`{`+base+`,"tool_choice":{"type":"auto","disable_parallel_tool_use":true}}`, func(r *engine.Request) bool { return !r.ParallelToolCalls })
 	f(`{`+base+`,"thinking":{"type":"adaptive"}}`, func(r *engine.Request) bool { return r.Reasoning == engine.Reasoning{Enabled: true} })
