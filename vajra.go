@@ -150,5 +150,6 @@ func (s *Server) Stop(ctx context.Context) error {
 	errWait := s.sessions.Wait(ctx)
 	errEng := s.eng.Close()
 	s.sessions.Close()
+	s.net.Release()
 	return errors.Join(errNet, errWait, errEng)
 }

@@ -2,10 +2,14 @@ package netio
 
 import (
 	"context"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/panjf2000/gnet/v2"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // The outbox is how bytes produced off the event loop reach a socket.
@@ -20,9 +24,11 @@ import (
 // each connection gets one write(2) per wake.
 //
 // Nothing here allocates in steady state: the ready list is intrusive, the
-// pending buffers are swapped, not reallocated. Ringing the doorbell costs
-// gnet's Execute (a task and a closure), once per loop per wake, not per
-// token.
+// pending buffers are swapped, not reallocated, and the doorbell is a byte
+// written to a socket pair whose other end is a connection of the loop
+// itself (see doorbell). gnet's own way to run code on a loop, Execute,
+// costs a closure and a queue node per call; it is used only until the
+// loop's doorbell is installed.
 
 // loop is Vajra's state for one gnet event loop.
 type loop struct {
@@ -30,6 +36,9 @@ type loop struct {
 	srv  *Server
 	head atomic.Pointer[conn] // ready list: a lock-free stack, taken whole
 	rung atomic.Bool          // doorbell rung and not yet answered
+	// bell is the writer end of the loop's doorbell socket pair, -1 until
+	// the loop has enrolled the reader end.
+	bell atomic.Int32
 	// wakes counts doorbell rings answered, for tests and metrics.
 	wakes atomic.Uint64
 }
@@ -48,11 +57,92 @@ func (l *loop) ready(c *conn) {
 		}
 	}
 	if l.rung.CompareAndSwap(false, true) {
-		if err := l.el.Execute(context.Background(), l); err != nil {
-			// The engine is shutting down: nobody will write these bytes.
-			l.rung.Store(false)
+		l.ring()
+	}
+}
+
+// ring wakes the loop: a byte on the doorbell, or gnet's Execute before the
+// doorbell is in place.
+func (l *loop) ring() {
+	if fd := l.bell.Load(); fd >= 0 {
+		_, err := unix.Write(int(fd), bellByte[:])
+		if err == nil || err == unix.EAGAIN {
+			// EAGAIN: the pair is full of unread rings; the loop wakes anyway.
+			return
 		}
 	}
+	if err := l.el.Execute(context.Background(), l); err != nil {
+		// The engine is shutting down: nobody will write these bytes.
+		l.rung.Store(false)
+	}
+}
+
+var bellByte = [1]byte{1}
+
+// doorbell is the gnet context of a loop's doorbell connection: the reader
+// end of a socket pair enrolled in that loop. A byte written to the other
+// end wakes the loop in OnTraffic, which answers it (Run).
+type doorbell struct {
+	l    *loop
+	peer int // writer end
+}
+
+// installDoorbell creates l's doorbell. It blocks until gnet enrolled the
+// reader end (which needs the loop to run), so it runs on its own goroutine.
+func (s *Server) installDoorbell(l *loop) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		s.log.Warn("doorbell: socketpair", zap.Error(err))
+		return
+	}
+	_ = unix.SetNonblock(fds[1], true)
+	f := os.NewFile(uintptr(fds[0]), "vajra-doorbell")
+	nc, err := net.FileConn(f) // dups the fd; gnet dups it again and closes nc
+	_ = f.Close()
+	if err != nil {
+		_ = unix.Close(fds[1])
+		s.log.Warn("doorbell: conn", zap.Error(err))
+		return
+	}
+	d := &doorbell{l: l, peer: fds[1]}
+	ch, err := l.el.Enroll(gnet.NewContext(context.Background(), d), nc)
+	if err == nil {
+		if res := <-ch; res.Err != nil {
+			err = res.Err
+		}
+	}
+	if err != nil {
+		_ = unix.Close(fds[1])
+		s.log.Warn("doorbell: enroll", zap.Error(err))
+		return
+	}
+	s.bellMu.Lock()
+	s.bells = append(s.bells, fds[1])
+	s.bellMu.Unlock()
+}
+
+// doorbellOpened arms the doorbell once gnet opened its connection.
+// Loop-only.
+func (d *doorbell) opened() { d.l.bell.Store(int32(d.peer)) }
+
+// answer drains the rings and answers them. Loop-only.
+func (d *doorbell) answer(gc gnet.Conn) {
+	_, _ = gc.Next(-1)
+	_ = d.l.Run(context.Background())
+}
+
+// closed disarms the doorbell (the engine is stopping). Loop-only.
+func (d *doorbell) closed() { d.l.bell.Store(-1) }
+
+// closeBells closes the writer ends of the doorbells. Call only after the
+// gnet engine stopped and no session can ring any more.
+func (s *Server) closeBells() {
+	s.bellMu.Lock()
+	defer s.bellMu.Unlock()
+	for _, fd := range s.bells {
+		_ = unix.Close(fd)
+	}
+	s.bells = nil
 }
 
 // Run answers the doorbell on the event loop: it writes every ready

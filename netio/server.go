@@ -80,6 +80,8 @@ type Server struct {
 	started  chan error
 	done     chan error
 	draining atomic.Bool
+	bellMu   sync.Mutex
+	bells    []int // writer ends of the loops' doorbells
 
 	// Counters, read by metrics.
 	openConns     atomic.Int64
@@ -170,6 +172,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	return nil
 }
 
+// Release frees what outlives the gnet engine (the doorbells' writer ends).
+// Call after Stop, once no session can send any more.
+func (s *Server) Release() { s.closeBells() }
+
 // SetDraining makes /health answer 503 so load balancers stop sending.
 func (s *Server) SetDraining(on bool) { s.draining.Store(on) }
 
@@ -186,6 +192,10 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 
 // OnOpen sets up a connection. Loop-only.
 func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	if d, ok := gc.Context().(*doorbell); ok {
+		d.opened()
+		return nil, gnet.None
+	}
 	s.openConns.Add(1)
 	c := &conn{
 		gc:     gc,
@@ -199,7 +209,11 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 
 // OnTraffic serves what arrived. Loop-only.
 func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
-	c := gc.Context().(*conn)
+	c, ok := gc.Context().(*conn)
+	if !ok {
+		gc.Context().(*doorbell).answer(gc)
+		return gnet.None
+	}
 	if c.busy {
 		// A session owns the exchange; later pipelined requests wait in
 		// gnet's buffer, but not without bound.
@@ -216,9 +230,12 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 
 // OnClose tells the session, if any, that its client is gone. Loop-only.
 func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
-	s.openConns.Add(-1)
-	if c, ok := gc.Context().(*conn); ok {
+	switch c := gc.Context().(type) {
+	case *conn:
+		s.openConns.Add(-1)
 		c.onClose()
+	case *doorbell:
+		c.closed()
 	}
 	return gnet.None
 }
@@ -229,7 +246,12 @@ func (s *Server) loopOf(el gnet.EventLoop) *loop {
 	if l, ok := s.loops.Load(el); ok {
 		return l.(*loop)
 	}
-	l, _ := s.loops.LoadOrStore(el, &loop{el: el, srv: s})
+	nl := &loop{el: el, srv: s}
+	nl.bell.Store(-1)
+	l, loaded := s.loops.LoadOrStore(el, nl)
+	if !loaded {
+		go s.installDoorbell(nl)
+	}
 	return l.(*loop)
 }
 
