@@ -86,3 +86,14 @@ func BenchmarkDecodeChatRequest(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkCompletionAppendDelta(b *testing.B) {
+	f := NewCompletionFormatter("cmpl-0123456789abcdef", "meta-llama/Llama-3.1-8B", 1767225600, CompletionStreamOptions{})
+	d := engine.Delta{Text: []byte(" world"), TokenIDs: []int{1917}}
+	buf := f.AppendDelta(make([]byte, 0, 4096), &d)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for range b.N {
+		buf = f.AppendDelta(buf[:0], &d)
+	}
+}
