@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
 )
@@ -26,6 +28,29 @@ type dialect interface {
 	// engineError maps an engine error to the API's error.
 	engineError(e *engine.Error, req *engine.Request) *apiError
 	streamContentType() string
+}
+
+// errPending is what decode returns when the dialect took the request
+// over: it waits for a reply (the response store's) that the session hands
+// to its receive, or it has answered already. It then ends the request
+// itself: session.proceed, session.fail or session.finish.
+var errPending = &apiError{Status: 500, Type: "server_error", Message: "pending"}
+
+// receiver is a dialect that gets messages other than the session's own
+// (replies from the response store). receive runs in the session actor.
+type receiver interface {
+	receive(ss *session, ctx actor.Context)
+}
+
+// finish answers a request the dialect handled itself (no engine session)
+// and stops the session. Runs in the session actor (also from decode).
+func (ss *session) finish(status int, body []byte) {
+	ss.finished = true
+	ss.conn.Respond(status, contentTypeJSON, nil, body)
+	if !ss.stopped {
+		ss.stopped = true
+		ss.owner.root.Stop(ss.self)
+	}
 }
 
 // dialectFor returns a fresh dialect for an endpoint.

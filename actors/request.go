@@ -14,6 +14,12 @@ const (
 	EndpointResponses
 	EndpointMessages
 	EndpointCountTokens
+	// The stored-response routes of the Responses API. Their Request.Body
+	// is not a JSON body but "{id}?{query}" (see ResponseOpBody).
+	EndpointResponseGet
+	EndpointResponseDelete
+	EndpointResponseCancel
+	EndpointResponseInputItems
 )
 
 var endpointNames = [...]string{
@@ -22,6 +28,11 @@ var endpointNames = [...]string{
 	EndpointResponses:       "responses",
 	EndpointMessages:        "messages",
 	EndpointCountTokens:     "count_tokens",
+
+	EndpointResponseGet:        "response_get",
+	EndpointResponseDelete:     "response_delete",
+	EndpointResponseCancel:     "response_cancel",
+	EndpointResponseInputItems: "response_input_items",
 }
 
 // String returns the endpoint's metric and log name.

@@ -62,6 +62,11 @@ func (ss *session) Receive(ctx actor.Context) {
 		ss.stop(ctx)
 	case *actor.Stopped:
 		ss.cleanup()
+	default:
+		// Replies addressed to the dialect (the response store's answers).
+		if r, ok := ss.d.(receiver); ok && !ss.finished {
+			r.receive(ss, ctx)
+		}
 	}
 }
 
@@ -70,9 +75,18 @@ func (ss *session) Receive(ctx actor.Context) {
 func (ss *session) begin(ctx actor.Context) {
 	ss.self = ctx.Self()
 	if ae := ss.d.decode(ss); ae != nil {
-		ss.fail(ctx, ae)
+		if ae != errPending {
+			ss.fail(ctx, ae)
+		}
 		return
 	}
+	ss.proceed(ctx)
+}
+
+// proceed checks the model, prepares and starts a decoded request. A
+// dialect whose decode returned errPending calls it once it has what it
+// waited for.
+func (ss *session) proceed(ctx actor.Context) {
 	if !ss.owner.servesModel(ss.ereq.Model) {
 		ss.fail(ctx, modelNotFound(ss.ereq.Model))
 		return

@@ -31,6 +31,8 @@ type Config struct {
 	// Workers run session mailboxes; 0 means GOMAXPROCS.
 	Workers int
 	Logger  *zap.Logger
+	// Store bounds the Responses API's response store.
+	Store StoreConfig
 }
 
 // Sessions spawns and supervises session actors. Safe for concurrent use.
@@ -46,6 +48,7 @@ type Sessions struct {
 	idle     chan struct{} // signalled when active drops to 0
 	failures atomic.Uint64 // sessions stopped by a panic
 	unknown  unknownFields
+	store    *ResponseStore // stored Responses API responses (store.go)
 }
 
 // NewSessions sets up session supervision.
@@ -79,6 +82,7 @@ func NewSessions(cfg Config) (*Sessions, error) {
 		return actor.StopDirective
 	})
 	s.root = s.system.Root.WithGuardian(stop)
+	s.store = newResponseStore(s.system, cfg.Store, s.pool.Producer())
 	return s, nil
 }
 
@@ -132,6 +136,7 @@ func (s *Sessions) Wait(ctx context.Context) error {
 
 // Close stops the mailbox workers. Call after every session ended.
 func (s *Sessions) Close() {
+	s.store.stop()
 	if s.cfg.System == nil {
 		s.system.Shutdown()
 	}
