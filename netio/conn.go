@@ -111,7 +111,12 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 	seq := c.out.seq
 	c.out.mu.Unlock()
 	x := &exchange{c: c, seq: seq, minor: req.Minor, keepAlive: req.KeepAlive, chunked: req.Minor == 1, requestID: rid}
-	r := actors.NewRequest(rt.endpoint, rid, req.Body)
+	body := req.Body
+	if rt.input != nil {
+		c.scratch = rt.input(c.scratch[:0], req)
+		body = c.scratch
+	}
+	r := actors.NewRequest(rt.endpoint, rid, body)
 	r.Chunked = x.chunked
 	r.Arrival = time.Now()
 	c.busy = true

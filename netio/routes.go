@@ -25,6 +25,11 @@ type route struct {
 	inline func(s *Server, dst []byte, req *httpparse.Request) []byte
 	// endpoint, for session routes.
 	endpoint actors.Endpoint
+	// input, when set, builds a session route's actors.Request.Body from
+	// the request head instead of taking the HTTP body (the stored-response
+	// routes: the id from the path, the query); such routes take no JSON
+	// body, so the Content-Type check is skipped. Loop-only; appends to dst.
+	input func(dst []byte, req *httpparse.Request) []byte
 }
 
 // routeTable maps paths to routes: exact paths, and path prefixes for
@@ -145,7 +150,7 @@ func (s *Server) precheck(req *httpparse.Request) (*route, int) {
 		if s.draining.Load() {
 			return rt, 503
 		}
-		if !isJSON(req.ContentType) {
+		if rt.input == nil && !isJSON(req.ContentType) {
 			return rt, 415
 		}
 	}
