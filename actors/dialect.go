@@ -58,6 +58,16 @@ func dialectFor(ep Endpoint) dialect {
 	switch ep {
 	case EndpointChatCompletions:
 		return &chatDialect{}
+	case EndpointCompletions:
+		return &completionsDialect{}
+	case EndpointResponses:
+		return &responsesDialect{}
+	case EndpointResponseGet, EndpointResponseDelete, EndpointResponseCancel, EndpointResponseInputItems:
+		return &responseOpDialect{op: ep}
+	case EndpointMessages:
+		return &messagesDialect{}
+	case EndpointCountTokens:
+		return &countTokensDialect{}
 	}
 	return unknownDialect{}
 }

@@ -1,0 +1,72 @@
+package actors
+
+import (
+	"errors"
+	"time"
+
+	"github.com/vajra-go/vajra/codegen/openai"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// completionsDialect is POST /v1/completions (the legacy text API). One
+// prompt per request: a batch of prompts is refused by codegen with
+// multiple_prompts_unsupported (see docs/compatibility.md).
+type completionsDialect struct {
+	req     openai.CompletionRequest
+	id      string
+	created int64
+	fmt     openai.CompletionFormatter
+}
+
+func (d *completionsDialect) decode(ss *session) *apiError {
+	if err := openai.DecodeCompletionRequest(ss.req.Body, &d.req); err != nil {
+		var pe *openai.ParamError
+		if errors.As(err, &pe) {
+			return openaiError(pe.API())
+		}
+		return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+	}
+	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
+	if pe := d.req.ToEngine(&ss.ereq); pe != nil {
+		return openaiError(pe.API())
+	}
+	d.id = newID("cmpl-")
+	d.created = time.Now().Unix()
+	return nil
+}
+
+// echoPrompt is the prompt text echo repeats: as sent, or the token-id
+// prompt detokenized.
+func (d *completionsDialect) echoPrompt(ss *session) string {
+	if !d.req.Echo {
+		return ""
+	}
+	if len(d.req.Prompt.Texts) > 0 {
+		return d.req.Prompt.Texts[0]
+	}
+	return ss.owner.cfg.Engine.Detokenize(ss.ereq.PromptTokens)
+}
+
+func (d *completionsDialect) formatter(ss *session) engine.Formatter {
+	o := d.req.CompletionStreamOptions()
+	o.Framing = ss.framing
+	o.EchoPrompt = d.echoPrompt(ss)
+	d.fmt.Reset(d.id, ss.ereq.Model, d.created, o)
+	return &d.fmt
+}
+
+func (d *completionsDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
+	m := openai.CompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created,
+		Logprobs: d.req.Logprobs.Defined, Echo: d.req.Echo, EchoPrompt: d.echoPrompt(ss)}
+	return openai.AppendCompletion(dst, &m, res)
+}
+
+func (d *completionsDialect) appendError(dst []byte, e *apiError) []byte {
+	return appendOpenAIError(dst, e)
+}
+
+func (d *completionsDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
+	return openaiError(openai.FromEngineError(e, "prompt"))
+}
+
+func (d *completionsDialect) streamContentType() string { return "text/event-stream" }

@@ -1,0 +1,124 @@
+package actors
+
+import (
+	"github.com/vajra-go/vajra/codegen/anthropic"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// messagesDialect is Anthropic's POST /v1/messages. n is always 1; errors
+// take Anthropic's shape, {"type":"error","error":{"type","message"}}, with
+// the status from codegen/anthropic's table (overload is 529).
+type messagesDialect struct {
+	req anthropic.MessagesRequest
+	id  string
+	fmt anthropic.StreamFormatter
+}
+
+func (d *messagesDialect) decode(ss *session) *apiError {
+	if ae := decodeAnthropic(ss, &d.req); ae != nil {
+		return ae
+	}
+	if e := d.req.ToEngine(&ss.ereq); e != nil {
+		return anthropicError(e)
+	}
+	d.id = newID("msg_")
+	return nil
+}
+
+// decodeAnthropic decodes a Messages (or count_tokens) body and reports its
+// unknown fields.
+func decodeAnthropic(ss *session, r *anthropic.MessagesRequest) *apiError {
+	if err := anthropic.DecodeMessagesRequest(ss.req.Body, r); err != nil {
+		// The lexer's text quotes the client's bytes: keep it out.
+		return &apiError{Status: 400, Type: anthropic.KindInvalidRequest.Type(),
+			Message: "The request body is not valid JSON, or a field has the wrong JSON type."}
+	}
+	ss.owner.reportUnknown(ss.req.Endpoint, r.Unknown)
+	return nil
+}
+
+func (d *messagesDialect) formatter(ss *session) engine.Formatter {
+	d.fmt.Reset(anthropic.StreamConfig{ID: d.id, Model: ss.ereq.Model, Framing: ss.framing, Ping: true})
+	return &d.fmt
+}
+
+func (d *messagesDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
+	return anthropic.AppendMessage(dst, d.id, ss.ereq.Model, res)
+}
+
+func (d *messagesDialect) appendError(dst []byte, e *apiError) []byte {
+	return appendAnthropicError(dst, e)
+}
+
+func (d *messagesDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
+	return anthropicError(anthropic.FromEngine(e))
+}
+
+func (d *messagesDialect) streamContentType() string { return "text/event-stream" }
+
+// anthropicError turns the codegen error into the session's error.
+func anthropicError(e *anthropic.Error) *apiError {
+	return &apiError{Status: e.Status(), Type: e.Kind.Type(), Param: e.Param, Message: e.Message}
+}
+
+// appendAnthropicError renders any session error in Anthropic's shape. The
+// type comes from Anthropic's table by status, since errors the session
+// makes itself (unknown model, a failed session) carry OpenAI's words.
+func appendAnthropicError(dst []byte, e *apiError) []byte {
+	return anthropic.AppendErrorBody(dst, anthropicType(e.Status), e.Message)
+}
+
+// anthropicType finds the Anthropic error type of a status.
+func anthropicType(status int) string {
+	for k := anthropic.KindInvalidRequest; k <= anthropic.KindOverloaded; k++ {
+		if k.Status() == status {
+			return k.Type()
+		}
+	}
+	if status >= 500 {
+		return anthropic.KindAPI.Type()
+	}
+	return anthropic.KindInvalidRequest.Type()
+}
+
+// countTokensDialect is POST /v1/messages/count_tokens: the prompt is
+// validated and tokenized exactly as /v1/messages would (Engine.Prepare),
+// and nothing is generated. It answers from decode.
+type countTokensDialect struct {
+	req  anthropic.CountTokensRequest
+	body []byte
+}
+
+func (d *countTokensDialect) decode(ss *session) *apiError {
+	if ae := decodeAnthropic(ss, &d.req.MessagesRequest); ae != nil {
+		return ae
+	}
+	if e := d.req.ToEngine(&ss.ereq); e != nil {
+		return anthropicError(e)
+	}
+	if !ss.owner.servesModel(ss.ereq.Model) {
+		return modelNotFound(ss.ereq.Model)
+	}
+	if err := ss.owner.cfg.Engine.Prepare(&ss.ereq); err != nil {
+		return d.engineError(engine.AsError(err), &ss.ereq)
+	}
+	d.body = anthropic.AppendCountTokens(d.body[:0], len(ss.ereq.PromptTokens))
+	ss.finish(200, d.body)
+	return errPending
+}
+
+func (d *countTokensDialect) formatter(*session) engine.Formatter { return nil }
+
+func (d *countTokensDialect) appendResponse(dst []byte, _ *session, _ *engine.Result) []byte {
+	return dst
+}
+
+func (d *countTokensDialect) appendError(dst []byte, e *apiError) []byte {
+	return appendAnthropicError(dst, e)
+}
+
+func (d *countTokensDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
+	return anthropicError(anthropic.FromEngine(e))
+}
+
+func (d *countTokensDialect) streamContentType() string { return "text/event-stream" }

@@ -1,0 +1,165 @@
+package actors
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/vajra-go/vajra/codegen/openai"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// responsesDialect is POST /v1/responses. A request with
+// previous_response_id first asks the response store for that response
+// (decode returns errPending; the reply comes to receive) and continues with
+// its conversation as history. A response with store (the default) is put
+// in the store once it is complete: from appendResponse for a non-streamed
+// one, from the stream formatter's AppendEnd for a streamed one, both
+// before the client can see the end, so the client's next request finds it.
+// Failed responses are not stored.
+type responsesDialect struct {
+	req     openai.ResponsesRequest
+	id      string
+	created int64
+	meta    openai.ResponseMeta
+	history []engine.Message
+	lookup  storeRequest
+	fmt     responsesStream
+}
+
+func (d *responsesDialect) decode(ss *session) *apiError {
+	if err := openai.DecodeResponsesRequest(ss.req.Body, &d.req); err != nil {
+		var pe *openai.ParamError
+		if errors.As(err, &pe) {
+			return openaiError(pe.API())
+		}
+		return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+	}
+	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
+	d.id = newID("resp_")
+	d.created = time.Now().Unix()
+	if d.req.PreviousResponseID != "" {
+		d.lookup = storeRequest{op: storeGet, id: d.req.PreviousResponseID, replyTo: ss.self}
+		ss.owner.store.ask(&d.lookup)
+		return errPending
+	}
+	return d.build(ss)
+}
+
+// receive gets the store's answer about previous_response_id.
+func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
+	reply, ok := ctx.Message().(*storeReply)
+	if !ok || d.lookup.replyTo == nil {
+		return
+	}
+	d.lookup.replyTo = nil
+	if reply.rec == nil {
+		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: "previous_response_not_found",
+			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " not found."})
+		return
+	}
+	d.history = reply.rec.history
+	if ae := d.build(ss); ae != nil {
+		ss.fail(ctx, ae)
+		return
+	}
+	ss.proceed(ctx)
+}
+
+// build validates the request and fills the engine request.
+func (d *responsesDialect) build(ss *session) *apiError {
+	if pe := d.req.ToEngine(&ss.ereq, d.history); pe != nil {
+		return openaiError(pe.API())
+	}
+	d.meta = d.req.Meta(d.id, d.created)
+	return nil
+}
+
+func (d *responsesDialect) formatter(ss *session) engine.Formatter {
+	d.fmt.ResponsesFormatter.Reset(d.meta, ss.framing)
+	d.fmt.d, d.fmt.ss = d, ss
+	return &d.fmt
+}
+
+func (d *responsesDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
+	mark := len(dst)
+	dst = openai.AppendResponse(dst, openai.BuildResponse(&d.meta, res))
+	d.save(ss, res, dst[mark:])
+	return dst
+}
+
+// save puts the finished response in the store (when the request asked
+// for storing). body is copied. Runs in the session actor or, for a
+// stream, on the engine's goroutine inside AppendEnd: it reads only what
+// is fixed once the engine started.
+func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
+	if !d.req.StoreEnabled() || res.Err != nil {
+		return
+	}
+	rec := &storedResponse{id: d.id, body: slices.Clone(body), input: d.req.InputItems(d.id)}
+	msgs := ss.ereq.Messages
+	if d.req.Instructions != "" && len(msgs) > 0 {
+		msgs = msgs[1:] // instructions do not carry over to the next turn
+	}
+	rec.history = make([]engine.Message, len(msgs), len(msgs)+1)
+	copy(rec.history, msgs)
+	if len(res.Choices) > 0 {
+		c := &res.Choices[0]
+		m := engine.Message{Role: "assistant", Content: c.Text}
+		for i, tc := range c.ToolCalls {
+			if tc.ID == "" {
+				// The id BuildResponse gives the call's output item.
+				tc.ID = "call_" + strings.TrimPrefix(d.id, "resp_") + "_" + strconv.Itoa(i)
+			}
+			m.ToolCalls = append(m.ToolCalls, tc)
+		}
+		rec.history = append(rec.history, m)
+	}
+	rec.size = recordSize(rec)
+	ss.owner.store.put(rec)
+}
+
+func (d *responsesDialect) appendError(dst []byte, e *apiError) []byte {
+	return appendOpenAIError(dst, e)
+}
+
+func (d *responsesDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
+	return openaiError(openai.FromEngineError(e, "input"))
+}
+
+func (d *responsesDialect) streamContentType() string { return "text/event-stream" }
+
+// responsesStream is the stream's formatter: codegen's, plus the store put
+// when the stream ends.
+type responsesStream struct {
+	openai.ResponsesFormatter
+	d    *responsesDialect
+	ss   *session
+	body []byte
+}
+
+// AppendEnd implements engine.Formatter.
+func (f *responsesStream) AppendEnd(dst []byte, res *engine.Result) []byte {
+	dst = f.ResponsesFormatter.AppendEnd(dst, res)
+	if f.d.req.StoreEnabled() && res.Err == nil {
+		// TODO(codegen): take the object AppendEnd rendered instead of
+		// building it a second time.
+		f.body = openai.AppendResponse(f.body[:0], openai.BuildResponse(&f.d.meta, res))
+		f.d.save(f.ss, res, f.body)
+	}
+	return dst
+}
+
+// quoteID renders an id from the client for an error message: quoted,
+// escaped and cut short, so nothing the client sent is echoed raw.
+func quoteID(id string) string {
+	const max = 64
+	if len(id) > max {
+		id = id[:max]
+	}
+	return "'" + strings.Trim(strconv.Quote(id), `"`) + "'"
+}
