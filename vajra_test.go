@@ -45,6 +45,13 @@ func (s *observedSink) Deliver(frames []byte, final *engine.Result) {
 // startServer runs a real server on a free loopback port.
 func startServer(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, *observed, string) {
 	t.Helper()
+	return startServerWrapped(t, mutate, nil)
+}
+
+// startServerWrapped is startServer with the engine wrapped by wrap (when
+// not nil) inside the observer.
+func startServerWrapped(t *testing.T, mutate func(*vajra.Config), wrap func(engine.Engine) engine.Engine) (*vajra.Server, *observed, string) {
+	t.Helper()
 	cfg := vajra.DefaultConfig()
 	cfg.Port = 0
 	cfg.Loops = 2
@@ -57,7 +64,11 @@ func startServer(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, *obse
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &observed{Engine: e, finals: make(chan *engine.Result, 64)}
+	var inner engine.Engine = e
+	if wrap != nil {
+		inner = wrap(e)
+	}
+	obs := &observed{Engine: inner, finals: make(chan *engine.Result, 64)}
 	cfg.Engine = obs
 	srv, err := vajra.New(cfg)
 	if err != nil {
