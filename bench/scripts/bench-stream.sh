@@ -41,20 +41,13 @@ echo "open files limit: $(ulimit -n)"
 echo "building..."
 go build -o "$out/bin/floor" ./bench/floor
 go build -o "$out/bin/baseline" ./bench/baseline
-go build -o "$out/bin/vajra-bench" ./bench/cmd/vajra-bench
-have_vajra=0
-if [[ "${SKIP_VAJRA:-0}" != 1 ]]; then
-	if go build -o bin/vajra ./cmd/vajra; then
-		have_vajra=1
-	else
-		echo "WARNING: cannot build ./cmd/vajra: comparing floor and baseline only" >&2
-	fi
+go build -o bin/vajra ./cmd/vajra
+have_vajra=1
+if [[ "${SKIP_VAJRA:-0}" == 1 ]]; then
+	have_vajra=0
 fi
-# The instrument: `vajra bench` when the binary has it, else the standalone.
-bench=("$out/bin/vajra-bench")
-if [[ $have_vajra == 1 ]] && bin/vajra bench -h >/dev/null 2>&1; then
-	bench=(bin/vajra bench)
-fi
+# The instrument is `vajra bench`.
+bench=(bin/vajra bench)
 
 pin_server=()
 pin_client=()
