@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -25,6 +26,7 @@ import (
 	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/sim"
+	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"
 )
 
@@ -51,6 +53,26 @@ type Config struct {
 	ActorSystem *actor.ActorSystem
 	// Logger for everything; nil logs nothing.
 	Logger *zap.Logger
+
+	// APIKeys above; ProtectMetrics requires a key on /metrics too.
+	ProtectMetrics bool
+	// MaxConcurrentRequests caps generation requests in flight (0: no
+	// cap); MaxQueuedRequests more wait for a slot, FIFO; beyond both a
+	// request gets 429 (529 on Anthropic routes) with Retry-After
+	// (RetryAfter, default 1s) before any stream starts.
+	MaxConcurrentRequests int
+	MaxQueuedRequests     int
+	RetryAfter            time.Duration
+	// MaxConnections caps open connections (0: the open-file limit minus
+	// a reserve, see netio.DefaultMaxConnections).
+	MaxConnections int
+	// AllowedOrigins enables CORS for these origins ("*" for any).
+	AllowedOrigins []string
+	// AccessLog, when set, gets one line per request (never per token);
+	// give it a sampling core.
+	AccessLog *zap.Logger
+	// DisableMetrics turns GET /metrics off (the counters still count).
+	DisableMetrics bool
 }
 
 // DefaultModelName is the served model name when none is configured.
@@ -73,6 +95,7 @@ type Server struct {
 	eng      engine.Engine
 	sessions *actors.Sessions
 	net      *netio.Server
+	metrics  *metrics.Metrics
 }
 
 // New builds a server from cfg; nothing listens until Start.
@@ -93,11 +116,18 @@ func New(cfg Config) (*Server, error) {
 		}
 		eng = e
 	}
+	var m *metrics.Metrics
+	var obs actors.Observer
+	if !cfg.DisableMetrics {
+		m = metrics.New(cfg.ServedModelNames, metrics.Sources{Engine: func() metrics.EngineStats { return engineStats(eng) }})
+		obs = requestObserver{m}
+	}
 	sessions, err := actors.NewSessions(actors.Config{
-		Engine: eng,
-		Models: cfg.ServedModelNames,
-		System: cfg.ActorSystem,
-		Logger: cfg.Logger.Named("session"),
+		Engine:   eng,
+		Models:   cfg.ServedModelNames,
+		System:   cfg.ActorSystem,
+		Logger:   cfg.Logger.Named("session"),
+		Observer: obs,
 	})
 	if err != nil {
 		_ = eng.Close()
@@ -112,14 +142,66 @@ func New(cfg Config) (*Server, error) {
 		Sessions:    sessions,
 		Engine:      eng,
 		Logger:      cfg.Logger.Named("net"),
+
+		Metrics:               m,
+		ProtectMetrics:        cfg.ProtectMetrics,
+		Version:               Version(),
+		MaxConcurrentRequests: cfg.MaxConcurrentRequests,
+		MaxQueuedRequests:     cfg.MaxQueuedRequests,
+		RetryAfter:            cfg.RetryAfter,
+		MaxConnections:        cfg.MaxConnections,
+		AllowedOrigins:        cfg.AllowedOrigins,
+		AccessLog:             cfg.AccessLog,
 	})
 	if err != nil {
 		sessions.Close()
 		_ = eng.Close()
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n}, nil
+	if m != nil {
+		// The sources that need the built server, read at scrape time.
+		m.SetSources(metrics.Sources{
+			Engine:        func() metrics.EngineStats { return engineStats(eng) },
+			Server:        n.ServerStats,
+			UnknownFields: sessions.UnknownFields,
+		})
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}, nil
 }
+
+// engineStats adapts the engine's figures to the metrics package's.
+func engineStats(eng engine.Engine) metrics.EngineStats {
+	st := eng.Stats()
+	return metrics.EngineStats{
+		Running: st.Running, Waiting: st.Waiting, KVUsage: st.KVUsage,
+		PrefixQueries: st.PrefixQueries, PrefixHits: st.PrefixHits, Preemptions: st.Preemptions,
+		PromptTokens: st.PromptTokens, GenerationTokens: st.GenerationTokens,
+	}
+}
+
+// requestObserver feeds each finished request's timings to the metrics,
+// once per request.
+type requestObserver struct{ m *metrics.Metrics }
+
+func (o requestObserver) RequestDone(_ actors.Endpoint, model string, res *engine.Result) {
+	r := metrics.Request{Model: model, Queue: res.Queued, TTFT: res.FirstToken, E2E: res.EndToEnd}
+	switch {
+	case res.Err == nil && len(res.Choices) > 0:
+		r.FinishReason = string(res.Choices[0].FinishReason)
+	case res.Err != nil && res.Err.Kind == engine.KindAborted:
+		r.FinishReason = "abort"
+	default:
+		r.FinishReason = "error"
+	}
+	if n := len(res.Choices); n > 0 {
+		r.Tokens = res.Usage.CompletionTokens / n
+	}
+	o.m.ObserveRequest(&r)
+}
+
+// Metrics returns the server's metrics (nil with DisableMetrics), e.g. to
+// register more collectors on its Registry.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
 func maxModelLen(cfg Config, eng engine.Engine) int {
 	if m, ok := eng.(interface{ MaxModelLen() int }); ok {
@@ -142,6 +224,39 @@ func (s *Server) Addr() net.Addr { return s.net.Addr() }
 
 // Engine returns the engine the server drives.
 func (s *Server) Engine() engine.Engine { return s.eng }
+
+// Shutdown drains the server gracefully, for SIGTERM: /health turns 503 at
+// once, the listener closes, new requests on open connections get 503
+// with Connection: close, and the requests in flight run to their end
+// until ctx ends (the shutdown timeout). Then the engine is closed: every
+// stream still running ends with its dialect's terminal error event (the
+// Formatter's AppendError, e.g. an error chunk and data: [DONE]) and every
+// other request with an error response, so that no stream is cut without
+// its end. Finally everything stops as in Stop. Safe for concurrent use.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.net.Drain()
+	s.log.Info("draining", zap.Int64("in_flight", s.net.InFlight()))
+	if err := s.net.WaitIdle(ctx); err != nil {
+		s.log.Warn("shutdown timeout: ending the requests still in flight", zap.Int64("in_flight", s.net.InFlight()))
+		errEng := s.eng.Close()
+		// The engine delivers every final frame at once; the sessions and
+		// loops need a moment to write them.
+		gctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		errIdle := s.net.WaitIdle(gctx)
+		cancel()
+		if errIdle != nil {
+			s.log.Warn("requests still in flight after the engine closed", zap.Int64("in_flight", s.net.InFlight()))
+		}
+		_ = errEng
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	return s.Stop(sctx)
+}
+
+// shutdownGrace bounds each step of Shutdown after its deadline: writing
+// the final frames, then stopping the loops.
+const shutdownGrace = 5 * time.Second
 
 // Stop closes the listener and every connection (aborting their sessions),
 // waits for the sessions to end, and closes the engine.

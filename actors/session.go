@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/engine"
@@ -35,6 +36,16 @@ type session struct {
 	out    []byte     // forwarded bytes, reused
 	body   []byte     // non-stream body, reused
 	usage  engine.Usage
+	log    *zap.Logger // with the request id; built on first use
+}
+
+// logger returns the session's logger: every line carries the request id.
+// Built on first use, so a request that logs nothing pays nothing.
+func (ss *session) logger() *zap.Logger {
+	if ss.log == nil {
+		ss.log = ss.owner.log.With(zap.String("request_id", ss.req.RequestID), zap.Stringer("endpoint", ss.req.Endpoint))
+	}
+	return ss.log
 }
 
 // connClosed tells a session its client is gone.
@@ -57,6 +68,11 @@ func (ss *session) Receive(ctx actor.Context) {
 		ss.begin(ctx)
 	case *connClosed:
 		// Disconnect means abort: free the engine slot now.
+		if !ss.finished {
+			if ce := ss.owner.log.Check(zap.DebugLevel, "client disconnected; aborting"); ce != nil {
+				ce.Write(zap.String("request_id", ss.req.RequestID), zap.Stringer("endpoint", ss.req.Endpoint))
+			}
+		}
 		ss.finished = true
 		ss.abort()
 		ss.stop(ctx)
@@ -149,6 +165,11 @@ func (ss *session) forward(ctx actor.Context) {
 
 // fail ends a request that failed before its status line.
 func (ss *session) fail(ctx actor.Context, ae *apiError) {
+	if ae.Status >= 500 {
+		ss.logger().Warn("request failed", zap.Int("status", ae.Status), zap.String("type", ae.Type), zap.String("message", ae.Message))
+	} else if ce := ss.owner.log.Check(zap.DebugLevel, "request refused"); ce != nil {
+		ce.Write(zap.String("request_id", ss.req.RequestID), zap.Int("status", ae.Status), zap.String("type", ae.Type), zap.String("code", ae.Code))
+	}
 	ss.finished = true
 	ss.body = ss.d.appendError(ss.body[:0], ae)
 	ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
@@ -174,6 +195,7 @@ func (ss *session) stop(ctx actor.Context) {
 // or the connection is abandoned.
 func (ss *session) cleanup() {
 	if !ss.finished {
+		ss.logger().Error("session stopped without ending its response", zap.Bool("streaming", ss.streaming))
 		ss.finished = true
 		ss.abort()
 		ae := &apiError{Status: 500, Type: "server_error", Message: "The session failed; see the server log."}
@@ -212,6 +234,13 @@ type sink struct {
 
 // Deliver implements engine.Sink.
 func (k *sink) Deliver(frames []byte, final *engine.Result) {
+	if final != nil {
+		if o := k.ss.owner.cfg.Observer; o != nil {
+			// Once per request, also when the session already left (a
+			// client disconnect counts as an abort).
+			o.RequestDone(k.ss.req.Endpoint, k.ss.ereq.Model, final)
+		}
+	}
 	k.mu.Lock()
 	if k.detached {
 		k.mu.Unlock()

@@ -31,8 +31,18 @@ type Config struct {
 	// Workers run session mailboxes; 0 means GOMAXPROCS.
 	Workers int
 	Logger  *zap.Logger
+	// Observer, when set, is told about every request the engine finished
+	// (also after an abort): once per request, never per token.
+	Observer Observer
 	// Store bounds the Responses API's response store.
 	Store StoreConfig
+}
+
+// Observer receives each finished request's final Result, once, on the
+// engine's goroutine: it must be cheap and must not block. res is valid
+// only during the call.
+type Observer interface {
+	RequestDone(ep Endpoint, model string, res *engine.Result)
 }
 
 // Sessions spawns and supervises session actors. Safe for concurrent use.

@@ -29,12 +29,14 @@ type conn struct {
 	// busy is true while an exchange runs in a session: pipelined requests
 	// wait in gnet's inbound buffer until it ends, so responses stay in order.
 	busy    bool
-	handle  actors.Handle // the session of the exchange in flight
+	handle  actors.Handle // the session of the exchange in flight (or its waiter)
+	permit  bool          // the exchange holds an admission permit
 	sent100 bool          // "100 Continue" sent for the request being read
 	closing bool          // a close is under way: serve nothing more
 	closed  bool          // OnClose ran
 
 	scratch []byte // inline responses
+	cors    []byte // the CORS header lines of the request being served
 }
 
 // serve parses and answers the requests buffered on the connection until one
@@ -90,38 +92,154 @@ func (c *conn) answerExpect() (closeConn bool) {
 
 var continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 
-// dispatch answers one complete request, inline or by starting a session.
-// req's slices are valid only during the call. It reports whether the
-// connection must close after the response. Loop-only.
+// dispatch answers one complete request, inline, off the loop, or by
+// starting a session. req's slices are valid only during the call. It
+// reports whether the connection must close after the response. Loop-only.
 func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 	s := c.srv
+	var cors []byte
+	if s.cors != nil {
+		if isPreflight(req) {
+			c.scratch = s.appendPreflight(c.scratch[:0], req)
+			c.finishInline(notFound, req, statusOf(c.scratch), nil)
+			return !req.KeepAlive
+		}
+		if o := req.Header("origin"); s.cors.allowed(o) {
+			c.cors = appendAllowOrigin(c.cors[:0], o)
+			cors = c.cors
+		}
+	}
 	rt, status := s.precheck(req)
+	if status == 0 && !rt.public && s.draining.Load() {
+		// Draining: every new request but the public probes is refused,
+		// and the connection closes after the answer.
+		status = 503
+	}
 	if status != 0 {
-		c.writeError(rt, status, req.KeepAlive)
-		return !req.KeepAlive
+		switch status {
+		case 401:
+			s.rejected.unauthorized.Inc()
+		case 503:
+			s.rejected.draining.Inc()
+		}
+		c.scratch = appendRouteError(c.scratch[:0], rt, status, req.Minor, req.KeepAlive)
+		c.finishInline(rt, req, status, cors)
+		return !req.KeepAlive || status == 503
 	}
 	if rt.inline != nil {
 		c.scratch = rt.inline(s, c.scratch[:0], req)
-		_, _ = c.gc.Write(c.scratch)
+		c.finishInline(rt, req, statusOf(c.scratch), cors)
 		return !req.KeepAlive
 	}
-	// A session route: copy out what the session needs, hand it over.
+	// Off the loop: a session route, or a fleet route that is not cheap.
+	// Copy out what is needed, hand it over.
 	rid := requestID(req)
 	c.out.mu.Lock()
 	seq := c.out.seq
 	c.out.mu.Unlock()
-	x := &exchange{c: c, seq: seq, minor: req.Minor, keepAlive: req.KeepAlive, chunked: req.Minor == 1, requestID: rid}
+	t := &tracked{
+		x:     exchange{c: c, seq: seq, minor: req.Minor, keepAlive: req.KeepAlive, chunked: req.Minor == 1, requestID: rid},
+		srv:   s,
+		rt:    rt,
+		start: time.Now(),
+	}
+	if cors != nil {
+		t.cors = append([]byte(nil), cors...)
+	}
+	if rt.endpoint == 0 {
+		c.runOffloop(t, offloopRoutes[rt.name], req.Body)
+		return false
+	}
 	body := req.Body
 	if rt.input != nil {
 		c.scratch = rt.input(c.scratch[:0], req)
 		body = c.scratch
 	}
-	r := actors.NewRequest(rt.endpoint, rid, body)
-	r.Chunked = x.chunked
-	r.Arrival = time.Now()
-	c.busy = true
-	c.handle = s.sessions.Start(x, r)
+	newRequest := func() *actors.Request {
+		r := actors.NewRequest(rt.endpoint, rid, body)
+		r.Chunked = t.x.chunked
+		r.Arrival = t.start
+		return r
+	}
+	if s.adm != nil {
+		res, w := s.adm.acquire(func() *waiter {
+			return &waiter{adm: s.adm, sessions: s.sessions, conn: t, req: newRequest()}
+		})
+		switch res {
+		case refusedFull:
+			s.rejected.overloaded.Inc()
+			c.scratch = s.appendOverloaded(c.scratch[:0], rt, req.Minor, req.KeepAlive, rid)
+			c.finishInline(rt, req, statusOf(c.scratch), cors)
+			return !req.KeepAlive
+		case queued:
+			c.beginExchange()
+			c.handle = w
+			return false
+		}
+		c.permit = true
+	}
+	c.beginExchange()
+	c.handle = s.sessions.Start(t, newRequest())
 	return false
+}
+
+// beginExchange marks the connection busy with an exchange that runs off
+// the loop. Loop-only.
+func (c *conn) beginExchange() {
+	c.busy = true
+	c.srv.inflight.Add(1)
+}
+
+// endExchange runs when the exchange off the loop ended (its end was
+// flushed, or the connection closed): it returns the admission permit and
+// lets a drain see the server idle. Loop-only.
+func (c *conn) endExchange() {
+	if !c.busy {
+		return
+	}
+	owes := c.permit
+	if w, ok := c.handle.(*waiter); ok {
+		owes = w.holdsPermit()
+	}
+	c.busy, c.handle, c.permit = false, nil, false
+	s := c.srv
+	if owes {
+		s.adm.release()
+	}
+	if s.inflight.Add(-1) == 0 && s.draining.Load() {
+		select {
+		case s.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// finishInline writes a response answered on the loop (in c.scratch) and
+// records it. Loop-only.
+func (c *conn) finishInline(rt *route, req *httpparse.Request, status int, cors []byte) {
+	s := c.srv
+	if cors != nil {
+		c.scratch = insertHeaders(c.scratch, cors)
+	}
+	c.write(c.scratch)
+	s.routeMetrics[rt].Inc(status)
+	if s.access != nil {
+		s.logAccess(rt, "", status, time.Now(), req.Method, req.Path)
+	}
+}
+
+// write writes b to the socket and counts it. Loop-only.
+func (c *conn) write(b []byte) {
+	c.srv.bytesWritten.Add(uint64(len(b)))
+	_, _ = c.gc.Write(b)
+}
+
+// statusOf reads the status code of a response that starts "HTTP/1.x NNN".
+func statusOf(resp []byte) int {
+	if len(resp) < 12 {
+		return 0
+	}
+	return int(resp[9]-'0')*100 + int(resp[10]-'0')*10 + int(resp[11]-'0')
 }
 
 // flushOutbox writes what sessions queued for this connection and acts on
@@ -139,7 +257,7 @@ func (c *conn) flushOutbox() {
 	o.mu.Unlock()
 	c.spare = buf
 	if len(buf) > 0 {
-		_, _ = c.gc.Write(buf) // on failure gnet closes the connection (OnClose runs)
+		c.write(buf) // on failure gnet closes the connection (OnClose runs)
 		if c.closed {
 			return
 		}
@@ -156,12 +274,18 @@ func (c *conn) flushOutbox() {
 	switch end {
 	case endNone:
 	case endKeep:
-		c.busy, c.handle = false, nil
+		c.endExchange()
+		if c.srv.draining.Load() {
+			// Draining: a connection closes once its response is out.
+			c.closing = true
+			_ = c.gc.Close()
+			return
+		}
 		if c.serve() {
 			_ = c.gc.Close()
 		}
 	case endClose, endAbandon:
-		c.busy, c.handle = false, nil
+		c.endExchange()
 		c.closing = true
 		_ = c.gc.Close()
 	}
@@ -175,9 +299,10 @@ func (c *conn) onClose() {
 	c.out.pending = c.out.pending[:0]
 	c.out.mu.Unlock()
 	if c.handle != nil {
+		c.srv.clientAborts.Add(1)
 		c.handle.ConnClosed()
-		c.handle = nil
 	}
+	c.endExchange()
 }
 
 // writeParseError answers a request the parser refused, with Connection:
@@ -185,11 +310,11 @@ func (c *conn) onClose() {
 func (c *conn) writeParseError(err error) {
 	c.srv.parseErrors.Add(1)
 	c.scratch = appendParseError(c.scratch[:0], err)
-	_, _ = c.gc.Write(c.scratch)
+	c.write(c.scratch)
 }
 
 // writeError answers with a canned error for route rt (its dialect's shape).
 func (c *conn) writeError(rt *route, status int, keepAlive bool) {
 	c.scratch = appendRouteError(c.scratch[:0], rt, status, c.req.Minor, keepAlive)
-	_, _ = c.gc.Write(c.scratch)
+	c.write(c.scratch)
 }

@@ -89,6 +89,20 @@ func appendRouteError(dst []byte, rt *route, status, minor int, keepAlive bool) 
 	return appendErrorResponse(dst, minor, status, rt.dialect, code, msg, !keepAlive || status == 503)
 }
 
+// appendOverloaded refuses a generation request for which no admission
+// permit is free: 429 (OpenAI routes) or 529 overloaded_error (Anthropic
+// routes, as Anthropic's API answers), with Retry-After and
+// retry-after-ms, before any stream starts. Stainless SDKs retry both.
+func (s *Server) appendOverloaded(dst []byte, rt *route, minor int, keepAlive bool, requestID string) []byte {
+	status := 429
+	if rt.dialect == dialectAnthropic {
+		status = 529
+	}
+	body := appendErrorBody(nil, rt.dialect, status, "server_overloaded",
+		"The server is at its limit of concurrent and queued requests (--max-concurrent-requests, --max-queued-requests); retry after the time in Retry-After.")
+	return appendResponse(dst, minor, status, contentTypeJSON, requestID, s.retryHeaders, body, !keepAlive)
+}
+
 // appendErrorResponse appends a JSON error response in the dialect's shape.
 func appendErrorResponse(dst []byte, minor, status int, d dialect, code, message string, closeConn bool) []byte {
 	body := appendErrorBody(nil, d, status, code, message)

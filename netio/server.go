@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/httpparse"
+	"github.com/vajra-go/vajra/metrics"
 )
 
 // Options configure a Server. Zero values take the defaults named below.
@@ -47,9 +49,37 @@ type Options struct {
 	MaxOutboundBytes int
 	// Sessions runs generation requests.
 	Sessions *actors.Sessions
-	// Engine is asked for health.
+	// Engine is asked for health and load, and tokenizes for /tokenize.
 	Engine engine.Engine
 	Logger *zap.Logger
+
+	// Metrics, when set, counts responses per route and status and the
+	// refusals, and is rendered by GET /metrics.
+	Metrics *metrics.Metrics
+	// ProtectMetrics requires an API key on /metrics too.
+	ProtectMetrics bool
+	// Version is reported by GET /version.
+	Version string
+
+	// MaxConcurrentRequests caps the generation requests in flight; 0
+	// means no cap (the engine's own queue bound still applies).
+	MaxConcurrentRequests int
+	// MaxQueuedRequests is how many generation requests beyond
+	// MaxConcurrentRequests wait for a slot (FIFO) before the next is
+	// refused with 429 (529 on Anthropic routes). 0 means none wait.
+	MaxQueuedRequests int
+	// RetryAfter is what a refused request is told to wait (Retry-After,
+	// retry-after-ms). Default DefaultRetryAfter.
+	RetryAfter time.Duration
+	// MaxConnections caps open connections: one beyond it gets a canned
+	// 503 and is closed at once. 0 means DefaultMaxConnections().
+	MaxConnections int
+
+	// AllowedOrigins enables CORS for these origins ("*": any).
+	AllowedOrigins []string
+	// AccessLog, when set, gets one line per request (sample it: see
+	// cmd/vajra). Never per token.
+	AccessLog *zap.Logger
 }
 
 // DefaultMaxOutboundBytes lets a client fall about 4 MiB behind before it is
@@ -87,6 +117,27 @@ type Server struct {
 	openConns     atomic.Int64
 	parseErrors   atomic.Uint64
 	slowConsumers atomic.Uint64
+	bytesWritten  atomic.Uint64
+	clientAborts  atomic.Uint64
+
+	// inflight counts exchanges in flight (sessions, off-loop routes,
+	// parked requests): a drain waits for it to reach zero.
+	inflight atomic.Int64
+	idle     chan struct{} // signalled when inflight drops to 0
+
+	adm          *admission // nil: no cap on concurrent requests
+	maxConns     int64
+	retryHeaders []byte // Retry-After and retry-after-ms lines of a 429/529
+	cors         *corsPolicy
+	access       *zap.Logger
+	offloop      chan struct{} // bounds off-loop work running at once
+	versionBody  []byte
+	listenerOff  atomic.Bool // the listener was closed by Drain
+
+	routeMetrics map[*route]*metrics.Route
+	rejected     struct {
+		overloaded, draining, maxConns, unauthorized *metrics.Counter
+	}
 }
 
 // New builds a Server; Start runs it.
@@ -106,6 +157,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = DefaultRetryAfter
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections()
+	}
 	s := &Server{
 		opts:     opts,
 		log:      opts.Logger,
@@ -113,10 +170,15 @@ func New(opts Options) (*Server, error) {
 		keys:     newKeySet(opts.APIKeys),
 		started:  make(chan error, 1),
 		done:     make(chan error, 1),
+		idle:     make(chan struct{}, 1),
+		maxConns: int64(opts.MaxConnections),
+		access:   opts.AccessLog,
+		offloop:  make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
 	s.maxBuffered = opts.Limits.MaxHeaderBytes + int(opts.Limits.MaxBody) + 4096
 	s.routes = newRouteTable()
 	s.renderModels(time.Now().Unix())
+	s.setupFleet()
 	return s, nil
 }
 
@@ -196,7 +258,21 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		d.opened()
 		return nil, gnet.None
 	}
-	s.openConns.Add(1)
+	if n := s.openConns.Add(1); n > s.maxConns || s.listenerOff.Load() {
+		// Over --max-connections, or accepted after Drain closed the
+		// listener: answer at once and close, so descriptors stay below
+		// the process limit (see limits.go) and a drained node takes no
+		// new connection. OnClose runs for this connection too (it has
+		// no *conn context, so it only counts the close).
+		if n > s.maxConns {
+			s.rejected.maxConns.Inc()
+		} else {
+			s.rejected.draining.Inc()
+		}
+		gc.SetContext(refused{})
+		s.bytesWritten.Add(uint64(len(busyResponse)))
+		return busyResponse, gnet.Close
+	}
 	c := &conn{
 		gc:     gc,
 		loop:   s.loopOf(gc.EventLoop()),
@@ -234,6 +310,8 @@ func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 	case *conn:
 		s.openConns.Add(-1)
 		c.onClose()
+	case refused:
+		s.openConns.Add(-1)
 	case *doorbell:
 		c.closed()
 	}

@@ -1,0 +1,392 @@
+// Package metrics exposes Vajra's Prometheus metrics: the vLLM names that
+// routers and dashboards read (vllm:num_requests_running, vllm:kv_cache_usage_perc,
+// vllm:time_to_first_token_seconds, ...) and Vajra's own (vajra_*).
+//
+// Nothing here is updated per token. Figures the engine already keeps
+// (running, waiting, KV usage, token and prefix-cache counters) and the
+// server's own counters are read at scrape time by a custom collector
+// through the funcs in Sources. Histograms are observed once per request,
+// from the request's final timings. The inter-token-latency histogram is
+// observed once per request too: the request's mean gap between tokens,
+// counted once per gap (ObserveN), so _count is the number of token gaps
+// and _sum their total time, exactly as when every gap is observed; only
+// the spread of one request's gaps around its mean is lost.
+//
+// The package is at the bottom of Vajra's dependency graph: it imports
+// nothing of Vajra. Callers adapt their types to Sources and Request.
+//
+// Safe for concurrent use: every exported method may be called from any
+// goroutine.
+package metrics
+
+import (
+	"bytes"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+)
+
+// EngineStats are the engine's figures read at scrape time.
+type EngineStats struct {
+	Running, Waiting int
+	KVUsage          float64 // 0..1
+	PrefixQueries    uint64
+	PrefixHits       uint64
+	Preemptions      uint64
+	PromptTokens     uint64
+	GenerationTokens uint64
+}
+
+// ServerStats are the network layer's counters read at scrape time.
+type ServerStats struct {
+	OpenConnections int64
+	BytesWritten    uint64
+	ParseErrors     uint64
+	SlowConsumers   uint64 // connections closed for not reading
+	ClientAborts    uint64 // requests aborted by a client disconnect
+}
+
+// Sources are read at scrape time. Any may be nil.
+type Sources struct {
+	Engine        func() EngineStats
+	Server        func() ServerStats
+	UnknownFields func(fn func(endpoint, field string, n uint64))
+}
+
+// Request is what one finished request reports, once.
+type Request struct {
+	Model        string
+	FinishReason string // stop, length, tool_calls, abort, error
+	Queue        time.Duration
+	TTFT         time.Duration // 0: no token was produced
+	E2E          time.Duration
+	// Tokens is the number of tokens generated per choice; with TTFT it
+	// gives the mean inter-token gap.
+	Tokens int
+}
+
+// Buckets, in seconds: vLLM's, so that dashboards built for vLLM read the
+// same ranges, with finer buckets below vLLM's first for ITL and TTFT,
+// because a front door measured in microseconds deserves them.
+var (
+	ttftBuckets = []float64{0.0005, 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	itlBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+		0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	latencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+		120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+)
+
+// finishReasons are pre-created so that a request never creates a series.
+var finishReasons = []string{"stop", "length", "tool_calls", "abort", "error"}
+
+// Metrics holds every metric of one server.
+type Metrics struct {
+	reg    *prometheus.Registry
+	models map[string]*modelMetrics // read-only after New
+	first  *modelMetrics            // model_name of engine-wide figures
+
+	src atomic.Pointer[Sources]
+
+	mu     sync.Mutex // guards routes and reject (setup only)
+	routes []*Route
+	reject map[string]*Counter
+}
+
+type modelMetrics struct {
+	name    string
+	ttft    prometheus.Observer
+	e2e     prometheus.Observer
+	queue   prometheus.Observer
+	itl     *gapHistogram
+	success map[string]prometheus.Counter
+}
+
+// New builds the metrics of a server serving models (the first names the
+// engine-wide figures, as vLLM's first --served-model-name does).
+func New(models []string, src Sources) *Metrics {
+	if len(models) == 0 {
+		models = []string{""}
+	}
+	m := &Metrics{reg: prometheus.NewRegistry(), models: map[string]*modelMetrics{}, reject: map[string]*Counter{}}
+	label := []string{"model_name"}
+	ttft := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vllm:time_to_first_token_seconds",
+		Help: "Time to first token, from arrival.", Buckets: ttftBuckets}, label)
+	e2e := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vllm:e2e_request_latency_seconds",
+		Help: "End-to-end request latency, from arrival.", Buckets: latencyBuckets}, label)
+	queue := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vllm:request_queue_time_seconds",
+		Help: "Time a request waited before the engine ran it.", Buckets: latencyBuckets}, label)
+	success := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
+		Help: "Finished requests, by finish reason."}, []string{"model_name", "finished_reason"})
+	itlDesc := prometheus.NewDesc("vllm:inter_token_latency_seconds",
+		"Time between tokens of a stream. Observed once per request with the request's mean gap, counted once per gap.", label, nil)
+	for _, name := range models {
+		if m.models[name] != nil {
+			continue
+		}
+		mm := &modelMetrics{
+			name:    name,
+			ttft:    ttft.WithLabelValues(name),
+			e2e:     e2e.WithLabelValues(name),
+			queue:   queue.WithLabelValues(name),
+			itl:     newGapHistogram(itlBuckets),
+			success: map[string]prometheus.Counter{},
+		}
+		for _, r := range finishReasons {
+			mm.success[r] = success.WithLabelValues(name, r)
+		}
+		m.models[name] = mm
+		if m.first == nil {
+			m.first = mm
+		}
+	}
+	m.src.Store(&src)
+	m.reg.MustRegister(ttft, e2e, queue, success, &collector{m: m, itlDesc: itlDesc})
+	return m
+}
+
+// ObserveRequest records one finished request. Call it once per request,
+// never per token.
+func (m *Metrics) ObserveRequest(r *Request) {
+	mm := m.models[r.Model]
+	if mm == nil {
+		mm = m.first
+	}
+	if c := mm.success[r.FinishReason]; c != nil {
+		c.Inc()
+	} else {
+		mm.success["error"].Inc()
+	}
+	mm.queue.Observe(r.Queue.Seconds())
+	mm.e2e.Observe(r.E2E.Seconds())
+	if r.TTFT > 0 {
+		mm.ttft.Observe(r.TTFT.Seconds())
+		if r.Tokens > 1 && r.E2E > r.TTFT {
+			gaps := uint64(r.Tokens - 1)
+			total := r.E2E - r.TTFT
+			mm.itl.observeN(total.Seconds()/float64(gaps), gaps, uint64(total))
+		}
+	}
+}
+
+// Route counts the HTTP responses of one route by status. Inc is an
+// atomic add: safe on the event loop.
+type Route struct {
+	name   string
+	status [600]atomic.Uint64
+}
+
+// Route returns the counter of responses of a route, creating it. Call at
+// setup; the returned *Route is then used per request.
+func (m *Metrics) Route(name string) *Route {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.routes {
+		if r.name == name {
+			return r
+		}
+	}
+	r := &Route{name: name}
+	m.routes = append(m.routes, r)
+	return r
+}
+
+// Inc counts one response with status. A nil Route counts nothing.
+func (r *Route) Inc(status int) {
+	if r != nil && status >= 100 && status < len(r.status) {
+		r.status[status].Add(1)
+	}
+}
+
+// Counter is a monotonic counter read at scrape time. Inc is an atomic add.
+type Counter struct{ v atomic.Uint64 }
+
+// Inc adds one. A nil Counter counts nothing.
+func (c *Counter) Inc() {
+	if c != nil {
+		c.v.Add(1)
+	}
+}
+
+// Load returns the count.
+func (c *Counter) Load() uint64 { return c.v.Load() }
+
+// Rejected returns the counter of requests refused for reason (overloaded,
+// draining, max_connections, unauthorized, ...). Call at setup.
+func (m *Metrics) Rejected(reason string) *Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.reject[reason]
+	if c == nil {
+		c = &Counter{}
+		m.reject[reason] = c
+	}
+	return c
+}
+
+// Registry is the Prometheus registry holding every metric (for embedders
+// that serve it themselves, or add their own collectors).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// ContentType is the content type of what AppendText renders.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// AppendText gathers every metric and appends it in the Prometheus text
+// format (version 0.0.4). Not cheap: run it off the event loop.
+func (m *Metrics) AppendText(dst []byte) ([]byte, error) {
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		return dst, err
+	}
+	buf := bytes.NewBuffer(dst)
+	enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return buf.Bytes(), err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// gapHistogram is a histogram observed n times at once with one value: a
+// request's mean inter-token gap, once per gap. Atomics only, no lock.
+type gapHistogram struct {
+	upper  []float64
+	counts []atomic.Uint64 // per bucket, not cumulative; last is +Inf
+	count  atomic.Uint64
+	sumNs  atomic.Uint64 // exact total of the gaps, nanoseconds
+}
+
+func newGapHistogram(upper []float64) *gapHistogram {
+	return &gapHistogram{upper: upper, counts: make([]atomic.Uint64, len(upper)+1)}
+}
+
+func (h *gapHistogram) observeN(v float64, n, totalNs uint64) {
+	i := sort.SearchFloat64s(h.upper, v) // first bound >= v: buckets are le
+	h.counts[i].Add(n)
+	h.count.Add(n)
+	h.sumNs.Add(totalNs)
+}
+
+func (h *gapHistogram) metric(desc *prometheus.Desc, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.upper))
+	var cum uint64
+	for i, ub := range h.upper {
+		cum += h.counts[i].Load()
+		buckets[ub] = cum
+	}
+	// Read count last and never below the buckets, so a scrape racing an
+	// observation stays consistent (count >= every bucket).
+	count := max(h.count.Load(), cum)
+	return prometheus.MustNewConstHistogram(desc, count, float64(h.sumNs.Load())/1e9, buckets, labels...)
+}
+
+// collector reads the engine's and the server's figures at scrape time.
+type collector struct {
+	m       *Metrics
+	itlDesc *prometheus.Desc
+}
+
+var (
+	descRunning = prometheus.NewDesc("vllm:num_requests_running", "Requests running in the engine.", []string{"model_name"}, nil)
+	descWaiting = prometheus.NewDesc("vllm:num_requests_waiting", "Requests waiting for the engine.", []string{"model_name"}, nil)
+	descKV      = prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV cache usage: 1 means 100 percent.", []string{"model_name"}, nil)
+	descPrompt  = prometheus.NewDesc("vllm:prompt_tokens_total", "Prompt tokens processed.", []string{"model_name"}, nil)
+	descGen     = prometheus.NewDesc("vllm:generation_tokens_total", "Tokens generated.", []string{"model_name"}, nil)
+	descPreempt = prometheus.NewDesc("vllm:num_preemptions_total", "Preemptions by the engine's scheduler.", []string{"model_name"}, nil)
+	descPQ      = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", []string{"model_name"}, nil)
+	descPH      = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", []string{"model_name"}, nil)
+
+	descConns    = prometheus.NewDesc("vajra_open_connections", "Open client connections.", nil, nil)
+	descBytes    = prometheus.NewDesc("vajra_bytes_written_total", "Bytes written to client sockets.", nil, nil)
+	descParse    = prometheus.NewDesc("vajra_parse_errors_total", "Requests refused by the HTTP parser.", nil, nil)
+	descSlow     = prometheus.NewDesc("vajra_slow_consumer_aborts_total", "Connections closed because the client did not read fast enough.", nil, nil)
+	descAborts   = prometheus.NewDesc("vajra_client_disconnect_aborts_total", "Requests aborted because the client disconnected.", nil, nil)
+	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
+	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
+	descUnknown  = prometheus.NewDesc("vajra_unknown_request_fields_total", "Request fields no dialect knows, by endpoint and field.", []string{"endpoint", "field"}, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH,
+		descConns, descBytes, descParse, descSlow, descAborts, descHTTP, descRejected, descUnknown, c.itlDesc} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	model := c.m.first.name
+	src := c.m.src.Load()
+	if f := src.Engine; f != nil {
+		st := f()
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, model)
+		}
+		counter := func(d *prometheus.Desc, v uint64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), model)
+		}
+		gauge(descRunning, float64(st.Running))
+		gauge(descWaiting, float64(st.Waiting))
+		gauge(descKV, st.KVUsage)
+		counter(descPrompt, st.PromptTokens)
+		counter(descGen, st.GenerationTokens)
+		counter(descPreempt, st.Preemptions)
+		counter(descPQ, st.PrefixQueries)
+		counter(descPH, st.PrefixHits)
+	}
+	for _, mm := range c.m.models {
+		ch <- mm.itl.metric(c.itlDesc, mm.name)
+	}
+	if f := src.Server; f != nil {
+		st := f()
+		ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(st.OpenConnections))
+		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.CounterValue, float64(st.BytesWritten))
+		ch <- prometheus.MustNewConstMetric(descParse, prometheus.CounterValue, float64(st.ParseErrors))
+		ch <- prometheus.MustNewConstMetric(descSlow, prometheus.CounterValue, float64(st.SlowConsumers))
+		ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(st.ClientAborts))
+	}
+	c.m.mu.Lock()
+	routes := append([]*Route(nil), c.m.routes...)
+	reject := make(map[string]uint64, len(c.m.reject))
+	for k, v := range c.m.reject {
+		reject[k] = v.Load()
+	}
+	c.m.mu.Unlock()
+	for _, r := range routes {
+		for s := range r.status {
+			if n := r.status[s].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(descHTTP, prometheus.CounterValue, float64(n), r.name, statusText[s])
+			}
+		}
+	}
+	for reason, n := range reject {
+		ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(n), reason)
+	}
+	if f := src.UnknownFields; f != nil {
+		f(func(endpoint, field string, n uint64) {
+			ch <- prometheus.MustNewConstMetric(descUnknown, prometheus.CounterValue, float64(n), endpoint, field)
+		})
+	}
+}
+
+// statusText holds "100".."599", so a scrape formats no status.
+var statusText = func() (t [600]string) {
+	for i := range t {
+		t[i] = itoa3(i)
+	}
+	return t
+}()
+
+func itoa3(i int) string {
+	return string([]byte{byte('0' + i/100), byte('0' + i/10%10), byte('0' + i%10)})
+}
+
+// SetSources replaces the scrape-time sources (for sources built after
+// the metrics, like the server that serves them). Safe for concurrent use.
+func (m *Metrics) SetSources(src Sources) {
+	m.src.Store(&src)
+}

@@ -1,0 +1,154 @@
+package netio
+
+import (
+	"sync"
+
+	"github.com/vajra-go/vajra/actors"
+)
+
+// Admission control: a permit is taken before a generation request's
+// session starts and held until its exchange ends (response written, or
+// the connection closed). With every permit taken, up to maxQueued
+// requests wait in FIFO order, parked on their connections (a parked
+// connection reads nothing more, like a busy one); beyond that a request
+// is refused at once with 429 (529 on Anthropic routes) and Retry-After,
+// before any stream starts. A released permit goes straight to the oldest
+// waiter, whose session is started by whoever released it.
+//
+// The lock is taken once per request to acquire and once to release, never
+// per token.
+type admission struct {
+	maxRunning int
+	maxQueued  int
+
+	mu      sync.Mutex
+	running int
+	queue   []*waiter // FIFO; len <= maxQueued
+}
+
+type admitResult uint8
+
+const (
+	admitted admitResult = iota
+	queued
+	refusedFull
+)
+
+// acquire takes a permit, or parks w, or refuses. Safe for concurrent use.
+func (a *admission) acquire(w func() *waiter) (admitResult, *waiter) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running < a.maxRunning {
+		a.running++
+		return admitted, nil
+	}
+	if len(a.queue) < a.maxQueued {
+		pw := w()
+		a.queue = append(a.queue, pw)
+		return queued, pw
+	}
+	return refusedFull, nil
+}
+
+// release returns a permit: it goes to the oldest waiter still waiting,
+// whose session starts now; otherwise the count drops. Safe for concurrent
+// use.
+func (a *admission) release() {
+	for {
+		a.mu.Lock()
+		if len(a.queue) == 0 {
+			a.running--
+			a.mu.Unlock()
+			return
+		}
+		w := a.queue[0]
+		copy(a.queue, a.queue[1:])
+		a.queue[len(a.queue)-1] = nil
+		a.queue = a.queue[:len(a.queue)-1]
+		a.mu.Unlock()
+		if w.start() {
+			return // the permit is the waiter's now
+		}
+	}
+}
+
+// remove takes a waiter whose client left out of the queue.
+func (a *admission) remove(w *waiter) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, q := range a.queue {
+		if q == w {
+			copy(a.queue[i:], a.queue[i+1:])
+			a.queue[len(a.queue)-1] = nil
+			a.queue = a.queue[:len(a.queue)-1]
+			return
+		}
+	}
+}
+
+// Queued is the number of requests waiting for a permit.
+func (a *admission) queuedLen() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.queue)
+}
+
+type waiterState uint8
+
+const (
+	waiting waiterState = iota
+	started
+	gone
+)
+
+// waiter is a parked generation request. It stands in as the connection's
+// actors.Handle until its session starts, then forwards to the session's.
+type waiter struct {
+	adm      *admission
+	sessions *actors.Sessions
+	conn     actors.Conn
+	req      *actors.Request
+
+	mu    sync.Mutex
+	state waiterState
+	h     actors.Handle
+}
+
+// start starts the waiter's session unless its client left. It reports
+// whether the waiter took the permit. Safe for concurrent use.
+func (w *waiter) start() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != waiting {
+		return false
+	}
+	w.state = started
+	w.h = w.sessions.Start(w.conn, w.req)
+	return true
+}
+
+// ConnClosed implements actors.Handle: a waiting request leaves the queue;
+// a started one's session is told. Safe for concurrent use.
+func (w *waiter) ConnClosed() {
+	w.mu.Lock()
+	st := w.state
+	if st == waiting {
+		w.state = gone
+	}
+	h := w.h
+	w.mu.Unlock()
+	if st == waiting {
+		w.adm.remove(w)
+	}
+	if h != nil {
+		h.ConnClosed()
+	}
+}
+
+// holdsPermit reports whether the waiter's session started (and so holds
+// a permit to release when its exchange ends). Safe for concurrent use.
+func (w *waiter) holdsPermit() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state == started
+}

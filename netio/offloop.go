@@ -1,0 +1,24 @@
+package netio
+
+// runOffloop answers a fleet route that is not cheap (rendering metrics,
+// decoding a body and tokenizing) on a goroutine, through the exchange:
+// the connection is busy meanwhile, so pipelined requests wait and
+// responses stay in order, exactly as for a session. At most
+// cap(s.offloop) such answers are computed at once; others wait on their
+// goroutine, never on the loop. Loop-only.
+func (c *conn) runOffloop(t *tracked, fn offloopFunc, body []byte) {
+	s := c.srv
+	if fn == nil {
+		c.beginExchange()
+		t.Respond(404, contentTypeJSON, nil, appendErrorBody(nil, dialectOpenAI, 404, "not_found", "Unknown route."))
+		return
+	}
+	body = append([]byte(nil), body...)
+	c.beginExchange()
+	go func() {
+		s.offloop <- struct{}{}
+		status, ct, out := fn(s, body)
+		<-s.offloop
+		t.Respond(status, ct, nil, out)
+	}()
+}

@@ -1,0 +1,119 @@
+package netio
+
+import (
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// tracked is the actors.Conn a session (or off-loop route) gets: the
+// exchange, plus what is recorded once per request when it ends: the
+// response status per route, one access-log line, the CORS header, and
+// Retry-After on an overload answer. Only the first and last calls of an
+// exchange pass through anything but the exchange: Send goes straight on.
+// Calls come from one goroutine at a time (the session's).
+type tracked struct {
+	x      exchange
+	srv    *Server
+	rt     *route
+	start  time.Time
+	cors   []byte // Access-Control-Allow-Origin lines, or nil
+	status int
+	ended  bool
+}
+
+// Respond implements actors.Conn.
+func (t *tracked) Respond(status int, contentType string, headers, body []byte) {
+	t.status = status
+	headers = t.headers(status, headers)
+	t.x.Respond(status, contentType, headers, body)
+	t.end()
+}
+
+// StartStream implements actors.Conn.
+func (t *tracked) StartStream(contentType string, headers []byte) bool {
+	t.status = 200
+	return t.x.StartStream(contentType, t.headers(200, headers))
+}
+
+// Send implements actors.Conn.
+func (t *tracked) Send(p []byte) { t.x.Send(p) }
+
+// EndStream implements actors.Conn.
+func (t *tracked) EndStream() {
+	t.x.EndStream()
+	t.end()
+}
+
+// Abandon implements actors.Conn.
+func (t *tracked) Abandon() {
+	t.x.Abandon()
+	t.end()
+}
+
+// headers adds the CORS lines and, on an overload answer, the retry hints.
+func (t *tracked) headers(status int, h []byte) []byte {
+	retry := status == 429 || status == 529
+	if t.cors == nil && !retry {
+		return h
+	}
+	out := make([]byte, 0, len(h)+len(t.cors)+len(t.srv.retryHeaders))
+	out = append(out, h...)
+	out = append(out, t.cors...)
+	if retry {
+		out = append(out, t.srv.retryHeaders...)
+	}
+	return out
+}
+
+// end records the exchange, once.
+func (t *tracked) end() {
+	if t.ended {
+		return
+	}
+	t.ended = true
+	status := t.status
+	if status == 0 {
+		status = 499 // abandoned before any status: nginx's "client closed request"
+	}
+	t.srv.routeMetrics[t.rt].Inc(status)
+	t.srv.logAccess(t.rt, t.x.requestID, status, t.start, nil, nil)
+}
+
+// logAccess writes one access-log line, if the sampled logger wants it.
+// method and path are only set on the loop (inline routes); sessions log
+// the route's name. Allocates only for a line that is written.
+func (s *Server) logAccess(rt *route, requestID string, status int, start time.Time, method, path []byte) {
+	if s.access == nil {
+		return
+	}
+	ce := s.access.Check(zap.InfoLevel, "request")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("route", rt.name),
+		zap.Int("status", status),
+		zap.Duration("duration", time.Since(start)),
+	}
+	if requestID != "" {
+		fields = append(fields, zap.String("request_id", requestID))
+	}
+	if method != nil {
+		fields = append(fields, zap.ByteString("method", method), zap.ByteString("path", path))
+	}
+	ce.Write(fields...)
+}
+
+// appendRetryHeaders renders the retry hints of an overload answer:
+// Retry-After in whole seconds (RFC 9110 §10.2.3) and retry-after-ms, which
+// the Stainless SDKs (openai-go, anthropic-sdk-go, the JS SDKs) prefer.
+func appendRetryHeaders(dst []byte, d time.Duration) []byte {
+	secs := int64((d + time.Second - 1) / time.Second)
+	dst = append(dst, "Retry-After: "...)
+	dst = strconv.AppendInt(dst, max(secs, 1), 10)
+	dst = append(dst, "\r\nretry-after-ms: "...)
+	dst = strconv.AppendInt(dst, max(d.Milliseconds(), 1), 10)
+	return append(dst, "\r\n"...)
+}
