@@ -88,6 +88,24 @@ func openaiError(e openai.APIError) *apiError {
 	return &apiError{Status: e.Status(), Type: e.Kind.Type(), Code: e.Code, Param: e.Param, Message: e.Message}
 }
 
+// engineParams renames the parameter an engine error blames ("messages",
+// "max_tokens": the chat names) to the endpoint's own names. e is copied
+// when renamed, never changed.
+func engineParams(e *engine.Error, prompt, maxTokens string) *engine.Error {
+	var p string
+	switch e.Param {
+	case "messages":
+		p = prompt
+	case "max_tokens":
+		p = maxTokens
+	default:
+		return e
+	}
+	c := *e
+	c.Param = p
+	return &c
+}
+
 func appendOpenAIError(dst []byte, e *apiError) []byte {
 	return openai.AppendErrorBody(dst, e.Status, e.Type, e.Code, e.Param, e.Message)
 }

@@ -66,7 +66,7 @@ func (d *completionsDialect) appendError(dst []byte, e *apiError) []byte {
 }
 
 func (d *completionsDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
-	return openaiError(openai.FromEngineError(e, "prompt"))
+	return openaiError(openai.FromEngineError(engineParams(e, "prompt", "max_tokens"), "prompt"))
 }
 
 func (d *completionsDialect) streamContentType() string { return "text/event-stream" }

@@ -128,7 +128,7 @@ func (d *responsesDialect) appendError(dst []byte, e *apiError) []byte {
 }
 
 func (d *responsesDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
-	return openaiError(openai.FromEngineError(e, "input"))
+	return openaiError(openai.FromEngineError(engineParams(e, "input", "max_output_tokens"), "input"))
 }
 
 func (d *responsesDialect) streamContentType() string { return "text/event-stream" }
