@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -96,6 +97,9 @@ type Server struct {
 	sessions *actors.Sessions
 	net      *netio.Server
 	metrics  *metrics.Metrics
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // New builds a server from cfg; nothing listens until Start.
@@ -225,6 +229,12 @@ func (s *Server) Addr() net.Addr { return s.net.Addr() }
 // Engine returns the engine the server drives.
 func (s *Server) Engine() engine.Engine { return s.eng }
 
+// Drain starts draining without waiting (e.g. from a preStop hook):
+// /health answers 503, the listener closes, new requests get 503 with
+// Connection: close; requests in flight go on. Shutdown drains too.
+// Safe for concurrent use; idempotent.
+func (s *Server) Drain() { s.net.Drain() }
+
 // Shutdown drains the server gracefully, for SIGTERM: /health turns 503 at
 // once, the listener closes, new requests on open connections get 503
 // with Connection: close, and the requests in flight run to their end
@@ -259,12 +269,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 const shutdownGrace = 5 * time.Second
 
 // Stop closes the listener and every connection (aborting their sessions),
-// waits for the sessions to end, and closes the engine.
+// waits for the sessions to end, and closes the engine. Idempotent: a
+// second call (e.g. a deferred Stop after Shutdown) returns the first's
+// result.
 func (s *Server) Stop(ctx context.Context) error {
-	errNet := s.net.Stop(ctx)
-	errWait := s.sessions.Wait(ctx)
-	errEng := s.eng.Close()
-	s.sessions.Close()
-	s.net.Release()
-	return errors.Join(errNet, errWait, errEng)
+	s.stopOnce.Do(func() {
+		errNet := s.net.Stop(ctx)
+		errWait := s.sessions.Wait(ctx)
+		errEng := s.eng.Close()
+		s.sessions.Close()
+		s.net.Release()
+		s.stopErr = errors.Join(errNet, errWait, errEng)
+	})
+	return s.stopErr
 }

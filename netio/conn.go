@@ -298,11 +298,22 @@ func (c *conn) onClose() {
 	c.out.closed = true
 	c.out.pending = c.out.pending[:0]
 	c.out.mu.Unlock()
-	if c.handle != nil {
+	h := c.handle
+	if h != nil {
 		c.srv.clientAborts.Add(1)
-		c.handle.ConnClosed()
 	}
+	if w, ok := h.(*waiter); ok {
+		// A parked request leaves the queue (or, if its session started,
+		// the session is told) before the permit question is settled.
+		w.ConnClosed()
+		h = nil
+	}
+	// The permit goes back before the session hears of the close, so the
+	// slot is free by the time the engine reports the abort.
 	c.endExchange()
+	if h != nil {
+		h.ConnClosed()
+	}
 }
 
 // writeParseError answers a request the parser refused, with Connection:
