@@ -1,43 +1,90 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"gopkg.in/yaml.v3"
 
 	"github.com/vajra-go/vajra"
 )
 
-// stringList is a repeatable string flag.
-type stringList []string
+// stringList is a repeatable string flag. With split, each value is also
+// split at commas (for lists that come whole from one environment
+// variable, like origins).
+type stringList struct {
+	vals  []string
+	split bool
+}
 
-func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) String() string { return strings.Join(l.vals, ",") }
 func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
+	if !l.split {
+		l.vals = append(l.vals, v)
+		return nil
+	}
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			l.vals = append(l.vals, p)
+		}
+	}
 	return nil
 }
 
-// serveFlags binds every `vajra serve` flag to cfg. Flag names follow
+// repeatable reports whether a flag takes several values (a YAML list in
+// the config file).
+func repeatable(f *flag.Flag) bool {
+	_, ok := f.Value.(*stringList)
+	return ok
+}
+
+// serveSettings is everything `vajra serve` is configured with.
+type serveSettings struct {
+	cfg        vajra.Config
+	configFile string
+	logFormat  string
+	logLevel   string
+	shutdown   time.Duration
+	accessLog  bool
+	keys       stringList
+	keyFile    string
+	models     stringList
+	origins    stringList
+}
+
+// serveFlags binds every `vajra serve` flag to st. Flag names follow
 // vLLM's where the concept is the same.
-func serveFlags(fs *flag.FlagSet, cfg *vajra.Config, logFormat, logLevel *string, keys, models *stringList, shutdown *time.Duration) {
+func serveFlags(fs *flag.FlagSet, st *serveSettings) {
+	cfg := &st.cfg
+	fs.StringVar(&st.configFile, "config", "", "YAML file of settings: keys are flag names (lists for repeatable flags)")
 	fs.StringVar(&cfg.Host, "host", cfg.Host, "address to listen on")
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port to listen on (0 picks a free one)")
-	fs.Var(keys, "api-key", "API key clients must send (Authorization: Bearer KEY or x-api-key: KEY); repeatable; none means no auth")
-	fs.Var(models, "served-model-name", "model name clients ask for; repeatable (default "+vajra.DefaultModelName+")")
+	fs.Var(&st.keys, "api-key", "API key clients must send (Authorization: Bearer KEY or x-api-key: KEY); repeatable; none means no auth")
+	fs.StringVar(&st.keyFile, "api-key-file", "", "file of API keys, one per line (blank lines and # comments skipped); adds to --api-key")
+	fs.BoolVar(&cfg.ProtectMetrics, "protect-metrics", false, "require an API key on /metrics too (/health and /ping stay public)")
+	fs.Var(&st.models, "served-model-name", "model name clients ask for; repeatable (default "+vajra.DefaultModelName+")")
 	fs.IntVar(&cfg.Sim.MaxModelLen, "max-model-len", cfg.Sim.MaxModelLen, "context length in tokens: prompt plus output")
 	fs.IntVar(&cfg.Sim.MaxNumSeqs, "max-num-seqs", cfg.Sim.MaxNumSeqs, "most sequences the engine runs at once")
+	fs.IntVar(&cfg.MaxConcurrentRequests, "max-concurrent-requests", 0, "most generation requests in flight (0: no cap); beyond it and the queue: 429 (Anthropic: 529) with Retry-After")
+	fs.IntVar(&cfg.MaxQueuedRequests, "max-queued-requests", 0, "generation requests that wait, in order, for a free slot beyond --max-concurrent-requests")
+	fs.DurationVar(&cfg.RetryAfter, "retry-after", time.Second, "how long a refused request is told to wait (Retry-After, retry-after-ms)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most open connections; more get 503 and are closed (0: the open-file limit minus a reserve)")
+	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
 	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per CPU)")
-	fs.StringVar(logFormat, "log-format", *logFormat, "log format: json or console")
-	fs.StringVar(logLevel, "log-level", *logLevel, "log level: debug, info, warn or error")
-	fs.DurationVar(shutdown, "shutdown-timeout", *shutdown, "how long in-flight requests may run after SIGTERM/SIGINT")
+	fs.StringVar(&st.logFormat, "log-format", st.logFormat, "log format: json or console")
+	fs.StringVar(&st.logLevel, "log-level", st.logLevel, "log level: debug, info, warn or error")
+	fs.BoolVar(&st.accessLog, "access-log", false, "log one line per request (sampled: the first 100 a second, then 1 in 100)")
+	fs.DurationVar(&st.shutdown, "shutdown-timeout", st.shutdown, "how long in-flight requests may run after SIGTERM/SIGINT before their streams are ended")
 	// The embedded simulated engine.
 	fs.DurationVar(&cfg.Sim.ITL, "sim-itl", cfg.Sim.ITL, "simulated inter-token latency (Go duration; 0 = as fast as possible)")
 	fs.Float64Var(&cfg.Sim.PrefillTPS, "sim-prefill-tps", cfg.Sim.PrefillTPS, "simulated prefill speed in prompt tokens per second (0 = instant)")
@@ -48,64 +95,193 @@ func serveFlags(fs *flag.FlagSet, cfg *vajra.Config, logFormat, logLevel *string
 	fs.Int64Var(&cfg.Sim.Seed, "seed", cfg.Sim.Seed, "engine-wide seed mixed into every request's")
 }
 
-// applyEnv sets every flag not given on the command line from the
-// environment variable VAJRA_<NAME> (upper case, '-' as '_'), so
-// precedence is flag > environment > default.
-func applyEnv(fs *flag.FlagSet) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+// envName is the environment variable of a flag: VAJRA_ + upper case,
+// '-' as '_'.
+func envName(flagName string) string {
+	return "VAJRA_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag not in set (those given on the command line)
+// from its environment variable, and adds it to set.
+func applyEnv(fs *flag.FlagSet, set map[string]bool, lookup func(string) (string, bool)) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
 		if set[f.Name] {
 			return
 		}
-		env := "VAJRA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v, ok := os.LookupEnv(env)
+		env := envName(f.Name)
+		v, ok := lookup(env)
 		if !ok {
 			return
 		}
 		if err := f.Value.Set(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			return
 		}
+		set[f.Name] = true
 	})
 	return errors.Join(errs...)
 }
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg := vajra.DefaultConfig()
-	logFormat, logLevel := "console", "info"
-	shutdown := 30 * time.Second
-	var keys, models stringList
+// applyFile sets every flag not in set from the YAML config file. Keys are
+// flag names; a repeatable flag takes a list (or one value).
+func applyFile(fs *flag.FlagSet, set map[string]bool, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		f := fs.Lookup(k)
+		if f == nil || k == "config" {
+			errs = append(errs, fmt.Errorf("--config %s: unknown setting %q (keys are flag names)", path, k))
+			continue
+		}
+		if set[k] {
+			continue
+		}
+		var vals []any
+		switch v := doc[k].(type) {
+		case []any:
+			if !repeatable(f) {
+				errs = append(errs, fmt.Errorf("--config %s: %s takes one value, not a list", path, k))
+				continue
+			}
+			vals = v
+		case map[string]any:
+			errs = append(errs, fmt.Errorf("--config %s: %s takes a value, not a mapping", path, k))
+			continue
+		default:
+			vals = []any{v}
+		}
+		for _, v := range vals {
+			if v == nil {
+				continue
+			}
+			if err := f.Value.Set(fmt.Sprint(v)); err != nil {
+				errs = append(errs, fmt.Errorf("--config %s: %s: %w", path, k, err))
+			}
+		}
+		set[k] = true
+	}
+	return errors.Join(errs...)
+}
+
+// readKeyFile reads API keys, one per line.
+func readKeyFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--api-key-file: %w", err)
+	}
+	defer f.Close()
+	var keys []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		keys = append(keys, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--api-key-file: %w", err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("--api-key-file %s holds no key", path)
+	}
+	return keys, nil
+}
+
+const serveUsage = `Usage: vajra serve [flags]
+
+Serves the OpenAI and Anthropic APIs on the embedded simulated engine.
+
+Every flag can also be given as an environment variable VAJRA_<NAME>
+(upper case, '-' as '_', e.g. VAJRA_MAX_CONCURRENT_REQUESTS=64) and as a
+key of the YAML file named by --config (or VAJRA_CONFIG), e.g.
+
+  port: 8000
+  api-key: [key-one, key-two]
+  max-concurrent-requests: 64
+
+Precedence: command-line flag > environment variable > config file >
+default. See docs/configuration.md.
+
+Flags:
+`
+
+// parseServe reads the settings of `vajra serve` from args, the
+// environment (lookup) and the config file, with that precedence.
+func parseServe(args []string, lookup func(string) (string, bool), stderr io.Writer) (*serveSettings, error) {
+	st := &serveSettings{cfg: vajra.DefaultConfig(), logFormat: "console", logLevel: "info", shutdown: 30 * time.Second}
+	st.origins.split = true
 	fs := flag.NewFlagSet("vajra serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	serveFlags(fs, &cfg, &logFormat, &logLevel, &keys, &models, &shutdown)
+	serveFlags(fs, st)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: vajra serve [flags]\n\nServes the OpenAI and Anthropic APIs on the embedded simulated engine.\nEvery flag can also be set as an environment variable VAJRA_<NAME>\n(upper case, '-' as '_', e.g. VAJRA_API_KEY); a flag on the command line wins.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := applyEnv(fs, set, lookup); err != nil {
+		return nil, err
+	}
+	if st.configFile != "" {
+		if err := applyFile(fs, set, st.configFile); err != nil {
+			return nil, err
+		}
+	}
+	st.cfg.APIKeys = st.keys.vals
+	if st.keyFile != "" {
+		keys, err := readKeyFile(st.keyFile)
+		if err != nil {
+			return nil, err
+		}
+		st.cfg.APIKeys = append(st.cfg.APIKeys, keys...)
+	}
+	if len(st.models.vals) > 0 {
+		st.cfg.ServedModelNames = st.models.vals
+	}
+	st.cfg.AllowedOrigins = st.origins.vals
+	return st, nil
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	st, err := parseServe(args, os.LookupEnv, stderr)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return 2
-	}
-	if err := applyEnv(fs); err != nil {
 		fmt.Fprintln(stderr, "vajra serve:", err)
 		return 2
 	}
-	if len(keys) > 0 {
-		cfg.APIKeys = keys
-	}
-	if len(models) > 0 {
-		cfg.ServedModelNames = models
-	}
-	log, err := newLogger(logFormat, logLevel, stderr)
+	log, err := newLogger(st.logFormat, st.logLevel, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "vajra serve:", err)
 		return 2
 	}
 	defer log.Sync() //nolint:errcheck
+	cfg := st.cfg
 	cfg.Logger = log
+	if st.accessLog {
+		cfg.AccessLog = log.Named("access")
+	}
 
 	srv, err := vajra.New(cfg)
 	if err != nil {
@@ -118,10 +294,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "vajra serving on http://%s\n", srv.Addr())
 	<-ctx.Done()
-	log.Info("shutting down", zap.Duration("timeout", shutdown))
-	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
+	log.Info("shutting down: draining", zap.Duration("timeout", st.shutdown))
+	sctx, cancel := context.WithTimeout(context.Background(), st.shutdown)
 	defer cancel()
-	if err := srv.Stop(sctx); err != nil {
+	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown", zap.Error(err))
 	}
 	return 0
@@ -144,8 +320,10 @@ func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("--log-format must be json or console, not %q", format)
 	}
-	core := zapcore.NewCore(enc, zapcore.AddSync(w), lvl)
-	// Repeated messages are sampled: the first 100 each second, then one in 100.
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
+	// Repeated messages are sampled: the first 100 each second, then one
+	// in 100. Access-log lines share one message, so at most ~100 a second
+	// plus 1% of the rest are written, whatever the request rate.
 	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
 	return zap.New(core), nil
 }
