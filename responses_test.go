@@ -138,6 +138,9 @@ func TestResponsesStreamStoredAndChained(t *testing.T) {
 	if final.ID == "" || final.Usage.OutputTokens == 0 {
 		t.Fatalf("final response %s", final.RawJSON())
 	}
+	if r := final.Usage.OutputTokensDetails.ReasoningTokens; r == 0 || r > final.Usage.OutputTokens {
+		t.Errorf("reasoning_tokens %d of output_tokens %d", r, final.Usage.OutputTokens)
+	}
 	if final.OutputText() != text.String() {
 		t.Fatalf("output_text %q, streamed %q", final.OutputText(), text.String())
 	}
