@@ -3,6 +3,8 @@ package vajra_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -443,3 +445,27 @@ func TestCompletionsSuffixRefused(t *testing.T) {
 
 // engineMessages is a shorthand for one user turn.
 func engineMessages(s string) []engine.Message { return []engine.Message{{Role: "user", Content: s}} }
+
+// TestUnknownFieldsAccepted: a field no dialect knows is accepted (and
+// counted), in every dialect, as vLLM does.
+func TestUnknownFieldsAccepted(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	for path, body := range map[string]string{
+		"/v1/chat/completions":        `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"frobnicate":{"x":[1]}}`,
+		"/v1/completions":             `{"model":"vajra-sim","prompt":"hi","max_tokens":2,"frobnicate":1}`,
+		"/v1/responses":               `{"model":"vajra-sim","input":"hi","max_output_tokens":2,"frobnicate":true}`,
+		"/v1/messages":                `{"model":"vajra-sim","max_tokens":2,"messages":[{"role":"user","content":"hi"}],"frobnicate":null}`,
+		"/v1/messages/count_tokens":   `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"frobnicate":"x"}`,
+		"/openai/v1/chat/completions": `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`,
+	} {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+}
