@@ -46,7 +46,10 @@ func (c *conn) serve() (closeConn bool) {
 	for !c.busy && !c.closing && !c.closed {
 		buf, _ := c.gc.Peek(-1)
 		if len(buf) == 0 {
-			return false
+			break
+		}
+		if c.parser == nil {
+			c.parser = c.loop.takeParser(c.srv.opts.Limits)
 		}
 		n, err := c.parser.Parse(buf, &c.req)
 		if err != nil {
@@ -55,6 +58,7 @@ func (c *conn) serve() (closeConn bool) {
 			return true
 		}
 		if n == 0 {
+			// Mid-request: the parser keeps its place for the next read.
 			if c.parser.HeadersDone() && c.req.Expect100 && !c.sent100 {
 				return c.answerExpect()
 			}
@@ -72,7 +76,21 @@ func (c *conn) serve() (closeConn bool) {
 			return true
 		}
 	}
+	c.releaseParser()
 	return false
+}
+
+// releaseParser gives the parser back to the loop between requests: a
+// connection that waits (idle keep-alive, or streaming a response) holds
+// no parser, so its memory is a few hundred bytes, not the parser's ~8 KiB
+// of header tables. Loop-only.
+func (c *conn) releaseParser() {
+	if c.parser == nil {
+		return
+	}
+	c.req = httpparse.Request{} // drop views into the parser's tables
+	c.loop.putParser(c.parser)
+	c.parser = nil
 }
 
 // answerExpect handles "Expect: 100-continue" (RFC 9110 §10.1.1) once the

@@ -10,6 +10,8 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/vajra-go/vajra/httpparse"
 )
 
 // The outbox is how bytes produced off the event loop reach a socket.
@@ -41,6 +43,33 @@ type loop struct {
 	bell atomic.Int32
 	// wakes counts doorbell rings answered, for tests and metrics.
 	wakes atomic.Uint64
+
+	// parsers is the loop's free list of request parsers (loop-only).
+	parsers []*httpparse.Parser
+}
+
+// maxFreeParsers bounds each loop's free list: enough for the connections
+// that parse at the same moment, so a burst does not pin memory after it.
+const maxFreeParsers = 64
+
+// takeParser returns a parser from the loop's free list, or a new one.
+// Loop-only.
+func (l *loop) takeParser(lim httpparse.Limits) *httpparse.Parser {
+	if n := len(l.parsers); n > 0 {
+		p := l.parsers[n-1]
+		l.parsers[n-1] = nil
+		l.parsers = l.parsers[:n-1]
+		return p
+	}
+	return httpparse.NewParser(lim)
+}
+
+// putParser resets p and keeps it for reuse. Loop-only.
+func (l *loop) putParser(p *httpparse.Parser) {
+	if len(l.parsers) < maxFreeParsers {
+		p.Reset()
+		l.parsers = append(l.parsers, p)
+	}
 }
 
 // ready puts c on the loop's ready list unless it is already there, and rings
