@@ -56,7 +56,7 @@ func DefaultConfig() Config {
 		URL:            "http://127.0.0.1:8000",
 		BasePath:       "/v1",
 		Dialect:        DialectChat,
-		Model:          "default",
+		Model:          "vajra-sim",
 		Concurrency:    64,
 		MaxInflight:    10000,
 		Warmup:         2 * time.Second,
