@@ -221,17 +221,22 @@ func appendChatLogprobs(dst []byte, lps []engine.TokenLogprob) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		lp := &lps[i]
-		dst = appendTokenLogprob(dst, lp.Token, lp.Logprob)
-		dst = append(dst, `,"top_logprobs":[`...)
-		for j := range lp.Top {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendTokenLogprob(dst, lp.Top[j].Token, lp.Top[j].Logprob)
-			dst = append(dst, '}')
+		dst = appendLogprobEntry(dst, &lps[i])
+	}
+	return append(dst, "]}"...)
+}
+
+// appendLogprobEntry appends one token's {"token","logprob","bytes",
+// "top_logprobs":[...]} (chat's and the Responses API's shape).
+func appendLogprobEntry(dst []byte, lp *engine.TokenLogprob) []byte {
+	dst = appendTokenLogprob(dst, lp.Token, lp.Logprob)
+	dst = append(dst, `,"top_logprobs":[`...)
+	for j := range lp.Top {
+		if j > 0 {
+			dst = append(dst, ',')
 		}
-		dst = append(dst, "]}"...)
+		dst = appendTokenLogprob(dst, lp.Top[j].Token, lp.Top[j].Logprob)
+		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
 }

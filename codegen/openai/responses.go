@@ -6,6 +6,8 @@ import (
 	"github.com/mailru/easyjson/jlexer"
 	"github.com/mailru/easyjson/jwriter"
 	"github.com/mailru/easyjson/opt"
+
+	"github.com/vajra-go/vajra/engine"
 )
 
 // This file holds the schemas of the Responses API (POST /v1/responses): the
@@ -31,13 +33,16 @@ type ResponsesRequest struct {
 	MaxOutputTokens   opt.Int             `json:"max_output_tokens"`
 	Temperature       opt.Float64         `json:"temperature"`
 	TopP              opt.Float64         `json:"top_p"`
-	Text              *ResponsesText      `json:"text"`
-	Stream            bool                `json:"stream"`
-	Metadata          ResponsesMetadata   `json:"metadata"`
-	User              string              `json:"user"`
-	Truncation        string              `json:"truncation"`
-	Include           []string            `json:"include"`
-	Background        bool                `json:"background"`
+	// TopLogprobs (0..20) asks for output token logprobs with that many
+	// alternatives, as does include "message.output_text.logprobs".
+	TopLogprobs opt.Int           `json:"top_logprobs"`
+	Text        *ResponsesText    `json:"text"`
+	Stream      bool              `json:"stream"`
+	Metadata    ResponsesMetadata `json:"metadata"`
+	User        string            `json:"user"`
+	Truncation  string            `json:"truncation"`
+	Include     []string          `json:"include"`
+	Background  bool              `json:"background"`
 
 	// Accepted and not used.
 	ServiceTier    Ignored `json:"service_tier"`
@@ -87,6 +92,9 @@ type ResponsesContentPart struct {
 	Text string `json:"text"`
 	// Refusal is the text of an assistant "refusal" part.
 	Refusal string `json:"refusal"`
+	// Logprobs are an output_text part's token logprobs (response objects
+	// only; rendered by hand, never decoded).
+	Logprobs []engine.TokenLogprob `json:"-"`
 }
 
 // ResponsesTool is one entry of "tools". Only function tools are served;

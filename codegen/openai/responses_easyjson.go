@@ -446,6 +446,12 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer,
 			} else {
 				(out.TopP).UnmarshalEasyJSON(in)
 			}
+		case "top_logprobs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.TopLogprobs).UnmarshalEasyJSON(in)
+			}
 		case "text":
 			if in.IsNull() {
 				in.Skip()
@@ -629,6 +635,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writ
 		const prefix string = ",\"top_p\":"
 		out.RawString(prefix)
 		(in.TopP).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"top_logprobs\":"
+		out.RawString(prefix)
+		(in.TopLogprobs).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"text\":"
@@ -1735,7 +1746,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai13(in *jlexer.Lexer
 				in.Delim('[')
 				if out.Content == nil {
 					if !in.IsDelim(']') {
-						out.Content = make([]ResponsesContentPart, 0, 1)
+						out.Content = make([]ResponsesContentPart, 0, 0)
 					} else {
 						out.Content = []ResponsesContentPart{}
 					}

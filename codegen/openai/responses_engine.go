@@ -76,7 +76,33 @@ func (r *ResponsesRequest) validateSampling(s *engine.Sampling) *ParamError {
 		}
 		s.MaxTokens = r.MaxOutputTokens.V
 	}
+	if r.TopLogprobs.Defined {
+		if n := r.TopLogprobs.V; n < 0 || n > engine.MaxTopLogprobs {
+			return rangeError("top_logprobs", "an integer from 0 to 20", strconv.Itoa(n))
+		}
+		s.Logprobs, s.TopLogprobs = true, r.TopLogprobs.V
+	}
+	if r.WantsLogprobs() {
+		s.Logprobs = true
+	}
 	return nil
+}
+
+// IncludeLogprobs is the "include" value asking for output text logprobs.
+const IncludeLogprobs = "message.output_text.logprobs"
+
+// WantsLogprobs reports whether output_text parts carry logprobs: with
+// top_logprobs, or include "message.output_text.logprobs".
+func (r *ResponsesRequest) WantsLogprobs() bool {
+	if r.TopLogprobs.Defined {
+		return true
+	}
+	for _, v := range r.Include {
+		if v == IncludeLogprobs {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *ResponsesRequest) validateMetadata() *ParamError {

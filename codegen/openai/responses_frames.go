@@ -45,6 +45,7 @@ type ResponsesFormatter struct {
 	ended   bool
 	id      []byte // the open item's id
 	text    []byte // the open item's text or arguments so far
+	lps     []byte // the open message's logprob entries so far, comma-joined
 	callID  []byte
 	name    []byte
 	obj     []byte // scratch for rendered response objects
@@ -61,7 +62,7 @@ func NewResponsesFormatter(meta ResponseMeta, framing codegen.Framing) *Response
 // Reset readies f for another response, keeping its buffers.
 func (f *ResponsesFormatter) Reset(meta ResponseMeta, framing codegen.Framing) {
 	*f = ResponsesFormatter{meta: meta, framing: framing,
-		id: f.id[:0], text: f.text[:0], callID: f.callID[:0], name: f.name[:0], obj: f.obj[:0]}
+		id: f.id[:0], text: f.text[:0], lps: f.lps[:0], callID: f.callID[:0], name: f.name[:0], obj: f.obj[:0]}
 }
 
 func (f *ResponsesFormatter) begin(dst []byte, typ string) ([]byte, int) {
@@ -127,7 +128,19 @@ func (f *ResponsesFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		dst = f.appendItemRef(dst, true)
 		dst = append(dst, `,"delta":`...)
 		dst = codegen.AppendJSONString(dst, d.Text)
-		dst = append(dst, `,"logprobs":[]`...)
+		dst = append(dst, `,"logprobs":[`...)
+		for i := range d.Logprobs {
+			if len(f.lps) > 0 {
+				f.lps = append(f.lps, ',')
+			}
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			m := len(dst)
+			dst = appendLogprobEntry(dst, &d.Logprobs[i])
+			f.lps = append(f.lps, dst[m:]...)
+		}
+		dst = append(dst, ']')
 		return f.end(dst, mark)
 	case engine.DeltaToolCallStart:
 		dst = f.closeItem(dst, ResponseCompleted)
@@ -238,7 +251,11 @@ func (f *ResponsesFormatter) appendPart(dst []byte, full bool) []byte {
 	if f.open == respReasoning {
 		dst = append(dst, `{"type":"reasoning_text","text":`...)
 	} else {
-		dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+		dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[`...)
+		if full {
+			dst = append(dst, f.lps...)
+		}
+		dst = append(dst, `],"text":`...)
 	}
 	if full {
 		dst = codegen.AppendJSONString(dst, f.text)
@@ -262,7 +279,9 @@ func (f *ResponsesFormatter) closeItem(dst []byte, status string) []byte {
 	case respMessage:
 		dst, mark = f.begin(dst, "response.output_text.done")
 		dst = f.appendItemRef(dst, true)
-		dst = append(dst, `,"logprobs":[]`...)
+		dst = append(dst, `,"logprobs":[`...)
+		dst = append(dst, f.lps...)
+		dst = append(dst, ']')
 	case respCall:
 		dst, mark = f.begin(dst, "response.function_call_arguments.done")
 		dst = f.appendItemRef(dst, false)
@@ -291,6 +310,7 @@ func (f *ResponsesFormatter) closeItem(dst []byte, status string) []byte {
 	dst = f.end(dst, mark)
 	f.open = respNone
 	f.next++
+	f.lps = f.lps[:0]
 	return dst
 }
 
@@ -330,6 +350,11 @@ func (f *ResponsesFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
 	dst = f.responseEvent(dst, typ, r)
 	return codegen.AppendLastChunk(dst, f.framing)
 }
+
+// Response returns the encoded response object the last AppendEnd (or
+// AppendError) carried, so the caller can store exactly what the stream
+// sent without rendering it again. Valid until f's next call.
+func (f *ResponsesFormatter) Response() []byte { return f.obj }
 
 // AppendError appends response.failed, whose response object has status
 // "failed" and error {code, message}, and ends the chunked body. (An

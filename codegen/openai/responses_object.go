@@ -44,6 +44,7 @@ type ResponseMeta struct {
 	Temperature        float64
 	TopP               float64
 	MaxOutputTokens    int // 0 renders null
+	TopLogprobs        int
 	ReasoningEffort    string
 	ReasoningSummary   string
 	Format             ResponseFormatEcho
@@ -61,7 +62,7 @@ func (r *ResponsesRequest) Meta(id string, createdAt int64) ResponseMeta {
 		Store: r.StoreEnabled(), ToolChoice: r.ToolChoice,
 		ParallelToolCalls: r.ParallelToolCalls.Get(true),
 		Temperature:       r.Temperature.Get(1), TopP: r.TopP.Get(1),
-		MaxOutputTokens: r.MaxOutputTokens.V, Truncation: r.Truncation,
+		MaxOutputTokens: r.MaxOutputTokens.V, TopLogprobs: r.TopLogprobs.V, Truncation: r.Truncation,
 		User: r.User, Metadata: r.Metadata, Format: ResponseFormatEcho{Type: "text"},
 	}
 	if m.Truncation == "" {
@@ -101,7 +102,7 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 		Model: meta.Model, Output: []ResponseItem{}, ParallelToolCalls: meta.ParallelToolCalls,
 		ServiceTier: "default", Store: meta.Store, Temperature: meta.Temperature,
 		Text:       ResponseTextEcho{Format: meta.Format, Verbosity: "medium"},
-		ToolChoice: meta.ToolChoice, Tools: meta.Tools, TopP: meta.TopP, Truncation: meta.Truncation,
+		ToolChoice: meta.ToolChoice, Tools: meta.Tools, TopLogprobs: meta.TopLogprobs, TopP: meta.TopP, Truncation: meta.Truncation,
 		Metadata: meta.Metadata,
 	}
 	if r.Tools == nil {
@@ -164,7 +165,7 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 	}
 	if c.Text != "" {
 		r.Output = append(r.Output, ResponseItem{Type: "message", ID: itemID("msg_", meta.ID, len(r.Output)),
-			Status: ResponseCompleted, Role: "assistant", Content: []ResponsesContentPart{{Type: "output_text", Text: c.Text}}})
+			Status: ResponseCompleted, Role: "assistant", Content: []ResponsesContentPart{{Type: "output_text", Text: c.Text, Logprobs: c.Logprobs}}})
 	}
 	for i := range c.ToolCalls {
 		tc := &c.ToolCalls[i]
@@ -305,7 +306,14 @@ func appendPart(dst []byte, p *ResponsesContentPart) []byte {
 	dst = codegen.AppendJSONStringS(dst, p.Type)
 	switch p.Type {
 	case "output_text":
-		dst = append(dst, `,"annotations":[],"logprobs":[],"text":`...)
+		dst = append(dst, `,"annotations":[],"logprobs":[`...)
+		for i := range p.Logprobs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendLogprobEntry(dst, &p.Logprobs[i])
+		}
+		dst = append(dst, `],"text":`...)
 		dst = codegen.AppendJSONStringS(dst, p.Text)
 	case "refusal":
 		dst = append(dst, `,"refusal":`...)

@@ -148,6 +148,7 @@ func TestResponsesValidation(t *testing.T) {
 	f(`{"input":"x","temperature":3}`, "temperature", CodeInvalidValue, "between 0 and 2")
 	f(`{"input":"x","top_p":-1}`, "top_p", CodeInvalidValue, "between 0 and 1")
 	f(`{"input":"x","max_output_tokens":0}`, "max_output_tokens", CodeInvalidValue, "at least 1")
+	f(`{"input":"x","top_logprobs":21}`, "top_logprobs", CodeInvalidValue, "0 to 20")
 	f(`{"input":"x","truncation":"middle"}`, "truncation", CodeInvalidValue, `"middle"`)
 	f(`{"input":"x","metadata":{"a":1}}`, "metadata", CodeInvalidType, "strings")
 	f(`{"input":"x","metadata":{"a":"`+strings.Repeat("v", 513)+`"}}`, `metadata."a"`, CodeInvalidValue, "512")
