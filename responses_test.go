@@ -303,3 +303,52 @@ func functionCallOutput(callID, output string) responses.ResponseInputItemUnionP
 }
 
 var _ = option.WithMaxRetries
+
+// TestResponsesLogprobs: top_logprobs gives each output_text delta its
+// tokens' logprobs, and the final output_text part all of them.
+func TestResponsesLogprobs(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	client := newClient(base)
+	const tokens = 6
+	stream := client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(tokens),
+		TopLogprobs: openai.Int(3),
+		Include:     []responses.ResponseIncludable{responses.ResponseIncludableMessageOutputTextLogprobs},
+	})
+	deltas := 0
+	var final responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			for _, lp := range ev.AsResponseOutputTextDelta().Logprobs {
+				deltas++
+				if len(lp.TopLogprobs) != 3 || lp.TopLogprobs[0].Logprob < lp.TopLogprobs[2].Logprob {
+					t.Fatalf("delta logprob %+v", lp)
+				}
+			}
+		case "response.completed", "response.incomplete":
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if deltas != tokens {
+		t.Fatalf("%d delta logprobs, want %d", deltas, tokens)
+	}
+	if final.TopLogprobs != 3 || len(final.Output) != 1 || len(final.Output[0].Content) != 1 {
+		t.Fatalf("final %s", final.RawJSON())
+	}
+	part := final.Output[0].Content[0]
+	if len(part.Logprobs) != tokens {
+		t.Fatalf("output_text logprobs %d, want %d", len(part.Logprobs), tokens)
+	}
+	var text strings.Builder
+	for _, lp := range part.Logprobs {
+		text.WriteString(lp.Token)
+	}
+	if text.String() != part.Text {
+		t.Errorf("logprob tokens %q, text %q", text.String(), part.Text)
+	}
+}

@@ -137,19 +137,15 @@ func (d *responsesDialect) streamContentType() string { return "text/event-strea
 // when the stream ends.
 type responsesStream struct {
 	openai.ResponsesFormatter
-	d    *responsesDialect
-	ss   *session
-	body []byte
+	d  *responsesDialect
+	ss *session
 }
 
 // AppendEnd implements engine.Formatter.
 func (f *responsesStream) AppendEnd(dst []byte, res *engine.Result) []byte {
 	dst = f.ResponsesFormatter.AppendEnd(dst, res)
 	if f.d.req.StoreEnabled() && res.Err == nil {
-		// TODO(codegen): take the object AppendEnd rendered instead of
-		// building it a second time.
-		f.body = openai.AppendResponse(f.body[:0], openai.BuildResponse(&f.d.meta, res))
-		f.d.save(f.ss, res, f.body)
+		f.d.save(f.ss, res, f.ResponsesFormatter.Response())
 	}
 	return dst
 }
