@@ -223,6 +223,14 @@ func (s *Server) Start() error {
 	return nil
 }
 
+// Done is closed when the network layer stopped, by Stop or on its own;
+// Err then tells which. `vajra serve` exits non-zero when it stops on its
+// own, so that the orchestrator restarts the node.
+func (s *Server) Done() <-chan struct{} { return s.net.Done() }
+
+// Err is the reason the network layer stopped on its own, nil after Stop.
+func (s *Server) Err() error { return s.net.Err() }
+
 // Addr is the bound address (after Start).
 func (s *Server) Addr() net.Addr { return s.net.Addr() }
 

@@ -109,6 +109,9 @@ type Server struct {
 	loops    sync.Map // gnet.EventLoop → *loop
 	started  chan error
 	done     chan error
+	stopped  chan struct{} // closed when gnet.Run returned
+	stopping atomic.Bool   // Stop was called
+	runErr   error         // why gnet.Run returned; read after stopped
 	draining atomic.Bool
 	bellMu   sync.Mutex
 	bells    []int // writer ends of the loops' doorbells
@@ -170,6 +173,7 @@ func New(opts Options) (*Server, error) {
 		keys:     newKeySet(opts.APIKeys),
 		started:  make(chan error, 1),
 		done:     make(chan error, 1),
+		stopped:  make(chan struct{}),
 		idle:     make(chan struct{}, 1),
 		maxConns: int64(opts.MaxConnections),
 		access:   opts.AccessLog,
@@ -212,6 +216,13 @@ func (s *Server) Start() error {
 		case s.started <- err: // failed before booting
 		default:
 		}
+		if err == nil && !s.stopping.Load() {
+			// gnet ended on its own: its main reactor quits the whole
+			// engine on a fatal accept error (see limits.go).
+			err = errors.New("netio: the gnet engine stopped unexpectedly (see the log; an accept error such as EMFILE ends it)")
+		}
+		s.runErr = err
+		close(s.stopped)
 		s.done <- err
 	}()
 	return <-s.started
@@ -223,6 +234,12 @@ func (s *Server) Addr() net.Addr { return s.addr }
 // Stop closes the listener and every connection. Sessions of closed
 // connections are aborted. Safe for concurrent use.
 func (s *Server) Stop(ctx context.Context) error {
+	s.stopping.Store(true)
+	select {
+	case <-s.stopped:
+		return nil // already down (Done fired)
+	default:
+	}
 	if err := s.eng.Stop(ctx); err != nil {
 		return fmt.Errorf("netio: stop: %w", err)
 	}
@@ -237,6 +254,19 @@ func (s *Server) Stop(ctx context.Context) error {
 // Release frees what outlives the gnet engine (the doorbells' writer ends).
 // Call after Stop, once no session can send any more.
 func (s *Server) Release() { s.closeBells() }
+
+// Done is closed when the network engine stopped, by Stop or on its own
+// (a fatal accept error); Err then says why. Safe for concurrent use.
+func (s *Server) Done() <-chan struct{} { return s.stopped }
+
+// Err is nil after a Stop, the reason after gnet stopped on its own. Valid
+// once Done is closed.
+func (s *Server) Err() error {
+	if s.stopping.Load() {
+		return nil
+	}
+	return s.runErr
+}
 
 // SetDraining makes /health answer 503 so load balancers stop sending.
 func (s *Server) SetDraining(on bool) { s.draining.Store(on) }

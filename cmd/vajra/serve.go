@@ -293,7 +293,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "vajra serving on http://%s\n", srv.Addr())
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-srv.Done():
+		// The network engine died (gnet stops on a fatal accept error):
+		// exit non-zero so that the node is restarted.
+		log.Error("network layer stopped", zap.Error(srv.Err()))
+		_ = srv.Stop(context.Background())
+		return 1
+	}
 	log.Info("shutting down: draining", zap.Duration("timeout", st.shutdown))
 	sctx, cancel := context.WithTimeout(context.Background(), st.shutdown)
 	defer cancel()

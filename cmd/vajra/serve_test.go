@@ -160,7 +160,9 @@ func TestServeExitsZeroOnSignal(t *testing.T) {
 	out := &syncBuffer{got: make(chan struct{}, 1)}
 	var logs bytes.Buffer
 	rc := make(chan int, 1)
-	go func() { rc <- serve(ctx, []string{"--port", "0", "--shutdown-timeout", "2s", "--access-log"}, out, &logs) }()
+	go func() {
+		rc <- serve(ctx, []string{"--port", "0", "--shutdown-timeout", "2s", "--access-log"}, out, &logs)
+	}()
 	select {
 	case <-out.got:
 	case <-time.After(10 * time.Second):
