@@ -304,10 +304,9 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		return busyResponse, gnet.Close
 	}
 	c := &conn{
-		gc:     gc,
-		loop:   s.loopOf(gc.EventLoop()),
-		srv:    s,
-		parser: httpparse.NewParser(s.opts.Limits),
+		gc:   gc,
+		loop: s.loopOf(gc.EventLoop()),
+		srv:  s,
 	}
 	gc.SetContext(c)
 	return nil, gnet.None
