@@ -19,6 +19,9 @@ type CompletionStreamOptions struct {
 	// detokenizes it (engine.Engine.Detokenize).
 	EchoPrompt string
 	Framing    codegen.Framing
+	// ChoiceOffset is added to every choice "index" written: the stream of
+	// prompt k of a batch, whose choices are k*n … k*n+n-1 of the response.
+	ChoiceOffset int
 }
 
 // CompletionFormatter writes a completions stream (engine.Formatter):
@@ -84,7 +87,7 @@ func (f *CompletionFormatter) AppendStart(dst []byte, s *engine.Start) []byte {
 		dst, mark = codegen.BeginFrame(dst, f.opts.Framing)
 		dst = append(dst, f.head...)
 		dst = append(dst, `{"index":`...)
-		dst = codegen.AppendInt(dst, int64(i))
+		dst = codegen.AppendInt(dst, int64(f.opts.ChoiceOffset+i))
 		dst = append(dst, `,"text":`...)
 		dst = codegen.AppendJSONStringS(dst, f.opts.EchoPrompt)
 		dst = append(dst, `,"logprobs":`...)
@@ -110,7 +113,7 @@ func (f *CompletionFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 	dst, mark := codegen.BeginFrame(dst, f.opts.Framing)
 	dst = append(dst, f.head...)
 	dst = append(dst, `{"index":`...)
-	dst = codegen.AppendInt(dst, int64(d.Choice))
+	dst = codegen.AppendInt(dst, int64(f.opts.ChoiceOffset+d.Choice))
 	dst = append(dst, `,"text":`...)
 	dst = codegen.AppendJSONString(dst, d.Text)
 	dst = append(dst, `,"logprobs":`...)
@@ -132,7 +135,7 @@ func (f *CompletionFormatter) AppendChoiceEnd(dst []byte, e *engine.ChoiceEnd) [
 	dst, mark := codegen.BeginFrame(dst, f.opts.Framing)
 	dst = append(dst, f.head...)
 	dst = append(dst, `{"index":`...)
-	dst = codegen.AppendInt(dst, int64(e.Choice))
+	dst = codegen.AppendInt(dst, int64(f.opts.ChoiceOffset+e.Choice))
 	dst = append(dst, `,"text":"","logprobs":null,"finish_reason":`...)
 	dst = appendFinishReason(dst, e.FinishReason)
 	dst = append(dst, `,"stop_reason":`...)
@@ -256,6 +259,9 @@ type CompletionMeta struct {
 	// PromptLogprobs to its logprobs).
 	Echo       bool
 	EchoPrompt string
+	// EchoPrompts, when set, is the echo of each choice by index (a batch
+	// of prompts, each echoing its own); it overrides EchoPrompt.
+	EchoPrompts []string
 }
 
 // AppendCompletion appends the non-streaming body of a completion:
@@ -275,12 +281,16 @@ func AppendCompletion(dst []byte, m *CompletionMeta, res *engine.Result) []byte 
 		if i > 0 {
 			dst = append(dst, ',')
 		}
+		echo := m.EchoPrompt
+		if c.Index >= 0 && c.Index < len(m.EchoPrompts) {
+			echo = m.EchoPrompts[c.Index]
+		}
 		dst = append(dst, `{"index":`...)
 		dst = codegen.AppendInt(dst, int64(c.Index))
 		dst = append(dst, `,"text":`...)
-		if m.Echo && m.EchoPrompt != "" {
+		if m.Echo && echo != "" {
 			// Two escaped strings joined: drop the quotes between them.
-			dst = codegen.AppendJSONStringS(dst, m.EchoPrompt)
+			dst = codegen.AppendJSONStringS(dst, echo)
 			dst = dst[:len(dst)-1]
 			mark := len(dst)
 			dst = codegen.AppendJSONStringS(dst, c.Text)
@@ -297,7 +307,7 @@ func AppendCompletion(dst []byte, m *CompletionMeta, res *engine.Result) []byte 
 		if m.Logprobs || len(c.Logprobs) > 0 || len(prompt) > 0 {
 			off := 0
 			if m.Echo && len(prompt) == 0 {
-				off = utf8.RuneCountInString(m.EchoPrompt)
+				off = utf8.RuneCountInString(echo)
 			}
 			dst = appendCompletionLogprobs(dst, prompt, c.Logprobs, &off)
 		} else {
