@@ -1,13 +1,17 @@
 package vajra_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -466,6 +470,132 @@ func TestUnknownFieldsAccepted(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestCompletionsBatch: several prompts in one request, as lm-eval sends
+// them: prompt k's choices are k*n … k*n+n-1, the usage is the sum.
+func TestCompletionsBatch(t *testing.T) {
+	srv, _, base := startServer(t, nil)
+	client := newClient(base)
+	ctx := context.Background()
+	prompts := []string{"Once upon a time", "The capital of France is Paris"}
+	lens := []int{len(srv.Engine().Tokenize(prompts[0])), len(srv.Engine().Tokenize(prompts[1]))}
+
+	t.Run("non-stream echo logprobs", func(t *testing.T) {
+		res, err := client.Completions.New(ctx, openai.CompletionNewParams{
+			Model: vajra.DefaultModelName, Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: prompts},
+			Echo: openai.Bool(true), Logprobs: openai.Int(1), MaxTokens: openai.Int(1), Temperature: openai.Float(0),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Choices) != 2 || res.Usage.PromptTokens != int64(lens[0]+lens[1]) || res.Usage.CompletionTokens != 2 {
+			t.Fatalf("choices %d usage %+v", len(res.Choices), res.Usage)
+		}
+		for k, c := range res.Choices {
+			if c.Index != int64(k) || !strings.HasPrefix(c.Text, prompts[k]) || len(c.Logprobs.Tokens) != lens[k]+1 {
+				t.Fatalf("choice %d: index %d text %q tokens %d", k, c.Index, c.Text, len(c.Logprobs.Tokens))
+			}
+		}
+	})
+	t.Run("token arrays n=2", func(t *testing.T) {
+		ids := [][]int64{toInt64(srv.Engine().Tokenize(prompts[0])), toInt64(srv.Engine().Tokenize(prompts[1]))}
+		res, err := client.Completions.New(ctx, openai.CompletionNewParams{
+			Model: vajra.DefaultModelName, Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokenArrays: ids},
+			N: openai.Int(2), MaxTokens: openai.Int(3),
+		}, option.WithJSONSet("ignore_eos", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Choices) != 4 || res.Usage.CompletionTokens != 12 {
+			t.Fatalf("choices %d usage %+v", len(res.Choices), res.Usage)
+		}
+		for i, c := range res.Choices {
+			if c.Index != int64(i) || c.Text == "" {
+				t.Fatalf("choice %d: %+v", i, c)
+			}
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		stream := client.Completions.NewStreaming(ctx, openai.CompletionNewParams{
+			Model: vajra.DefaultModelName, Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: prompts},
+			N: openai.Int(2), MaxTokens: openai.Int(4), Echo: openai.Bool(true),
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+		}, option.WithJSONSet("ignore_eos", true))
+		text := map[int64]string{}
+		finishes := map[int64]int{}
+		var usage openai.CompletionUsage
+		for stream.Next() {
+			c := stream.Current()
+			for _, ch := range c.Choices {
+				text[ch.Index] += ch.Text
+				if ch.FinishReason != "" {
+					finishes[ch.Index]++
+				}
+			}
+			if c.Usage.TotalTokens > 0 {
+				usage = c.Usage
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range int64(4) {
+			if finishes[i] != 1 || !strings.HasPrefix(text[i], prompts[i/2]) || len(text[i]) == len(prompts[i/2]) {
+				t.Errorf("choice %d: %d finishes, text %q", i, finishes[i], text[i])
+			}
+		}
+		if usage.CompletionTokens != 16 || usage.PromptTokens != int64(2*(lens[0]+lens[1])) && usage.PromptTokens != int64(lens[0]+lens[1]) {
+			t.Errorf("usage %+v", usage)
+		}
+	})
+	t.Run("one prompt too long", func(t *testing.T) {
+		_, err := client.Completions.New(ctx, openai.CompletionNewParams{
+			Model:  vajra.DefaultModelName,
+			Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: []string{"hi", strings.Repeat("sea ", 9000)}},
+		})
+		var apiErr *openai.Error
+		if !asError(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "context_length_exceeded" {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+// TestCompletionsBatchDisconnect: a client that leaves aborts every
+// prompt's engine session.
+func TestCompletionsBatchDisconnect(t *testing.T) {
+	_, obs, base := startServer(t, func(c *vajra.Config) { c.Sim.ITL = 5 * time.Millisecond })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"vajra-sim","prompt":["a","b","c"],"max_tokens":4000,"ignore_eos":true,"stream":true}`
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	r := bufio.NewReader(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for tokens := 0; tokens < 6; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, `"text":`) {
+			tokens++
+		}
+	}
+	if got := obs.Stats().Running; got != 3 {
+		t.Fatalf("running sequences mid-stream = %d, want 3", got)
+	}
+	conn.Close()
+	for range 3 {
+		select {
+		case res := <-obs.finals:
+			if res.Err == nil || res.Err.Kind != engine.KindAborted {
+				t.Fatalf("final after disconnect: %+v, want aborted", res.Err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("prompt not aborted after the client left")
 		}
 	}
 }

@@ -8,14 +8,15 @@ import (
 	"github.com/vajra-go/vajra/engine"
 )
 
-// completionsDialect is POST /v1/completions (the legacy text API). One
-// prompt per request: a batch of prompts is refused by codegen with
-// multiple_prompts_unsupported (see docs/compatibility.md).
+// completionsDialect is POST /v1/completions (the legacy text API). A
+// batch of prompts runs as one engine session per prompt
+// (dialect_completions_batch.go).
 type completionsDialect struct {
 	req     openai.CompletionRequest
 	id      string
 	created int64
 	fmt     openai.CompletionFormatter
+	batch   *completionsBatch
 }
 
 func (d *completionsDialect) decode(ss *session) *apiError {
@@ -27,11 +28,14 @@ func (d *completionsDialect) decode(ss *session) *apiError {
 		return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
 	}
 	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
+	d.id = newID("cmpl-")
+	d.created = time.Now().Unix()
+	if d.req.Prompt.Count() > 1 {
+		return d.startBatch(ss)
+	}
 	if pe := d.req.ToEngine(&ss.ereq); pe != nil {
 		return openaiError(pe.API())
 	}
-	d.id = newID("cmpl-")
-	d.created = time.Now().Unix()
 	return nil
 }
 
