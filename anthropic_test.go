@@ -283,3 +283,31 @@ func TestAnthropicModels(t *testing.T) {
 		t.Fatalf("model %v %v", m, err)
 	}
 }
+
+// TestAnthropicStopSequences: a stop sequence from the answer ends it there,
+// with stop_reason "stop_sequence" naming it.
+func TestAnthropicStopSequences(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	client := newAnthropic(base)
+	ctx := context.Background()
+	params := anthropic.MessageNewParams{Model: vajra.DefaultModelName, MaxTokens: 30, Messages: userText(question)}
+	greedy := aoption.WithJSONSet("temperature", 0)
+	a, err := client.Messages.New(ctx, params, greedy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := a.Content[0].Text
+	words := strings.Fields(text)
+	if len(words) < 4 {
+		t.Skipf("answer too short to cut: %q", text)
+	}
+	stop := " " + words[3]
+	params.StopSequences = []string{stop}
+	b, err := client.Messages.New(ctx, params, greedy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.StopReason != anthropic.StopReasonStopSequence || b.StopSequence != stop || b.Content[0].Text != text[:strings.Index(text, stop)] {
+		t.Fatalf("stop %q: %s", stop, b.RawJSON())
+	}
+}

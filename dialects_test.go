@@ -599,3 +599,41 @@ func TestCompletionsBatchDisconnect(t *testing.T) {
 		}
 	}
 }
+
+// TestChatSeedAndStop: a seed makes the answer reproducible, and a stop
+// string taken from that answer ends it there ("stop", string trimmed).
+func TestChatSeedAndStop(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	client := newClient(base)
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{
+		Model: vajra.DefaultModelName, Messages: userMsg(question), Seed: openai.Int(1234),
+		Temperature: openai.Float(1), MaxTokens: openai.Int(30),
+	}
+	a, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := a.Choices[0].Message.Content
+	if text != b.Choices[0].Message.Content {
+		t.Fatalf("same seed, different answers: %q, %q", text, b.Choices[0].Message.Content)
+	}
+	words := strings.Fields(text)
+	if len(words) < 4 {
+		t.Skipf("answer too short to cut: %q", text)
+	}
+	stop := " " + words[3]
+	cut := text[:strings.Index(text, stop)]
+	params.Stop = openai.ChatCompletionNewParamsStopUnion{OfString: openai.String(stop)}
+	c, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Choices[0]; got.Message.Content != cut || got.FinishReason != "stop" {
+		t.Fatalf("with stop %q: %q (%s), want %q (stop)", stop, got.Message.Content, got.FinishReason, cut)
+	}
+}
