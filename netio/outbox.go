@@ -181,7 +181,17 @@ func (l *loop) Run(context.Context) error {
 	// Clear the bell before taking the list: a producer that queues after
 	// the take finds the bell clear and rings again.
 	l.rung.Store(false)
-	c := l.head.Swap(nil)
+	// The list is a stack: reverse it so connections are written in the
+	// order their bytes were queued. Within an engine step that order is the
+	// engine's order of sessions, the same every step, so a stream's place
+	// in the step (and so its inter-token gap) does not jitter when a step's
+	// batch reaches the loop in several wakes.
+	var c *conn
+	for n := l.head.Swap(nil); n != nil; {
+		next := n.nextReady
+		n.nextReady = c
+		c, n = n, next
+	}
 	for c != nil {
 		next := c.nextReady
 		c.nextReady = nil
