@@ -43,6 +43,9 @@ type Config struct {
 	ServedModelNames []string
 	// Loops is the number of event loops (0: one per CPU).
 	Loops int
+	// StreamInterval coalesces up to this many tokens into one streamed
+	// frame (vLLM's --stream-interval); 0 or 1 sends one frame per token.
+	StreamInterval int
 	// Sim configures the embedded engine when Engine is nil. Its
 	// MaxModelLen and MaxNumSeqs are vLLM's --max-model-len and
 	// --max-num-seqs.
@@ -132,6 +135,8 @@ func New(cfg Config) (*Server, error) {
 		System:   cfg.ActorSystem,
 		Logger:   cfg.Logger.Named("session"),
 		Observer: obs,
+		// StreamInterval is per server, as in vLLM.
+		StreamInterval: cfg.StreamInterval,
 	})
 	if err != nil {
 		_ = eng.Close()

@@ -36,6 +36,9 @@ type Config struct {
 	Observer Observer
 	// Store bounds the Responses API's response store.
 	Store StoreConfig
+	// StreamInterval coalesces up to this many tokens per streamed frame
+	// (vLLM's --stream-interval); 0 or 1 sends one frame per token.
+	StreamInterval int
 }
 
 // Observer receives each finished request's final Result, once, on the

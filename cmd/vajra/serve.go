@@ -81,6 +81,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most open connections; more get 503 and are closed (0: the open-file limit minus a reserve)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
 	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per CPU)")
+	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "coalesce up to this many tokens per streamed frame (as vLLM's; 0 or 1: one frame per token)")
 	fs.StringVar(&st.logFormat, "log-format", st.logFormat, "log format: json or console")
 	fs.StringVar(&st.logLevel, "log-level", st.logLevel, "log level: debug, info, warn or error")
 	fs.BoolVar(&st.accessLog, "access-log", false, "log one line per request (sampled: the first 100 a second, then 1 in 100)")
