@@ -44,6 +44,10 @@ type Engine struct {
 	prefillFree   time.Time // when the prefill lane is free
 	nextStep      time.Time // when the next decode step is due
 	delta         engine.Delta
+	// frames is the one step buffer every request's frames are written
+	// into, in turn: Sink.Deliver copies what it keeps, so a request needs
+	// no buffer of its own between steps (lent as group.buf).
+	frames []byte
 	logits        [maxSucc]float64
 	order         [maxSucc]int
 	tops          [maxSucc + 2*engine.MaxTopLogprobs]engine.TopLogprob
@@ -149,11 +153,6 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 		g.arrival = now
 	}
 	g.usage.PromptTokens = p.promptLen
-	if req.Stream {
-		// Room for a step's frames of every choice, so that the buffer
-		// stops growing after the first steps.
-		g.buf = make([]byte, 0, frameBufSize*req.Sampling.Choices())
-	}
 	n := req.Sampling.Choices()
 	g.seqs = make([]seq, n)
 	g.live = n
@@ -197,9 +196,9 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 // (56 bytes each).
 const maxLogprobsReserve = 1024
 
-// frameBufSize is the initial capacity of a request's step buffer per
-// choice: a chat completion chunk with one token is about 200-300 bytes.
-const frameBufSize = 512
+// frameBufSize is the initial capacity of the engine's step buffer: a chat
+// completion chunk with one token is about 200-300 bytes.
+const frameBufSize = 4096
 
 // seedFor is the seed of choice i. Temperature 0 is greedy: every choice
 // follows the prompt's content hash, so identical requests (and all choices

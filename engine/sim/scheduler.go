@@ -232,6 +232,23 @@ func (e *Engine) releaseGroup(g *group) {
 	e.runningSeqs -= g.live
 }
 
+// lendFrames lends the engine's step buffer to the request being stepped.
+func (e *Engine) lendFrames() []byte {
+	if e.frames == nil {
+		e.frames = make([]byte, 0, frameBufSize)
+	}
+	return e.frames[:0]
+}
+
+// returnFrames takes the step buffer back (it may have grown) once the
+// request's frames were delivered.
+func (e *Engine) returnFrames(g *group) {
+	if g.buf != nil {
+		e.frames = g.buf[:0]
+		g.buf = nil
+	}
+}
+
 // pass runs one scheduler pass over the running requests, in admission
 // order: first tokens for finished prefills, and a decode step for the rest
 // when one is due. Each request that produced output gets one Deliver.
@@ -247,15 +264,21 @@ func (e *Engine) pass(now time.Time) {
 	started := false
 	for i := 0; i < len(e.running); i++ {
 		g := e.running[i]
+		if g.state != statePrefill && g.state != stateDecode {
+			continue
+		}
+		g.buf = e.lendFrames()
 		switch g.state {
 		case statePrefill:
 			if now.Before(g.readyAt) {
+				e.returnFrames(g)
 				continue
 			}
 			e.firstToken(g, now)
 			started = true
 		case stateDecode:
 			if !due {
+				e.returnFrames(g)
 				continue
 			}
 			e.decode(g)
@@ -266,8 +289,8 @@ func (e *Engine) pass(now time.Time) {
 			e.finishGroup(g, nil, now)
 		} else if g.req.Stream && len(g.buf) > 0 {
 			g.sink.Deliver(g.buf, nil)
-			g.buf = g.buf[:0]
 		}
+		e.returnFrames(g)
 	}
 	if due {
 		d := e.stepDur()

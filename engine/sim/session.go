@@ -247,7 +247,8 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 			frames = g.req.Formatter.AppendEnd(g.buf, res)
 		}
 	}
-	g.buf = nil
+	// The caller takes the step buffer back after this delivery (pass), or
+	// it was never lent (abort, shutdown): then frames is the request's own.
 	// Publish first, so that a caller woken by this final delivery already
 	// sees the freed slot and blocks in Stats.
 	e.publish()
