@@ -172,10 +172,17 @@ func New(cfg Config) (*Server, error) {
 		m.SetSources(metrics.Sources{
 			Engine:        func() metrics.EngineStats { return engineStats(eng) },
 			Server:        n.ServerStats,
+			Store:         func() metrics.StoreStats { return storeStats(sessions) },
 			UnknownFields: sessions.UnknownFields,
 		})
 	}
 	return &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}, nil
+}
+
+// storeStats adapts the response store's figures to the metrics package's.
+func storeStats(s *actors.Sessions) metrics.StoreStats {
+	st := s.ResponseStore().Stats()
+	return metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes}
 }
 
 // engineStats adapts the engine's figures to the metrics package's.

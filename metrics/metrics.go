@@ -50,10 +50,17 @@ type ServerStats struct {
 	ClientAborts    uint64 // requests aborted by a client disconnect
 }
 
+// StoreStats are the Responses API store's figures.
+type StoreStats struct {
+	Stored, Evicted, Deleted uint64 // responses put, evicted by a bound, deleted, ever
+	Count, Bytes             int64  // held now
+}
+
 // Sources are read at scrape time. Any may be nil.
 type Sources struct {
 	Engine        func() EngineStats
 	Server        func() ServerStats
+	Store         func() StoreStats
 	UnknownFields func(fn func(endpoint, field string, n uint64))
 }
 
@@ -309,11 +316,18 @@ var (
 	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
 	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
 	descUnknown  = prometheus.NewDesc("vajra_unknown_request_fields_total", "Request fields no dialect knows, by endpoint and field.", []string{"endpoint", "field"}, nil)
+
+	descStored     = prometheus.NewDesc("vajra_responses_stored_total", "Responses API objects stored.", nil, nil)
+	descEvicted    = prometheus.NewDesc("vajra_responses_evicted_total", "Stored responses evicted by the count or byte bound (least recently used first).", nil, nil)
+	descDeleted    = prometheus.NewDesc("vajra_responses_deleted_total", "Stored responses deleted by clients.", nil, nil)
+	descStoreCount = prometheus.NewDesc("vajra_responses_store_count", "Responses held in the store.", nil, nil)
+	descStoreBytes = prometheus.NewDesc("vajra_responses_store_bytes", "Bytes held in the response store.", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH,
-		descConns, descBytes, descParse, descSlow, descAborts, descHTTP, descRejected, descUnknown, c.itlDesc} {
+		descConns, descBytes, descParse, descSlow, descAborts, descHTTP, descRejected, descUnknown, c.itlDesc,
+		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
 		ch <- d
 	}
 }
@@ -348,6 +362,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descParse, prometheus.CounterValue, float64(st.ParseErrors))
 		ch <- prometheus.MustNewConstMetric(descSlow, prometheus.CounterValue, float64(st.SlowConsumers))
 		ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(st.ClientAborts))
+	}
+	if f := src.Store; f != nil {
+		st := f()
+		ch <- prometheus.MustNewConstMetric(descStored, prometheus.CounterValue, float64(st.Stored))
+		ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(st.Evicted))
+		ch <- prometheus.MustNewConstMetric(descDeleted, prometheus.CounterValue, float64(st.Deleted))
+		ch <- prometheus.MustNewConstMetric(descStoreCount, prometheus.GaugeValue, float64(st.Count))
+		ch <- prometheus.MustNewConstMetric(descStoreBytes, prometheus.GaugeValue, float64(st.Bytes))
 	}
 	c.m.mu.Lock()
 	routes := append([]*Route(nil), c.m.routes...)
