@@ -147,16 +147,7 @@ func (f *ChatFormatter) AppendChoiceEnd(dst []byte, e *engine.ChoiceEnd) []byte 
 // AppendEnd appends the usage chunk (with IncludeUsage), data: [DONE] and
 // the end of the chunked body.
 func (f *ChatFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
-	if f.opts.IncludeUsage && res != nil {
-		var mark int
-		dst, mark = codegen.BeginFrame(dst, f.opts.Framing)
-		dst = append(dst, f.head...)
-		dst = append(dst, `],"usage":`...)
-		dst = appendUsage(dst, &res.Usage, true)
-		dst = append(dst, "}\n\n"...)
-		dst = codegen.EndFrame(dst, f.opts.Framing, mark)
-	}
-	return appendDone(dst, f.opts.Framing)
+	return appendChunkStreamEnd(dst, f.head, f.opts.IncludeUsage, f.opts.Framing, res)
 }
 
 // AppendError appends data: {"error":{...}}, data: [DONE] and the end of
@@ -167,7 +158,29 @@ func (f *ChatFormatter) AppendError(dst []byte, err *engine.Error) []byte {
 }
 
 func (f *ChatFormatter) appendContinuousUsage(dst []byte, u *engine.Usage) []byte {
-	if !f.opts.ContinuousUsage || u == nil {
+	return appendContinuousUsage(dst, f.opts.ContinuousUsage, u)
+}
+
+// appendChunkStreamEnd ends a chat or completions stream: the usage chunk
+// (head + "],"usage":{...}}") when asked for, data: [DONE], and the end of
+// the chunked body.
+func appendChunkStreamEnd(dst, head []byte, includeUsage bool, framing codegen.Framing, res *engine.Result) []byte {
+	if includeUsage && res != nil {
+		var mark int
+		dst, mark = codegen.BeginFrame(dst, framing)
+		dst = append(dst, head...)
+		dst = append(dst, `],"usage":`...)
+		dst = appendUsage(dst, &res.Usage, true)
+		dst = append(dst, "}\n\n"...)
+		dst = codegen.EndFrame(dst, framing, mark)
+	}
+	return appendDone(dst, framing)
+}
+
+// appendContinuousUsage appends the running usage to a chunk (vLLM's
+// continuous_usage_stats), when on.
+func appendContinuousUsage(dst []byte, on bool, u *engine.Usage) []byte {
+	if !on || u == nil {
 		return dst
 	}
 	dst = append(dst, `,"usage":`...)

@@ -149,16 +149,7 @@ func (f *CompletionFormatter) AppendChoiceEnd(dst []byte, e *engine.ChoiceEnd) [
 // AppendEnd appends the usage chunk (with IncludeUsage), data: [DONE] and
 // the end of the chunked body.
 func (f *CompletionFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
-	if f.opts.IncludeUsage && res != nil {
-		var mark int
-		dst, mark = codegen.BeginFrame(dst, f.opts.Framing)
-		dst = append(dst, f.head...)
-		dst = append(dst, `],"usage":`...)
-		dst = appendUsage(dst, &res.Usage, true)
-		dst = append(dst, "}\n\n"...)
-		dst = codegen.EndFrame(dst, f.opts.Framing, mark)
-	}
-	return appendDone(dst, f.opts.Framing)
+	return appendChunkStreamEnd(dst, f.head, f.opts.IncludeUsage, f.opts.Framing, res)
 }
 
 // AppendError appends data: {"error":{...}}, data: [DONE] and the end of
@@ -169,11 +160,7 @@ func (f *CompletionFormatter) AppendError(dst []byte, err *engine.Error) []byte 
 }
 
 func (f *CompletionFormatter) appendContinuousUsage(dst []byte, u *engine.Usage) []byte {
-	if !f.opts.ContinuousUsage || u == nil {
-		return dst
-	}
-	dst = append(dst, `,"usage":`...)
-	return appendUsage(dst, u, false)
+	return appendContinuousUsage(dst, f.opts.ContinuousUsage, u)
 }
 
 // appendCompletionLogprobs appends the legacy logprobs object
