@@ -2,7 +2,6 @@ package vajra_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
-	"github.com/vajra-go/vajra/engine/sim"
 )
 
 // fleetServer runs a real server on a free loopback port, with the engine
@@ -26,32 +24,8 @@ import (
 // cleanup (unless the test already shut it down).
 func fleetServer(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, *observed, string) {
 	t.Helper()
-	cfg := vajra.DefaultConfig()
-	cfg.Port = 0
-	cfg.Loops = 2
-	cfg.Sim.ITL = time.Millisecond
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	e, err := sim.New(cfg.Sim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs := &observed{Engine: e, finals: make(chan *engine.Result, 64)}
-	cfg.Engine = obs
-	srv, err := vajra.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Stop(ctx)
-	})
-	return srv, obs, srv.Addr().String()
+	srv, obs, base := startServer(t, mutate)
+	return srv, obs, strings.TrimPrefix(base, "http://")
 }
 
 // scrape fetches /metrics and parses it with Prometheus's own parser.
