@@ -109,6 +109,12 @@ var figureDefs = []struct {
 		}
 		return r.Server.CPUMicrosPerReq
 	}},
+	{"server allocs/token", "", true, func(r *Result) float64 {
+		if r.Server == nil || r.Server.AllocsPerToken < 0 {
+			return math.NaN()
+		}
+		return r.Server.AllocsPerToken
+	}},
 	{"server peak RSS", "MiB", true, func(r *Result) float64 {
 		if r.Server == nil {
 			return math.NaN()

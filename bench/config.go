@@ -40,8 +40,12 @@ type Config struct {
 	DialTimeout    time.Duration
 
 	ServerPID int // server to sample CPU time and RSS from; 0: none
-	Label     string
-	Seed      uint64 // open-loop arrival seed
+	// ServerAllocs reads the server's heap allocation count from its
+	// /metrics (go_gc_heap_allocs_objects_total) at the window's two ends,
+	// to report allocations per delivered token.
+	ServerAllocs bool
+	Label        string
+	Seed         uint64 // open-loop arrival seed
 
 	// Progress receives progress lines every ProgressEvery; nil for none.
 	// ProgressTTY redraws one line with a bar instead.

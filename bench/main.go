@@ -57,6 +57,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.RealtimeBeta, "realtime-beta", false, "realtime: send OpenAI-Beta: realtime=v1 and the beta field names")
 	fs.DurationVar(&cfg.ITL, "itl", 0, "the engine's configured inter-token latency; gap minus it is the server-added latency")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of the server (A), to report its CPU µs per token and request and its RSS")
+	fs.BoolVar(&cfg.ServerAllocs, "server-allocs", false, "read the servers' heap allocation counts from their /metrics (go_gc_heap_allocs_objects_total) and report allocations per token (with -server-pid)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "bound on one request, from its start")
 	fs.DurationVar(&cfg.MaxTime, "max-time", cfg.MaxTime, "hard bound on one run, warm-up and drain included")
 	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", cfg.DialTimeout, "bound on one TCP connect")

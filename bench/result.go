@@ -55,6 +55,11 @@ type ProcStats struct {
 	RSSEndBytes     int64   `json:"rss_end_bytes"`
 	Threads         int     `json:"threads"`
 	SampleErrors    int     `json:"sample_errors,omitempty"`
+	// Allocs is the server's heap allocations in the window (one scrape's
+	// own cost taken off) and AllocsPerToken the same per delivered token;
+	// -1 when not measured (-server-allocs).
+	Allocs         float64 `json:"allocs"`
+	AllocsPerToken float64 `json:"allocs_per_token"`
 }
 
 // TimelinePoint is one bin of the run's timeline.
@@ -183,6 +188,7 @@ func (s *serverWatch) stats(window float64, tokens, reqs int64) *ProcStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &ProcStats{PID: s.pid, PeakRSSBytes: s.peakRSS.Load(), SampleErrors: s.errs}
+	st.Allocs, st.AllocsPerToken = s.allocs.perToken(tokens)
 	a, b := s.at[0], s.at[1]
 	if a == nil || b == nil {
 		return st
@@ -274,5 +280,8 @@ func (res *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%s pid %d: cpu %.3fs (%s, %.0f%% of a core), %.2f µs/token, %.1f µs/request, peak RSS %.1f MiB (HWM %.1f MiB)\n",
 			p.name, p.s.PID, p.s.CPUSeconds, p.s.CPUSource, 100*p.s.CPUUtilization, p.s.CPUMicrosPerTok, p.s.CPUMicrosPerReq,
 			float64(p.s.PeakRSSBytes)/(1<<20), float64(p.s.HWMBytes)/(1<<20))
+		if p.s.AllocsPerToken >= 0 {
+			fmt.Fprintf(w, "%s heap allocations in the window: %.0f, %.4f per token\n", p.name, p.s.Allocs, p.s.AllocsPerToken)
+		}
 	}
 }

@@ -135,6 +135,12 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 		}
 		srv.pid = cfg.ServerPID
 	}
+	if cfg.ServerAllocs {
+		srv.allocs.url = "http://" + r.t.addr + "/metrics"
+		if err := srv.allocs.calibrate(ctx); err != nil {
+			return nil, fmt.Errorf("bench: -server-allocs: %w", err)
+		}
+	}
 	self.pid = selfPID()
 
 	bg, stopBG := context.WithCancel(ctx)
@@ -461,9 +467,11 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// serverWatch samples one process: CPU at the window's two ends, RSS peak.
+// serverWatch samples one process: CPU at the window's two ends, RSS peak,
+// and (with allocs.url) its heap allocation count.
 type serverWatch struct {
 	pid     int
+	allocs  allocWatch
 	mu      sync.Mutex
 	at      [2]*ProcSample
 	peakRSS atomic.Int64
@@ -471,6 +479,7 @@ type serverWatch struct {
 }
 
 func (s *serverWatch) mark(i int) {
+	s.allocs.mark(context.Background(), i)
 	if s.pid <= 0 {
 		return
 	}

@@ -21,12 +21,14 @@ package metrics
 
 import (
 	"bytes"
+	"regexp"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -152,7 +154,14 @@ func New(models []string, src Sources) *Metrics {
 		}
 	}
 	m.src.Store(&src)
-	m.reg.MustRegister(ttft, e2e, queue, success, &collector{m: m, itlDesc: itlDesc})
+	m.reg.MustRegister(ttft, e2e, queue, success, &collector{m: m, itlDesc: itlDesc},
+		// The Go runtime and the process, as every Go exporter has them,
+		// plus runtime/metrics' heap allocation count
+		// (go_gc_heap_allocs_objects_total): `vajra bench -server-allocs`
+		// reads it to report the server's allocations per token.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/allocs:objects$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
