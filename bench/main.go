@@ -34,6 +34,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		outHTML     = fs.String("html", "", "write an HTML report (inline SVG plots, no scripts) to this file")
 		compareURL  = fs.String("compare", "", "second base URL (B): run the workload against -url (A) and B in alternation and print B/A ratios")
 		comparePID  = fs.Int("compare-pid", 0, "pid of B's server, for its CPU time and RSS")
+		cmpAllocs   = fs.Bool("compare-allocs", false, "-server-allocs for B: read B's heap allocation count from its /metrics")
 		rounds      = fs.Int("rounds", 3, "with -compare: number of A B rounds")
 		labelA      = fs.String("label", "", "name of the -url server in reports (default: its URL)")
 		labelB      = fs.String("compare-label", "", "name of the -compare server in reports")
@@ -57,7 +58,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.RealtimeBeta, "realtime-beta", false, "realtime: send OpenAI-Beta: realtime=v1 and the beta field names")
 	fs.DurationVar(&cfg.ITL, "itl", 0, "the engine's configured inter-token latency; gap minus it is the server-added latency")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of the server (A), to report its CPU µs per token and request and its RSS")
-	fs.BoolVar(&cfg.ServerAllocs, "server-allocs", false, "read the servers' heap allocation counts from their /metrics (go_gc_heap_allocs_objects_total) and report allocations per token (with -server-pid)")
+	fs.BoolVar(&cfg.ServerAllocs, "server-allocs", false, "read the servers' heap allocation counts from their /metrics (go_gc_heap_allocs_objects_total) and report allocations per token (with -server-pid; A only, see -compare-allocs)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "bound on one request, from its start")
 	fs.DurationVar(&cfg.MaxTime, "max-time", cfg.MaxTime, "hard bound on one run, warm-up and drain included")
 	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", cfg.DialTimeout, "bound on one TCP connect")
@@ -118,7 +119,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	if *compareURL != "" {
 		cfgB := cfg
-		cfgB.URL, cfgB.ServerPID, cfgB.Label = *compareURL, *comparePID, *labelB
+		cfgB.URL, cfgB.ServerPID, cfgB.Label, cfgB.ServerAllocs = *compareURL, *comparePID, *labelB, *cmpAllocs
 		cmp, err := Compare(ctx, cfg, cfgB, *rounds, stdout)
 		if cmp != nil {
 			cmp.WriteText(stdout)

@@ -116,11 +116,15 @@ compare() {
 	local scenario=$1 a=$2 b=$3 itl=$4
 	shift 4
 	local name="$scenario-$b-vs-$a"
+	local extra=()
+	if [[ $b == vajra ]]; then
+		extra=(-compare-allocs) # vajra's heap allocations per token, from its /metrics
+	fi
 	echo
 	echo "=== $scenario: $b vs $a"
 	GOMAXPROCS=1 "${pin_client[@]}" "${bench[@]}" \
 		-url "http://127.0.0.1:$(port_of "$a")" -label "$a" -server-pid "${pid_of[$a]}" \
-		-compare "http://127.0.0.1:$(port_of "$b")" -compare-label "$b" -compare-pid "${pid_of[$b]}" \
+		-compare "http://127.0.0.1:$(port_of "$b")" -compare-label "$b" -compare-pid "${pid_of[$b]}" "${extra[@]}" \
 		-model "$MODEL" -rounds "$ROUNDS" -warmup "$WARMUP" -duration "$DURATION" -itl "$itl" -quiet \
 		-out "$out/$name.json" -html "$out/$name.html" "$@" | tee "$out/$name.txt" || true
 }
@@ -142,10 +146,49 @@ run_scenario saturation 0 -c 256 -max-tokens 128 -prompt-tokens 128
 run_scenario nonstream 0 -c 64 -stream=false -max-tokens 16 -prompt-tokens 128
 cleanup
 
+# vajra alone: --stream-interval, and memory per held stream.
+solo() { # name itl vajra-flags -- bench-flags
+	local name=$1 itl=$2
+	shift 2
+	local vflags=()
+	while [[ $1 != -- ]]; do vflags+=("$1"); shift; done
+	shift
+	cleanup
+	GOMAXPROCS=1 "${pin_server[@]}" bin/vajra serve --port "$port_vajra" --sim-itl "$itl" \
+		--max-num-seqs 12000 "${vflags[@]}" >"$out/vajra-$name.log" 2>&1 &
+	pids+=($!)
+	local pid=$!
+	wait_port "$port_vajra" vajra
+	local idle
+	idle=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+	echo
+	echo "=== $name: vajra ${vflags[*]} (idle RSS ${idle} KiB)"
+	GOMAXPROCS=1 "${pin_client[@]}" "${bench[@]}" -url "http://127.0.0.1:$port_vajra" -label "vajra $name" \
+		-server-pid "$pid" -model "$MODEL" -itl "$itl" -quiet -out "$out/solo-$name.json" "$@" | tee "$out/solo-$name.txt" || true
+	echo "idle_rss_kib $idle" >>"$out/solo-$name.txt"
+	cleanup
+}
+if [[ $have_vajra == 1 ]]; then
+	solo interval1 20ms -- -c 1000 -ramp 1s -max-tokens 128 -warmup "$WARMUP" -duration "$DURATION" -server-allocs
+	solo interval4 20ms --stream-interval 4 -- -c 1000 -ramp 1s -max-tokens 128 -warmup "$WARMUP" -duration "$DURATION" -server-allocs
+	# 10,000 held streams: a token every 30 s; RSS per stream = (peak - idle) / 10,000.
+	solo held10k 30s -- -c 10000 -ramp 5s -max-tokens 4 -warmup 0s -duration 15s -allow-errors
+	peak=$(grep -o 'peak RSS [0-9.]* MiB' "$out/solo-held10k.txt" | head -1 | awk '{print $3}')
+	idle=$(awk '/^idle_rss_kib/ {print $2}' "$out/solo-held10k.txt")
+	if [[ -n $peak && -n $idle ]]; then
+		awk -v p="$peak" -v i="$idle" 'BEGIN { printf "held streams: %.1f KiB RSS per stream ((%.1f MiB peak - %.1f MiB idle) / 10000)\n", (p*1024 - i)/10000, p, i/1024 }' | tee -a "$out/solo-held10k.txt"
+	fi
+fi
+
 echo
 echo "=== summary: B/A ratios (median of rounds); A = reference, B = subject"
 for f in "$out"/*-vs-*.txt; do
 	echo "--- $(basename "$f" .txt)"
-	grep -E '^(tokens/s|requests/s|ttft p99|gap p99 |gap-itl p99|server cpu/token|server cpu/request|server peak RSS|errors)' "$f" || true
+	grep -E '^(tokens/s|requests/s|ttft p99|gap p99 |gap-itl p99|server cpu/token|server cpu/request|server allocs/token|server peak RSS|errors)' "$f" || true
+done
+for f in "$out"/solo-*.txt; do
+	[[ -e $f ]] || continue
+	echo "--- $(basename "$f" .txt)"
+	grep -E '^(throughput|server|held streams)' "$f" || true
 done
 echo "reports: $out/*.html"
