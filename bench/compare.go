@@ -172,23 +172,35 @@ func (c *Comparison) summarise() {
 		var as, bs []float64
 		for i := 0; i < n; i++ {
 			a, b := fd.get(c.A[i]), fd.get(c.B[i])
-			if math.IsNaN(a) || math.IsNaN(b) {
-				continue
+			if !math.IsNaN(a) {
+				as = append(as, a)
 			}
-			as, bs = append(as, a), append(bs, b)
-			if a != 0 {
+			if !math.IsNaN(b) {
+				bs = append(bs, b)
+			}
+			if !math.IsNaN(a) && !math.IsNaN(b) && a != 0 {
 				f.Ratios = append(f.Ratios, b/a)
 			}
 		}
-		if len(as) == 0 {
+		if len(as) == 0 && len(bs) == 0 {
 			continue
 		}
-		f.A, f.B = median(as), median(bs)
+		// A side that was not measured (allocations of a server without
+		// /metrics, say) is -1: JSON has no NaN.
+		f.A, f.B = medianOr(as, -1), medianOr(bs, -1)
 		if len(f.Ratios) > 0 { // else Ratio stays 0: "undefined" (JSON has no NaN)
 			f.Ratio = median(f.Ratios)
 		}
 		c.Figures = append(c.Figures, f)
 	}
+}
+
+// medianOr is the median of v, or none when v is empty.
+func medianOr(v []float64, none float64) float64 {
+	if len(v) == 0 {
+		return none
+	}
+	return median(v)
 }
 
 func median(v []float64) float64 {
@@ -226,8 +238,16 @@ func (c *Comparison) WriteText(w io.Writer) {
 			}
 			per += fmt.Sprintf("%.3f", r)
 		}
-		fmt.Fprintf(w, "%-20s %14.3f %14.3f %9s  %s %s\n", f.Name+" ("+f.Unit+")", f.A, f.B, ratio, per, better(f))
+		fmt.Fprintf(w, "%-20s %14s %14s %9s  %s %s\n", f.Name+" ("+f.Unit+")", figureValue(f.A), figureValue(f.B), ratio, per, better(f))
 	}
+}
+
+// figureValue prints a figure's value; -1 means not measured.
+func figureValue(v float64) string {
+	if v == -1 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f", v)
 }
 
 func better(f Figure) string {

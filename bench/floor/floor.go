@@ -32,7 +32,7 @@ import (
 type Options struct {
 	Host string        // listen host; default 127.0.0.1
 	Port int           // listen port; 0 picks a free port
-	ITL  time.Duration // inter-token latency; 0 writes the whole stream at once
+	ITL  time.Duration // inter-token latency; 0: steps back to back, one token per stream per step
 	// Tokens is the number of tokens per response; 0 means the request's
 	// max_tokens when present, else tokens.DefaultCount.
 	Tokens int
@@ -332,18 +332,15 @@ func (s *server) serve(c gnet.Conn, cs *connState) gnet.Action {
 			_, _ = c.Write(s.nonStream(n, prompt))
 			continue
 		}
-		if s.o.ITL <= 0 {
-			// No cadence: the whole response leaves in one write, as a
-			// server that coalesces writes per loop iteration would send it.
-			_, _ = c.Write(s.wholeStream(cs.loop, n, prompt))
-			continue
-		}
 		_, _ = c.Write(s.f.head)
 		st := &stream{c: c, n: n, prompt: prompt}
 		cs.st = st
 		ls := cs.loop
 		ls.streams = append(ls.streams, st)
 		ls.active.Store(int32(len(ls.streams)))
+		if s.o.ITL <= 0 {
+			s.stepAgain(ls)
+		}
 		return gnet.None
 	}
 }
@@ -437,30 +434,6 @@ func (s *server) writeNext(ls *loopState, st *stream) bool {
 	return true
 }
 
-// wholeStream returns a whole streaming response in the loop's scratch
-// buffer (valid until the loop's next use of it). Loop-only.
-func (s *server) wholeStream(ls *loopState, n, prompt int) []byte {
-	b := append(ls.scratch[:0], s.f.head...)
-	for i := 0; i < n; i++ {
-		switch {
-		case n == 1:
-			b = append(b, s.f.only[0]...)
-		case i == 0:
-			b = append(b, s.f.first[0]...)
-		case i == n-1:
-			b = append(b, s.f.last[i%tokens.Len]...)
-		default:
-			b = append(b, s.f.mid[i%tokens.Len]...)
-		}
-	}
-	b = appendUsage(b, prompt, n)
-	b = append(b, s.f.done...)
-	if cap(b) <= 1<<20 { // keep a scratch of up to 1 MiB per loop
-		ls.scratch = b
-	}
-	return b
-}
-
 // nonStream returns the whole HTTP response for a non-streaming request.
 func (s *server) nonStream(n, prompt int) []byte {
 	s.jsonMu.Lock()
@@ -509,6 +482,18 @@ func (s *server) tick(ctx context.Context) {
 	}
 }
 
+// stepAgain schedules the loop's next step at once: with no inter-token
+// latency the cadence is "as fast as possible", one token of every live
+// stream per step, steps back to back (the engine's cadence at ITL 0), each
+// step one write per stream. Loop-only.
+func (s *server) stepAgain(ls *loopState) {
+	if !ls.pending.Swap(true) {
+		if err := ls.el.Execute(context.Background(), ls.run); err != nil {
+			ls.pending.Store(false)
+		}
+	}
+}
+
 // onTick writes one frame of every live stream of the loop. Loop-only.
 func (s *server) onTick(ls *loopState) {
 	ls.pending.Store(false)
@@ -527,6 +512,9 @@ func (s *server) onTick(ls *loopState) {
 	clear(ls.streams[len(live):])
 	ls.streams = live
 	ls.active.Store(int32(len(live)))
+	if s.o.ITL <= 0 && len(live) > 0 {
+		s.stepAgain(ls)
+	}
 	// A keep-alive client may already have sent its next request.
 	for _, st := range finished {
 		cs, ok := st.c.Context().(*connState)

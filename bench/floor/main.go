@@ -17,7 +17,7 @@ func main() {
 	var o Options
 	flag.StringVar(&o.Host, "host", "127.0.0.1", "listen host")
 	flag.IntVar(&o.Port, "port", 8001, "listen port (0 picks a free one)")
-	flag.DurationVar(&o.ITL, "itl", 20_000_000, "inter-token latency (0: write the whole stream at once)")
+	flag.DurationVar(&o.ITL, "itl", 20_000_000, "inter-token latency (0: steps back to back, one token per stream per step)")
 	flag.IntVar(&o.Tokens, "tokens", 0, "tokens per response (0: the request's max_tokens, else 128)")
 	flag.IntVar(&o.Loops, "loops", 0, "event loops (0: GOMAXPROCS)")
 	flag.Parse()

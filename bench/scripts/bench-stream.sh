@@ -95,8 +95,10 @@ start_servers() { # itl
 	wait_port "$port_baseline" baseline
 	if [[ $have_vajra == 1 ]]; then
 		# shellcheck disable=SC2086
+		# --sim-prefill-tps 0: the reference servers model no prefill, so
+		# neither does vajra here; this compares server paths.
 		GOMAXPROCS=1 "${pin_server[@]}" bin/vajra serve --port "$port_vajra" --sim-itl "$itl" \
-			--max-num-seqs 4096 ${VAJRA_SERVE_ARGS:-} >"$out/vajra.log" 2>&1 &
+			--max-num-seqs 4096 --sim-prefill-tps 0 ${VAJRA_SERVE_ARGS:-} >"$out/vajra.log" 2>&1 &
 		pids+=($!)
 		pid_of[vajra]=$!
 		wait_port "$port_vajra" vajra
@@ -155,7 +157,7 @@ solo() { # name itl vajra-flags -- bench-flags
 	shift
 	cleanup
 	GOMAXPROCS=1 "${pin_server[@]}" bin/vajra serve --port "$port_vajra" --sim-itl "$itl" \
-		--max-num-seqs 12000 "${vflags[@]}" >"$out/vajra-$name.log" 2>&1 &
+		--max-num-seqs 12000 --sim-prefill-tps 0 "${vflags[@]}" >"$out/vajra-$name.log" 2>&1 &
 	pids+=($!)
 	local pid=$!
 	wait_port "$port_vajra" vajra
