@@ -70,6 +70,9 @@ type Config struct {
 	// MaxConnections caps open connections (0: the open-file limit minus
 	// a reserve, see netio.DefaultMaxConnections).
 	MaxConnections int
+	// MaxOutboundBytes is the slow-consumer limit: a client whose unsent
+	// output exceeds it is disconnected and its request aborted (0: 4 MiB).
+	MaxOutboundBytes int
 	// AllowedOrigins enables CORS for these origins ("*" for any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (never per token);
@@ -159,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 		MaxQueuedRequests:     cfg.MaxQueuedRequests,
 		RetryAfter:            cfg.RetryAfter,
 		MaxConnections:        cfg.MaxConnections,
+		MaxOutboundBytes:      cfg.MaxOutboundBytes,
 		AllowedOrigins:        cfg.AllowedOrigins,
 		AccessLog:             cfg.AccessLog,
 	})

@@ -79,6 +79,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.MaxQueuedRequests, "max-queued-requests", 0, "generation requests that wait, in order, for a free slot beyond --max-concurrent-requests")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", time.Second, "how long a refused request is told to wait (Retry-After, retry-after-ms)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most open connections; more get 503 and are closed (0: the open-file limit minus a reserve)")
+	fs.IntVar(&cfg.MaxOutboundBytes, "max-outbound-bytes", 0, "slow-consumer limit: a client this many bytes behind is disconnected and its request aborted (0: 4 MiB)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
 	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per CPU)")
 	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "coalesce up to this many tokens per streamed frame (as vLLM's; 0 or 1: one frame per token)")
