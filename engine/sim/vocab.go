@@ -16,6 +16,9 @@ type vocab struct {
 	// strs[id] is the raw bytes of token id (possibly part of a UTF-8
 	// character); "" for ids the encoding does not define.
 	strs []string
+	// ranks serves encode's fast path for ASCII text (pretokenize.go); nil
+	// disables it.
+	ranks *rankTable
 }
 
 var shared struct {
@@ -45,26 +48,56 @@ func loadShared() (*vocab, *corpus, error) {
 				v.strs[id] = s
 			}
 		}
+		v.ranks = newRankTable(v.strs)
 		shared.v = v
 		shared.c = buildCorpus(v, corpusText)
 	})
 	return shared.v, shared.c, shared.err
 }
 
-// encode tokenizes text. Safe for concurrent use.
+// encode tokenizes text into a slice of its exact length. Safe for
+// concurrent use.
 func (v *vocab) encode(text string) []int {
 	if text == "" {
 		return nil
 	}
-	ids, _, err := v.codec.Encode(text)
-	if err != nil {
-		return nil // ErrorModeNone never fails on input
-	}
+	sp := idScratchPool.Get().(*[]int)
+	ids := v.encodeAppend((*sp)[:0], text)
 	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
+	copy(out, ids)
+	if cap(ids) <= 1<<16 {
+		*sp = ids[:0]
+		idScratchPool.Put(sp)
 	}
 	return out
+}
+
+// idScratchPool holds encode's scratch id slices.
+var idScratchPool = sync.Pool{New: func() any { s := make([]int, 0, 512); return &s }}
+
+// encodeAppend appends the ids of text to dst: the ids tiktoken-go's Encode
+// gives, computed without allocating for ASCII text (pretokenize.go). Safe
+// for concurrent use.
+func (v *vocab) encodeAppend(dst []int, text string) []int {
+	if fastASCII && v.ranks != nil && isASCII(text) {
+		return v.ranks.appendASCII(dst, text)
+	}
+	return v.encodeAppendSlow(dst, text)
+}
+
+// encodeAppendSlow is encodeAppend through tiktoken-go's Encode.
+func (v *vocab) encodeAppendSlow(dst []int, text string) []int {
+	if text == "" {
+		return dst
+	}
+	ids, _, err := v.codec.Encode(text)
+	if err != nil {
+		return dst // ErrorModeNone never fails on input
+	}
+	for _, id := range ids {
+		dst = append(dst, int(id))
+	}
+	return dst
 }
 
 // valid reports whether id is a token of the vocabulary.
