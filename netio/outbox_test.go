@@ -29,7 +29,7 @@ func (f *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
 	return nil
 }
 func (f *fakeLoop) Schedule(context.Context, gnet.Runnable, time.Duration) error { return nil }
-func (f *fakeLoop) Close(gnet.Conn) error                                       { return nil }
+func (f *fakeLoop) Close(gnet.Conn) error                                        { return nil }
 
 // TestOutboxOneWakePerBatch: however many connections of a loop get bytes
 // before the loop runs, the loop is woken once, and every connection is

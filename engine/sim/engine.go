@@ -37,17 +37,17 @@ type Engine struct {
 	}
 
 	// Loop-only state, owned by the scheduler goroutine.
-	kv            *kvCache
-	waiting       []*group
-	running       []*group
-	runningSeqs   int
-	prefillFree   time.Time // when the prefill lane is free
-	nextStep      time.Time // when the next decode step is due
-	delta         engine.Delta
+	kv          *kvCache
+	waiting     []*group
+	running     []*group
+	runningSeqs int
+	prefillFree time.Time // when the prefill lane is free
+	nextStep    time.Time // when the next decode step is due
+	delta       engine.Delta
 	// frames is the one step buffer every request's frames are written
 	// into, in turn: Sink.Deliver copies what it keeps, so a request needs
 	// no buffer of its own between steps (lent as group.buf).
-	frames []byte
+	frames        []byte
 	logits        [maxSucc]float64
 	order         [maxSucc]int
 	tops          [maxSucc + 2*engine.MaxTopLogprobs]engine.TopLogprob
