@@ -38,11 +38,14 @@ func TestTimingModel(t *testing.T) {
 	if res.FirstToken < 190*time.Millisecond || res.FirstToken > time.Second {
 		t.Fatalf("prefill of 2000 tokens at 10k/s took %s", res.FirstToken)
 	}
-	// The same prompt again is served from the prefix cache: fast.
+	uncached := res.FirstToken
+	// The same prompt again is served from the prefix cache: only its last
+	// partial block (16 tokens, 1.6ms) is prefilled. Compared with the
+	// uncached run, not with a wall-clock bound.
 	req = &engine.Request{PromptTokens: make([]int, 2000), Sampling: engine.Sampling{MaxTokens: 2}}
 	res, _, _ = run(t, e2, req, false)
-	if res.Usage.CachedTokens != 1984 || res.FirstToken > 100*time.Millisecond {
-		t.Fatalf("cached %d tokens, first token after %s", res.Usage.CachedTokens, res.FirstToken)
+	if res.Usage.CachedTokens != 1984 || res.FirstToken > uncached/2 {
+		t.Fatalf("cached %d tokens, first token after %s (uncached: %s)", res.Usage.CachedTokens, res.FirstToken, uncached)
 	}
 }
 
