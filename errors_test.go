@@ -104,7 +104,7 @@ func TestOverload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds sequences for a while")
 	}
-	_, _, base := startServer(t, func(c *vajra.Config) {
+	_, obs, base := startServer(t, func(c *vajra.Config) {
 		c.Sim.MaxNumSeqs = 1
 		c.Sim.MaxWaiting = 1
 		c.Sim.ITL = 2 * time.Millisecond
@@ -112,44 +112,54 @@ func TestOverload(t *testing.T) {
 	client := newClient(base)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Two long streams: one runs, one waits.
+	// Two long streams, one after the other: the first runs, the second
+	// waits. Each is started only once the engine shows the previous one in
+	// place, so that the second is not itself refused.
 	var wg sync.WaitGroup
-	started := make(chan struct{}, 2)
-	for range 2 {
+	stream := func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			s := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
 				Model: vajra.DefaultModelName, Messages: userMsg("hi"), MaxTokens: openai.Int(2000),
 			}, option.WithJSONSet("ignore_eos", true))
-			started <- struct{}{}
 			for s.Next() {
 			}
 		}()
 	}
-	<-started
-	<-started
-	deadline := time.Now().Add(5 * time.Second)
+	stream()
+	waitEngine(t, obs, func(st engine.Stats) bool { return st.Running == 1 })
+	stream()
+	waitEngine(t, obs, func(st engine.Stats) bool { return st.Running == 1 && st.Waiting == 1 })
+	// The engine is full: the next request is refused before any work.
+	_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: vajra.DefaultModelName, Messages: userMsg("hi"), MaxTokens: openai.Int(1)})
 	var openaiErr *openai.Error
-	for {
-		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-			Model: vajra.DefaultModelName, Messages: userMsg("hi"), MaxTokens: openai.Int(1)})
-		if errors.As(err, &openaiErr) && openaiErr.StatusCode == 429 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no 429 while the engine is full: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !errors.As(err, &openaiErr) || openaiErr.StatusCode != 429 {
+		t.Fatalf("no 429 while the engine is full: %v", err)
 	}
 	a := newAnthropic(base)
-	_, err := a.Messages.New(context.Background(), anthropic.MessageNewParams{Model: vajra.DefaultModelName, MaxTokens: 1, Messages: userText("hi")})
+	_, err = a.Messages.New(context.Background(), anthropic.MessageNewParams{Model: vajra.DefaultModelName, MaxTokens: 1, Messages: userText("hi")})
 	var anthErr *anthropic.Error
 	if !errors.As(err, &anthErr) || anthErr.StatusCode != 529 || !strings.Contains(anthErr.RawJSON(), `"overloaded_error"`) {
 		t.Fatalf("anthropic overload: %v", err)
 	}
 	cancel()
 	wg.Wait()
+}
+
+// waitEngine waits, bounded, until the engine's figures satisfy ok. The
+// engine offers no event for admission, so this looks at its published
+// figures, which change once per scheduler pass.
+func waitEngine(t *testing.T, e engine.Engine, ok func(engine.Stats) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok(e.Stats()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("engine never reached the expected state: %+v", e.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // failMidStream is a prompt that failingEngine answers with one token and

@@ -38,7 +38,13 @@ type observedSink struct {
 func (s *observedSink) Deliver(frames []byte, final *engine.Result) {
 	s.Sink.Deliver(frames, final)
 	if final != nil {
-		s.finals <- final
+		// Never block the engine's goroutine: a test that issues many
+		// requests and reads no finals must not stall the engine once
+		// the buffer is full (its finals are then dropped).
+		select {
+		case s.finals <- final:
+		default:
+		}
 	}
 }
 
@@ -68,7 +74,7 @@ func startServerWrapped(t *testing.T, mutate func(*vajra.Config), wrap func(engi
 	if wrap != nil {
 		inner = wrap(e)
 	}
-	obs := &observed{Engine: inner, finals: make(chan *engine.Result, 64)}
+	obs := &observed{Engine: inner, finals: make(chan *engine.Result, 1024)}
 	cfg.Engine = obs
 	srv, err := vajra.New(cfg)
 	if err != nil {
