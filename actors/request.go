@@ -46,8 +46,8 @@ func (e Endpoint) String() string {
 
 // Request is what a session needs of its HTTP request, copied out of the
 // connection's read buffer so that it outlives it. netio fills it on the
-// event loop; the session owns it from StartSession on and releases it when
-// it stops.
+// event loop; the session owns it from StartSession on and releases the
+// body as soon as it is decoded.
 type Request struct {
 	Endpoint  Endpoint
 	RequestID string
@@ -62,10 +62,9 @@ type Request struct {
 }
 
 // Bodies are copied into pooled buffers of power-of-two size classes from
-// 512 bytes to 1 MiB: a session keeps its body for its whole life (decoded
-// requests may point into it), so a buffer must not be much larger than the
-// body it holds — 10,000 held streams with 700-byte bodies would pin 40 MB
-// in 4 KiB buffers.
+// 512 bytes to 1 MiB, so that a pooled buffer is never much larger than the
+// body it holds (one class for all would keep a 4 KiB buffer for a 700-byte
+// body, and the largest body seen for every later one).
 const (
 	minBodyClass   = 9  // 512 bytes
 	maxBodyClass   = 20 // 1 MiB; larger bodies are allocated exactly and not pooled
@@ -106,8 +105,8 @@ func NewRequest(ep Endpoint, requestID string, body []byte) *Request {
 	return r
 }
 
-// release returns the body's buffer to its pool. The request must not be
-// used afterwards.
+// release returns the body's buffer to its pool; Body is nil afterwards.
+// Idempotent. The session calls it once the body is decoded.
 func (r *Request) release() {
 	if r.buf != nil {
 		bodyPools[bodyClass(cap(*r.buf))].Put(r.buf)

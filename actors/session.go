@@ -90,7 +90,12 @@ func (ss *session) Receive(ctx actor.Context) {
 // that can fail runs before the status line is written.
 func (ss *session) begin(ctx actor.Context) {
 	ss.self = ctx.Self()
-	if ae := ss.d.decode(ss); ae != nil {
+	ae := ss.d.decode(ss)
+	// Decoded requests hold copies (codegen's decoders never alias the
+	// body), so the body's pooled buffer goes back now rather than at the
+	// end of what may be a long stream.
+	ss.req.release()
+	if ae != nil {
 		if ae != errPending {
 			ss.fail(ctx, ae)
 		}
