@@ -135,6 +135,15 @@ func (d *chatDialect) decode(ss *session) *apiError {
 	return nil
 }
 
+// started drops the decoded request and the prompt's messages: the engine
+// reads Messages and Tools only until Start returns (engine.Request), and
+// what the rest of a chat session needs (id, model, created, the
+// formatter) is kept apart.
+func (d *chatDialect) started(ss *session) {
+	d.req = openai.ChatRequest{}
+	ss.ereq.Messages, ss.ereq.Tools = nil, nil
+}
+
 func (d *chatDialect) formatter(ss *session) engine.Formatter {
 	o := d.req.ChatStreamOptions()
 	o.Framing = ss.framing

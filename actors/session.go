@@ -133,10 +133,20 @@ func (ss *session) proceed(ctx actor.Context) {
 		return
 	}
 	ss.es = es
+	if r, ok := ss.d.(startedDialect); ok {
+		r.started(ss)
+	}
 	if ss.ereq.Stream {
 		ss.conn.StartStream(ss.d.streamContentType(), nil)
 		ss.streaming = true
 	}
+}
+
+// startedDialect is a dialect that lets go of what it no longer needs once
+// the engine has started: a session may live for minutes (a held stream),
+// and the decoded request is most of its memory.
+type startedDialect interface {
+	started(ss *session)
 }
 
 // forward moves what the engine delivered to the connection, untouched.

@@ -10,7 +10,11 @@ type Request struct {
 	Model string
 
 	// The prompt: Messages for chat-style APIs (rendered by the engine's
-	// template), else Prompt text, else PromptTokens given directly.
+	// template), else Prompt text, else PromptTokens given directly. An
+	// engine reads Messages, Prompt, Tools, ToolChoice and ResponseFormat
+	// only in Prepare and Start, keeping what it needs: once Start has
+	// returned, the caller may drop them (a held stream should not keep its
+	// whole conversation alive).
 	Messages     []Message
 	Prompt       string
 	PromptTokens []int

@@ -175,10 +175,14 @@ if [[ $have_vajra == 1 ]]; then
 	solo interval4 20ms --stream-interval 4 -- -c 1000 -ramp 1s -max-tokens 128 -warmup "$WARMUP" -duration "$DURATION" -server-allocs
 	# 10,000 held streams: a token every 30 s; RSS per stream = (peak - idle) / 10,000.
 	solo held10k 30s -- -c 10000 -ramp 5s -max-tokens 4 -warmup 0s -duration 15s -allow-errors
+	# Held: RSS at the window's end, all 10,000 streams open (the first
+	# rss_end_bytes of the JSON is the server's); peak: the ramp's transient
+	# garbage included.
 	peak=$(grep -o 'peak RSS [0-9.]* MiB' "$out/solo-held10k.txt" | head -1 | awk '{print $3}')
+	held=$(grep -o '"rss_end_bytes": *[0-9]*' "$out/solo-held10k.json" | head -1 | grep -o '[0-9]*$')
 	idle=$(awk '/^idle_rss_kib/ {print $2}' "$out/solo-held10k.txt")
-	if [[ -n $peak && -n $idle ]]; then
-		awk -v p="$peak" -v i="$idle" 'BEGIN { printf "held streams: %.1f KiB RSS per stream ((%.1f MiB peak - %.1f MiB idle) / 10000)\n", (p*1024 - i)/10000, p, i/1024 }' | tee -a "$out/solo-held10k.txt"
+	if [[ -n $peak && -n $held && -n $idle ]]; then
+		awk -v p="$peak" -v h="$held" -v i="$idle" 'BEGIN { printf "held streams: %.1f KiB RSS per stream held ((%.1f MiB - %.1f MiB idle) / 10000), %.1f KiB at the peak of the ramp (%.1f MiB)\n", (h/1024 - i)/10000, h/1048576, i/1024, (p*1024 - i)/10000, p }' | tee -a "$out/solo-held10k.txt"
 	fi
 fi
 
