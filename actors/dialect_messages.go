@@ -65,18 +65,5 @@ func anthropicError(e *anthropic.Error) *apiError {
 // type comes from Anthropic's table by status, since errors the session
 // makes itself (unknown model, a failed session) carry OpenAI's words.
 func appendAnthropicError(dst []byte, e *apiError) []byte {
-	return anthropic.AppendErrorBody(dst, anthropicType(e.Status), e.Message)
-}
-
-// anthropicType finds the Anthropic error type of a status.
-func anthropicType(status int) string {
-	for k := anthropic.KindInvalidRequest; k <= anthropic.KindOverloaded; k++ {
-		if k.Status() == status {
-			return k.Type()
-		}
-	}
-	if status >= 500 {
-		return anthropic.KindAPI.Type()
-	}
-	return anthropic.KindInvalidRequest.Type()
+	return anthropic.AppendErrorBody(dst, anthropic.TypeForStatus(e.Status), e.Message)
 }

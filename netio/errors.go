@@ -10,21 +10,7 @@ import (
 // type comes from each dialect's one table, by status.
 func appendErrorBody(dst []byte, d dialect, status int, code, message string) []byte {
 	if d == dialectAnthropic {
-		return anthropic.AppendErrorBody(dst, anthropicType(status), message)
+		return anthropic.AppendErrorBody(dst, anthropic.TypeForStatus(status), message)
 	}
 	return openai.AppendErrorBody(dst, status, "", code, "", message)
-}
-
-// anthropicType finds the Anthropic error type of a status in the dialect's
-// table.
-func anthropicType(status int) string {
-	for k := anthropic.KindInvalidRequest; k <= anthropic.KindOverloaded; k++ {
-		if k.Status() == status {
-			return k.Type()
-		}
-	}
-	if status >= 500 {
-		return anthropic.KindAPI.Type()
-	}
-	return anthropic.KindInvalidRequest.Type()
 }

@@ -48,6 +48,21 @@ func (k Kind) Status() int { return kinds[k].status }
 // Type is the Anthropic error type string of k.
 func (k Kind) Type() string { return kinds[k].typ }
 
+// TypeForStatus is the error type of the table's row for an HTTP status:
+// api_error for other 5xx, invalid_request_error for other statuses. For
+// errors made outside this package (netio's refusals, a failed session).
+func TypeForStatus(status int) string {
+	for k := range kinds {
+		if kinds[k].status == status {
+			return kinds[k].typ
+		}
+	}
+	if status >= 500 {
+		return KindAPI.Type()
+	}
+	return KindInvalidRequest.Type()
+}
+
 // Error is an Anthropic API error. Param names the request field at fault
 // in Anthropic's dotted form (messages.0.content.1), when one is; Message
 // already starts with it.
