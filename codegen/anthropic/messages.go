@@ -13,6 +13,8 @@ import (
 	"github.com/mailru/easyjson/jlexer"
 	"github.com/mailru/easyjson/jwriter"
 	"github.com/mailru/easyjson/opt"
+
+	"github.com/vajra-go/vajra/codegen"
 )
 
 // MessagesRequest is the body of POST /v1/messages. Decode it with
@@ -173,34 +175,9 @@ func (c Content) MarshalEasyJSON(w *jwriter.Writer) {
 	w.RawByte(']')
 }
 
-// RawJSON is a JSON value kept as raw bytes (a tool's input_schema, a
-// tool_use input). Unlike easyjson.RawMessage it owns a copy, so it stays
-// valid after the request body's buffer is reused. A JSON null leaves it
-// empty.
-type RawJSON []byte
-
-// UnmarshalEasyJSON implements easyjson.Unmarshaler.
-func (r *RawJSON) UnmarshalEasyJSON(in *jlexer.Lexer) {
-	if in.IsNull() {
-		in.Skip()
-		*r = nil
-		return
-	}
-	raw := in.Raw()
-	if in.Ok() {
-		*r = append((*r)[:0], raw...)
-	}
-}
-
-// MarshalEasyJSON implements easyjson.Marshaler: the bytes as they are, or
-// null when empty.
-func (r RawJSON) MarshalEasyJSON(w *jwriter.Writer) {
-	if len(r) == 0 {
-		w.RawString("null")
-		return
-	}
-	w.Raw(r, nil)
-}
+// RawJSON is codegen.RawJSON: a JSON value kept as an owned copy of its
+// bytes.
+type RawJSON = codegen.RawJSON
 
 // DecodeMessagesRequest decodes the body of POST /v1/messages into r, which
 // should be zero (or reset). It fails only on malformed JSON or a value of

@@ -7,6 +7,8 @@ import (
 
 	"github.com/mailru/easyjson/jlexer"
 	"github.com/mailru/easyjson/jwriter"
+
+	"github.com/vajra-go/vajra/codegen"
 )
 
 // This file holds the decoding helpers every OpenAI request type shares: the
@@ -79,39 +81,9 @@ func (s StopList) MarshalEasyJSON(w *jwriter.Writer) {
 	w.RawByte(']')
 }
 
-// RawJSON keeps a JSON value's bytes as sent (JSON Schemas for tools and
-// response formats). The bytes are a copy, so they outlive the request body.
-// null decodes as nil.
-type RawJSON []byte
-
-// UnmarshalEasyJSON implements easyjson.Unmarshaler.
-func (r *RawJSON) UnmarshalEasyJSON(in *jlexer.Lexer) {
-	if in.IsNull() {
-		in.Skip()
-		*r = nil
-		return
-	}
-	start := in.GetPos()
-	b := in.Raw()
-	if !in.Ok() {
-		// SkipRecursive reports an invalid object at the end of the body;
-		// point the error back at this value so its path can be named.
-		if le, ok := in.Error().(*jlexer.LexerError); ok && le.Offset >= len(in.Data) {
-			le.Offset = start
-		}
-		return
-	}
-	*r = append((*r)[:0], b...)
-}
-
-// MarshalEasyJSON implements easyjson.Marshaler.
-func (r RawJSON) MarshalEasyJSON(w *jwriter.Writer) {
-	if r == nil {
-		w.RawString("null")
-		return
-	}
-	w.Raw(r, nil)
-}
+// RawJSON is codegen.RawJSON: a JSON value kept as an owned copy of its
+// bytes.
+type RawJSON = codegen.RawJSON
 
 // isObject reports whether raw JSON text is an object.
 func isObject(b []byte) bool {
