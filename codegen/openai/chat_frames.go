@@ -52,13 +52,22 @@ func (f *ChatFormatter) Reset(id, model string, created int64, opts ChatStreamOp
 	}
 	f.opts = opts
 	f.roleSent = [MaxChoices]bool{}
-	h := append(f.head[:0], `data: {"id":`...)
-	h = codegen.AppendJSONStringS(h, id)
-	h = append(h, `,"object":"chat.completion.chunk","created":`...)
-	h = codegen.AppendInt(h, created)
-	h = append(h, `,"model":`...)
-	h = codegen.AppendJSONStringS(h, model)
-	f.head = append(h, `,"choices":[`...)
+	f.head = appendChunkHead(f.head[:0], "chat.completion.chunk", id, model, created)
+}
+
+// appendChunkHead renders the constant start of every chunk of a chat or
+// completions stream, once per stream:
+// data: {"id":ID,"object":OBJECT,"created":T,"model":M,"choices":[
+func appendChunkHead(dst []byte, object, id, model string, created int64) []byte {
+	dst = append(dst, `data: {"id":`...)
+	dst = codegen.AppendJSONStringS(dst, id)
+	dst = append(dst, `,"object":"`...)
+	dst = append(dst, object...)
+	dst = append(dst, `","created":`...)
+	dst = codegen.AppendInt(dst, created)
+	dst = append(dst, `,"model":`...)
+	dst = codegen.AppendJSONStringS(dst, model)
+	return append(dst, `,"choices":[`...)
 }
 
 // AppendStart writes nothing: a chat stream has no opening event; each

@@ -57,13 +57,7 @@ func (f *CompletionFormatter) Reset(id, model string, created int64, opts Comple
 	}
 	f.opts = opts
 	f.offset = [MaxChoices]int{}
-	h := append(f.head[:0], `data: {"id":`...)
-	h = codegen.AppendJSONStringS(h, id)
-	h = append(h, `,"object":"text_completion","created":`...)
-	h = codegen.AppendInt(h, created)
-	h = append(h, `,"model":`...)
-	h = codegen.AppendJSONStringS(h, model)
-	f.head = append(h, `,"choices":[`...)
+	f.head = appendChunkHead(f.head[:0], "text_completion", id, model, created)
 }
 
 func (f *CompletionFormatter) offsetOf(choice int) *int {
