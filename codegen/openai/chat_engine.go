@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"github.com/mailru/easyjson/opt"
 	"strconv"
 
 	"github.com/vajra-go/vajra/engine"
@@ -68,6 +69,33 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	return r.toEngineMessages(dst)
 }
 
+// samplingRanges checks temperature, top_p and top_k, which chat and
+// completions share, and sets them in s.
+func samplingRanges(s *engine.Sampling, temperature, topP opt.Float64, topK opt.Int) *ParamError {
+	if temperature.Defined {
+		if !(temperature.V >= 0 && temperature.V <= 2) {
+			return rangeError("temperature", "a number from 0 to 2", fmtFloat(temperature.V))
+		}
+		s.Temperature = temperature.V
+	}
+	if topP.Defined {
+		if !(topP.V > 0 && topP.V <= 1) {
+			return rangeError("top_p", "a number greater than 0 and at most 1", fmtFloat(topP.V))
+		}
+		s.TopP = topP.V
+	}
+	if topK.Defined {
+		// vLLM: -1 (and 0) disable top-k.
+		if topK.V < -1 {
+			return rangeError("top_k", "-1 (off) or a non-negative integer", strconv.Itoa(topK.V))
+		}
+		if topK.V > 0 {
+			s.TopK = topK.V
+		}
+	}
+	return nil
+}
+
 func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 	*s = engine.Sampling{N: 1, Temperature: 1, TopP: 1}
 	if r.N.Defined {
@@ -76,26 +104,8 @@ func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 		}
 		s.N = r.N.V
 	}
-	if r.Temperature.Defined {
-		if !(r.Temperature.V >= 0 && r.Temperature.V <= 2) {
-			return rangeError("temperature", "a number from 0 to 2", fmtFloat(r.Temperature.V))
-		}
-		s.Temperature = r.Temperature.V
-	}
-	if r.TopP.Defined {
-		if !(r.TopP.V > 0 && r.TopP.V <= 1) {
-			return rangeError("top_p", "a number greater than 0 and at most 1", fmtFloat(r.TopP.V))
-		}
-		s.TopP = r.TopP.V
-	}
-	if r.TopK.Defined {
-		// vLLM: -1 (and 0) disable top-k.
-		if r.TopK.V < -1 {
-			return rangeError("top_k", "-1 (off) or a non-negative integer", strconv.Itoa(r.TopK.V))
-		}
-		if r.TopK.V > 0 {
-			s.TopK = r.TopK.V
-		}
+	if err := samplingRanges(s, r.Temperature, r.TopP, r.TopK); err != nil {
+		return err
 	}
 	for _, p := range [...]struct {
 		name string

@@ -75,25 +75,8 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 		return &ParamError{Param: "best_of", Code: CodeUnsupportedValue,
 			Message: "'best_of' must equal 'n' (" + strconv.Itoa(s.N) + "): server-side best-of sampling is not supported (got " + strconv.Itoa(r.BestOf.V) + ")."}
 	}
-	if r.Temperature.Defined {
-		if !(r.Temperature.V >= 0 && r.Temperature.V <= 2) {
-			return rangeError("temperature", "a number from 0 to 2", fmtFloat(r.Temperature.V))
-		}
-		s.Temperature = r.Temperature.V
-	}
-	if r.TopP.Defined {
-		if !(r.TopP.V > 0 && r.TopP.V <= 1) {
-			return rangeError("top_p", "a number greater than 0 and at most 1", fmtFloat(r.TopP.V))
-		}
-		s.TopP = r.TopP.V
-	}
-	if r.TopK.Defined {
-		if r.TopK.V < -1 {
-			return rangeError("top_k", "-1 (off) or a non-negative integer", strconv.Itoa(r.TopK.V))
-		}
-		if r.TopK.V > 0 {
-			s.TopK = r.TopK.V
-		}
+	if err := samplingRanges(s, r.Temperature, r.TopP, r.TopK); err != nil {
+		return err
 	}
 	if r.FrequencyPenalty.Defined && !(r.FrequencyPenalty.V >= -2 && r.FrequencyPenalty.V <= 2) {
 		return rangeError("frequency_penalty", "a number from -2 to 2", fmtFloat(r.FrequencyPenalty.V))
