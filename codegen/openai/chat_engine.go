@@ -1,8 +1,9 @@
 package openai
 
 import (
-	"github.com/mailru/easyjson/opt"
 	"strconv"
+
+	"github.com/mailru/easyjson/opt"
 
 	"github.com/vajra-go/vajra/engine"
 )
