@@ -258,7 +258,9 @@ func (x *exchange) append(fn func(dst []byte) []byte, end endKind) {
 	c.loop.ready(c)
 }
 
-// Send implements actors.Conn.
+// Send implements actors.Conn. It is append's check and queueing, written
+// out: Send runs once per frame batch, and a closure per call is what the
+// hot path must not cost (BenchmarkStreamedToken guards it).
 func (x *exchange) Send(p []byte) {
 	c := x.c
 	o := &c.out
