@@ -41,8 +41,13 @@ type Config struct {
 	// ServedModelNames are the model names clients may ask for; the first
 	// is reported first by /v1/models. Default "vajra-sim".
 	ServedModelNames []string
-	// Loops is the number of event loops (0: one per CPU).
+	// Loops is the number of event loops (0: one per P, GOMAXPROCS).
 	Loops int
+	// KeepGOMAXPROCS stops Start from raising GOMAXPROCS to Loops+1. The
+	// event loops keep their P while they wait in epoll_wait, so without a
+	// spare P timers, the engine and the session actors can wait up to
+	// 10-20 ms for Go's sysmon to free one (see netio's reserveP).
+	KeepGOMAXPROCS bool
 	// StreamInterval coalesces up to this many tokens into one streamed
 	// frame (vLLM's --stream-interval); 0 or 1 sends one frame per token.
 	StreamInterval int
@@ -146,14 +151,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	n, err := netio.New(netio.Options{
-		Addr:        net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
-		Loops:       cfg.Loops,
-		APIKeys:     cfg.APIKeys,
-		Models:      cfg.ServedModelNames,
-		MaxModelLen: maxModelLen(cfg, eng),
-		Sessions:    sessions,
-		Engine:      eng,
-		Logger:      cfg.Logger.Named("net"),
+		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
+		Loops:          cfg.Loops,
+		KeepGOMAXPROCS: cfg.KeepGOMAXPROCS,
+		APIKeys:        cfg.APIKeys,
+		Models:         cfg.ServedModelNames,
+		MaxModelLen:    maxModelLen(cfg, eng),
+		Sessions:       sessions,
+		Engine:         eng,
+		Logger:         cfg.Logger.Named("net"),
 
 		Metrics:               m,
 		ProtectMetrics:        cfg.ProtectMetrics,

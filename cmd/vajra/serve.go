@@ -60,6 +60,7 @@ type serveSettings struct {
 	keyFile    string
 	models     stringList
 	origins    stringList
+	pprofAddr  string
 }
 
 // serveFlags binds every `vajra serve` flag to st. Flag names follow
@@ -81,11 +82,13 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most open connections; more get 503 and are closed (0: the open-file limit minus a reserve)")
 	fs.IntVar(&cfg.MaxOutboundBytes, "max-outbound-bytes", 0, "slow-consumer limit: a client this many bytes behind is disconnected and its request aborted (0: 4 MiB)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
-	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per CPU)")
+	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per P, i.e. GOMAXPROCS)")
+	fs.BoolVar(&cfg.KeepGOMAXPROCS, "keep-gomaxprocs", false, "do not raise GOMAXPROCS to event loops + 1 (the loops hold their P while idle in epoll_wait; see docs/architecture.md)")
 	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "coalesce up to this many tokens per streamed frame (as vLLM's; 0 or 1: one frame per token)")
 	fs.StringVar(&st.logFormat, "log-format", st.logFormat, "log format: json or console")
 	fs.StringVar(&st.logLevel, "log-level", st.logLevel, "log level: debug, info, warn or error")
 	fs.BoolVar(&st.accessLog, "access-log", false, "log one line per request (sampled: the first 100 a second, then 1 in 100)")
+	fs.StringVar(&st.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060 (off by default)")
 	fs.DurationVar(&st.shutdown, "shutdown-timeout", st.shutdown, "how long in-flight requests may run after SIGTERM/SIGINT before their streams are ended")
 	// The embedded simulated engine.
 	fs.DurationVar(&cfg.Sim.ITL, "sim-itl", cfg.Sim.ITL, "simulated inter-token latency (Go duration; 0 = as fast as possible)")
@@ -283,6 +286,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.Logger = log
 	if st.accessLog {
 		cfg.AccessLog = log.Named("access")
+	}
+
+	if st.pprofAddr != "" {
+		addr, stop, err := servePprof(st.pprofAddr)
+		if err != nil {
+			log.Error("cannot serve the profiler", zap.Error(err))
+			return 1
+		}
+		defer stop()
+		log.Info("profiler listening", zap.String("addr", addr))
 	}
 
 	srv, err := vajra.New(cfg)
