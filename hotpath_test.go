@@ -117,3 +117,102 @@ func BenchmarkStreamedToken(b *testing.B) {
 	frames = hs.req.Formatter.AppendEnd(frames[:0], final)
 	hs.sink.Deliver(frames, final)
 }
+
+// BenchmarkNonStreamRequest measures one whole non-streamed chat completion
+// on a real server with the embedded engine (16 tokens, instant steps), from
+// a raw keep-alive client that allocates nothing itself: allocs/op is what
+// the server allocates per request (decode, tokenize, actor spawn, engine
+// session, response). It guards the per-request path; the per-token path is
+// BenchmarkStreamedToken's.
+func BenchmarkNonStreamRequest(b *testing.B) {
+	cfg := vajra.DefaultConfig()
+	cfg.Port = 0
+	cfg.Loops = 1
+	cfg.KeepGOMAXPROCS = true
+	cfg.Sim.ITL = 0
+	cfg.Sim.TTFT = 0
+	cfg.Sim.PrefillTPS = 0
+	srv, err := vajra.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop(context.Background()) //nolint:errcheck
+
+	conn, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	prompt := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 12)
+	body := `{"model":"vajra-sim","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"` +
+		prompt + `"}],"max_tokens":16,"ignore_eos":true}`
+	req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+	buf := make([]byte, 64<<10)
+	roundTrip := func() []byte {
+		if _, err := conn.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			m, err := conn.Read(buf[n:])
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += m
+			head, rest, ok := bytesCut(buf[:n], "\r\n\r\n")
+			if !ok {
+				continue
+			}
+			cl := contentLength(head)
+			if cl < 0 {
+				b.Fatalf("no Content-Length in %q", head)
+			}
+			if len(rest) >= cl {
+				return rest[:cl]
+			}
+		}
+	}
+	for i := 0; i < 200; i++ { // warm the pools up
+		roundTrip()
+	}
+	if out := roundTrip(); !strings.Contains(string(out), `"completion_tokens":16`) {
+		b.Fatalf("unexpected response %q", out)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		roundTrip()
+	}
+}
+
+// bytesCut is bytes.Cut over a string separator, without allocating.
+func bytesCut(s []byte, sep string) (before, after []byte, found bool) {
+	for i := 0; i+len(sep) <= len(s); i++ {
+		if string(s[i:i+len(sep)]) == sep {
+			return s[:i], s[i+len(sep):], true
+		}
+	}
+	return s, nil, false
+}
+
+// contentLength reads the Content-Length of a response head; -1 if absent.
+func contentLength(head []byte) int {
+	const name = "\r\ncontent-length:"
+	for i := 0; i+len(name) <= len(head); i++ {
+		if !strings.EqualFold(string(head[i:i+len(name)]), name) {
+			continue
+		}
+		n, j := 0, i+len(name)
+		for j < len(head) && head[j] == ' ' {
+			j++
+		}
+		for ; j < len(head) && head[j] >= '0' && head[j] <= '9'; j++ {
+			n = n*10 + int(head[j]-'0')
+		}
+		return n
+	}
+	return -1
+}

@@ -72,6 +72,42 @@ func dialectFor(ep Endpoint) dialect {
 	return unknownDialect{}
 }
 
+// newSession allocates a session together with its endpoint's dialect:
+// one allocation per request instead of two for the common endpoints.
+func newSession(ep Endpoint) *session {
+	switch ep {
+	case EndpointChatCompletions:
+		x := &struct {
+			session
+			chatDialect
+		}{}
+		x.d = &x.chatDialect
+		return &x.session
+	case EndpointCompletions:
+		x := &struct {
+			session
+			completionsDialect
+		}{}
+		x.d = &x.completionsDialect
+		return &x.session
+	case EndpointResponses:
+		x := &struct {
+			session
+			responsesDialect
+		}{}
+		x.d = &x.responsesDialect
+		return &x.session
+	case EndpointMessages:
+		x := &struct {
+			session
+			messagesDialect
+		}{}
+		x.d = &x.messagesDialect
+		return &x.session
+	}
+	return &session{d: dialectFor(ep)}
+}
+
 // idCounter makes response ids unique within the process; the prefix makes
 // them unique across restarts.
 var idCounter atomic.Uint64
@@ -80,7 +116,11 @@ var idPrefix = strconv.FormatInt(time.Now().UnixNano()&0xffffffffff, 36)
 
 // newID returns prefix + a process-unique suffix, e.g. "chatcmpl-k3j2-1f".
 func newID(prefix string) string {
-	return prefix + idPrefix + strconv.FormatUint(idCounter.Add(1), 36)
+	var buf [64]byte
+	b := append(buf[:0], prefix...)
+	b = append(b, idPrefix...)
+	b = strconv.AppendUint(b, idCounter.Add(1), 36)
+	return string(b)
 }
 
 // openaiError turns the codegen error into the session's error.

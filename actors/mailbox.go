@@ -26,6 +26,9 @@ type mailbox struct {
 	user      ring
 	system    ring
 	suspended bool
+	// The rings start on these arrays, so that a session's mailbox is one
+	// allocation until a ring outgrows them (rarely: see mailboxRing).
+	userBuf, systemBuf [mailboxRing]any
 
 	scheduled atomic.Bool // true while queued on or run by a worker
 	invoker   actor.MessageInvoker
@@ -202,7 +205,11 @@ func NewWorkerPool(n int) *WorkerPool {
 // Producer returns a MailboxProducer for actor props whose mailboxes run on
 // this pool.
 func (p *WorkerPool) Producer() actor.MailboxProducer {
-	return func() actor.Mailbox { return &mailbox{pool: p} }
+	return func() actor.Mailbox {
+		m := &mailbox{pool: p}
+		m.user.buf, m.system.buf = m.userBuf[:], m.systemBuf[:]
+		return m
+	}
 }
 
 // Stop ends the workers after the queued mailboxes ran. No mailbox may be

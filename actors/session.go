@@ -34,9 +34,11 @@ type session struct {
 
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
-	body   []byte     // non-stream body, reused
-	usage  engine.Usage
-	log    *zap.Logger // with the request id; built on first use
+	body   []byte     // non-stream body (or other scratch output)
+	// bodyBuf holds body's buffer while it is lent from respBufs.
+	bodyBuf *[]byte
+	usage   engine.Usage
+	log     *zap.Logger // with the request id; built on first use
 }
 
 // logger returns the session's logger: every line carries the request id.
@@ -170,13 +172,38 @@ func (ss *session) forward(ctx actor.Context) {
 		ss.conn.EndStream()
 	case final.Err != nil:
 		ae := ss.d.engineError(final.Err, &ss.ereq)
-		ss.body = ss.d.appendError(ss.body[:0], ae)
+		ss.body = ss.d.appendError(ss.takeBody(), ae)
 		ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
+		ss.releaseBody()
 	default:
-		ss.body = ss.d.appendResponse(ss.body[:0], ss, final)
+		ss.body = ss.d.appendResponse(ss.takeBody(), ss, final)
 		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
+		ss.releaseBody()
 	}
 	ss.stop(ctx)
+}
+
+// respBufs holds the buffers non-streamed bodies are rendered into: Respond
+// copies the body, so the buffer goes back at once and a request's body
+// costs no allocation of its own once the pool is warm.
+var respBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledBody bounds the buffers kept in respBufs.
+const maxPooledBody = 1 << 20
+
+// takeBody returns an empty pooled buffer for ss.body.
+func (ss *session) takeBody() []byte {
+	ss.bodyBuf = respBufs.Get().(*[]byte)
+	return (*ss.bodyBuf)[:0]
+}
+
+// releaseBody returns ss.body's buffer to the pool once it was sent.
+func (ss *session) releaseBody() {
+	if ss.bodyBuf != nil && cap(ss.body) <= maxPooledBody {
+		*ss.bodyBuf = ss.body[:0]
+		respBufs.Put(ss.bodyBuf)
+	}
+	ss.bodyBuf, ss.body = nil, nil
 }
 
 // fail ends a request that failed before its status line.
@@ -187,8 +214,9 @@ func (ss *session) fail(ctx actor.Context, ae *apiError) {
 		ce.Write(zap.String("request_id", ss.req.RequestID), zap.Int("status", ae.Status), zap.String("type", ae.Type), zap.String("code", ae.Code))
 	}
 	ss.finished = true
-	ss.body = ss.d.appendError(ss.body[:0], ae)
+	ss.body = ss.d.appendError(ss.takeBody(), ae)
 	ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
+	ss.releaseBody()
 	ss.stop(ctx)
 }
 

@@ -62,6 +62,9 @@ type Sessions struct {
 	failures atomic.Uint64 // sessions stopped by a panic
 	unknown  unknownFields
 	store    *ResponseStore // stored Responses API responses (store.go)
+	// withMailbox is the props option that gives a session its mailbox on
+	// the worker pool, built once rather than per spawn.
+	withMailbox actor.PropsOption
 }
 
 // NewSessions sets up session supervision.
@@ -96,6 +99,7 @@ func NewSessions(cfg Config) (*Sessions, error) {
 	})
 	s.root = s.system.Root.WithGuardian(stop)
 	s.store = newResponseStore(s.system, cfg.Store, s.pool.Producer())
+	s.withMailbox = actor.WithMailbox(s.pool.Producer())
 	return s, nil
 }
 
@@ -109,10 +113,10 @@ func NewActorSystem(log *zap.Logger) *actor.ActorSystem {
 // Start spawns the session for one request. It never blocks on the engine:
 // decoding and validation run in the actor. Safe for concurrent use.
 func (s *Sessions) Start(conn Conn, req *Request) Handle {
-	ss := &session{owner: s, conn: conn, req: req}
+	ss := newSession(req.Endpoint)
+	ss.owner, ss.conn, ss.req = s, conn, req
 	ss.sink.ss = ss
-	ss.d = dialectFor(req.Endpoint)
-	props := actor.PropsFromProducer(func() actor.Actor { return ss }, actor.WithMailbox(s.pool.Producer()))
+	props := actor.PropsFromProducer(func() actor.Actor { return ss }, s.withMailbox)
 	s.active.Add(1)
 	ss.pid = s.root.Spawn(props)
 	return ss
