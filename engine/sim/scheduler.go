@@ -128,9 +128,17 @@ func (e *Engine) admit(now time.Time) {
 	}
 }
 
+// popWaiting drops the head of the waiting queue. The last one leaves the
+// slice where it is, so that a queue that empties and refills one request at
+// a time (the common case) reuses its array instead of sliding off its end
+// and reallocating per request.
 func (e *Engine) popWaiting() {
 	e.waiting[0] = nil
-	e.waiting = e.waiting[1:]
+	if len(e.waiting) == 1 {
+		e.waiting = e.waiting[:0]
+	} else {
+		e.waiting = e.waiting[1:]
+	}
 	e.waitingN.Add(-1)
 }
 
