@@ -418,7 +418,10 @@ func requestID(req *httpparse.Request) string {
 	if v := req.Header("x-request-id"); saneRequestID(v) {
 		return string(v)
 	}
-	return ridPrefix + "-" + strconv.FormatUint(ridCounter.Add(1), 36)
+	var buf [48]byte
+	b := append(buf[:0], ridPrefix...)
+	b = append(b, '-')
+	return string(strconv.AppendUint(b, ridCounter.Add(1), 36))
 }
 
 // saneRequestID accepts ids of 1..128 visible ASCII characters without

@@ -24,7 +24,7 @@ import (
 //
 //easyjson:json
 type MessagesRequest struct {
-	Model     string    `json:"model"`
+	Model     string    `json:"model,intern"`
 	MaxTokens opt.Int   `json:"max_tokens"`
 	Messages  []Message `json:"messages"`
 	// System is a string or an array of text blocks.
@@ -56,7 +56,7 @@ func (r *MessagesRequest) UnmarshalUnknown(in *jlexer.Lexer, key string) {
 //
 //easyjson:json
 type Message struct {
-	Role    string  `json:"role"`
+	Role    string  `json:"role,intern"`
 	Content Content `json:"content"`
 }
 
@@ -66,7 +66,7 @@ type Message struct {
 //
 //easyjson:json
 type ContentBlock struct {
-	Type string `json:"type"`
+	Type string `json:"type,intern"`
 	// text
 	Text string `json:"text"`
 	// tool_use

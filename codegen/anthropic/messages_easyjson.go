@@ -305,7 +305,7 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic4(in *jlexer.Lex
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Model = string(in.String())
+				out.Model = string(in.StringIntern())
 			}
 		case "max_tokens":
 			if in.IsNull() {
@@ -619,7 +619,7 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic5(in *jlexer.Lex
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Role = string(in.String())
+				out.Role = string(in.StringIntern())
 			}
 		case "content":
 			if in.IsNull() {
@@ -681,7 +681,7 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic6(in *jlexer.Lex
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Type = string(in.String())
+				out.Type = string(in.StringIntern())
 			}
 		case "text":
 			if in.IsNull() {

@@ -19,7 +19,7 @@ import (
 //
 //easyjson:json
 type ChatRequest struct {
-	Model    string        `json:"model"`
+	Model    string        `json:"model,intern"`
 	Messages []ChatMessage `json:"messages"`
 
 	Temperature      opt.Float64 `json:"temperature"`
@@ -79,7 +79,7 @@ type StreamOptions struct {
 //
 //easyjson:json
 type ChatMessage struct {
-	Role       string             `json:"role"`
+	Role       string             `json:"role,intern"`
 	Content    ChatContent        `json:"content"`
 	Name       string             `json:"name"`
 	ToolCalls  []ChatToolCallItem `json:"tool_calls"`
@@ -147,7 +147,7 @@ type JSONSchemaSpec struct {
 //
 //easyjson:json
 type chatContentPart struct {
-	Type    string `json:"type"`
+	Type    string `json:"type,intern"`
 	Text    string `json:"text"`
 	Refusal string `json:"refusal"`
 }

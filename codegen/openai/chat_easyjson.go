@@ -138,7 +138,7 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai1(in *jlexer.Lexer,
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Type = string(in.String())
+				out.Type = string(in.StringIntern())
 			}
 		case "text":
 			if in.IsNull() {
@@ -566,7 +566,7 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Model = string(in.String())
+				out.Model = string(in.StringIntern())
 			}
 		case "messages":
 			if in.IsNull() {
@@ -1022,7 +1022,7 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer,
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Role = string(in.String())
+				out.Role = string(in.StringIntern())
 			}
 		case "content":
 			if in.IsNull() {

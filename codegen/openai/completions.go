@@ -16,7 +16,7 @@ import (
 //
 //easyjson:json
 type CompletionRequest struct {
-	Model  string     `json:"model"`
+	Model  string     `json:"model,intern"`
 	Prompt Prompt     `json:"prompt"`
 	Suffix opt.String `json:"suffix"` // refused when not empty
 

@@ -35,7 +35,7 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Model = string(in.String())
+				out.Model = string(in.StringIntern())
 			}
 		case "prompt":
 			if in.IsNull() {

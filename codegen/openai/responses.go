@@ -19,7 +19,7 @@ import (
 //
 //easyjson:json
 type ResponsesRequest struct {
-	Model string `json:"model"`
+	Model string `json:"model,intern"`
 	// Input is a string or an array of input items.
 	Input              ResponsesInput `json:"input"`
 	Instructions       string         `json:"instructions"`
@@ -70,11 +70,11 @@ func (r *ResponsesRequest) StoreEnabled() bool { return r.Store.Get(true) }
 //
 //easyjson:json
 type ResponsesInputItem struct {
-	Type   string `json:"type"`
+	Type   string `json:"type,intern"`
 	ID     string `json:"id"`
 	Status string `json:"status"`
 	// message
-	Role    string           `json:"role"`
+	Role    string           `json:"role,intern"`
 	Content ResponsesContent `json:"content"`
 	// function_call, function_call_output
 	CallID    string `json:"call_id"`

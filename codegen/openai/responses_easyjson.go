@@ -349,7 +349,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer,
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Model = string(in.String())
+				out.Model = string(in.StringIntern())
 			}
 		case "input":
 			if in.IsNull() {
@@ -803,7 +803,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Type = string(in.String())
+				out.Type = string(in.StringIntern())
 			}
 		case "id":
 			if in.IsNull() {
@@ -821,7 +821,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			if in.IsNull() {
 				in.Skip()
 			} else {
-				out.Role = string(in.String())
+				out.Role = string(in.StringIntern())
 			}
 		case "content":
 			if in.IsNull() {
