@@ -44,6 +44,9 @@ type Engine struct {
 	prefillFree time.Time // when the prefill lane is free
 	nextStep    time.Time // when the next decode step is due
 	delta       engine.Delta
+	start       engine.Start     // AppendStart's argument, reused
+	choiceEnd   engine.ChoiceEnd // AppendChoiceEnd's argument, reused
+	bufs        seqBuffers
 	// frames is the one step buffer every request's frames are written
 	// into, in turn: Sink.Deliver copies what it keeps, so a request needs
 	// no buffer of its own between steps (lent as group.buf).
@@ -98,6 +101,7 @@ func newEngineNoLoop(cfg Config) (*Engine, error) {
 		done:   make(chan struct{}),
 		kv:     newKVCache(cfg.KVCacheTokens / BlockSize),
 	}
+	e.bufs.init(&e.cfg)
 	e.entropy.Store(uint64(time.Now().UnixNano()))
 	return e, nil
 }
@@ -156,15 +160,13 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 	n := req.Sampling.Choices()
 	g.seqs = make([]seq, n)
 	g.live = n
-	capIDs := min(p.maxTokens, 256)
 	sp := &req.Sampling
 	for i := range g.seqs {
 		s := &g.seqs[i]
 		s.g, s.index, s.ctx, s.stopTokenID = g, i, p.ctx, -1
 		s.rng.s = e.seedFor(req, p, i)
-		s.ids = make([]int, 0, capIDs)
-		s.blocks = make([]int32, 0, blocksFor(p.promptLen%BlockSize+capIDs)+1)
-		s.text = make([]byte, 0, capIDs*6)
+		// ids, text and blocks come from the engine's free lists at
+		// admission (takeBuffers).
 		if sp.Logprobs {
 			// Logprobs are kept for the final Result: reserve them up to
 			// maxLogprobsReserve tokens at once rather than copying as

@@ -170,6 +170,9 @@ func (e *Engine) allocGroup(g *group, now time.Time) bool {
 	if need > avail {
 		return false
 	}
+	if !g.admitted {
+		e.takeBuffers(g)
+	}
 	g.promptBlocks = g.promptBlocks[:0]
 	for i, h := range p.hashes {
 		if i < hits {
@@ -331,7 +334,8 @@ func (e *Engine) firstToken(g *group, now time.Time) {
 			g.promptLP = e.promptLogprobs(g)
 		}
 		if g.req.Stream {
-			st := &engine.Start{
+			st := &e.start
+			*st = engine.Start{
 				PromptTokens:   g.prep.promptLen,
 				CachedTokens:   g.cached,
 				N:              len(g.seqs),

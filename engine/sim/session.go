@@ -220,11 +220,15 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 			s.done, s.finish = true, engine.FinishAbort
 		}
 		c := &res.Choices[i]
+		// The Result is the receiver's: it gets copies of the choice's
+		// buffers, which go back to the engine's free lists below.
+		ids := make([]int, len(s.ids))
+		copy(ids, s.ids)
 		*c = engine.Choice{
 			Index:          i,
 			Text:           string(s.text),
 			Reasoning:      string(s.reasoning),
-			TokenIDs:       s.ids,
+			TokenIDs:       ids,
 			FinishReason:   s.finish,
 			StopString:     s.stopString,
 			StopTokenID:    s.stopTokenID,
@@ -251,6 +255,7 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 	// it was never lent (abort, shutdown): then frames is the request's own.
 	// Publish first, so that a caller woken by this final delivery already
 	// sees the freed slot and blocks in Stats.
+	e.giveBuffers(g)
 	e.publish()
 	g.sink.Deliver(frames, res)
 }
@@ -264,12 +269,13 @@ func (e *Engine) endChoice(s *seq) {
 	if !s.g.req.Stream {
 		return
 	}
-	ce := engine.ChoiceEnd{
+	ce := &e.choiceEnd
+	*ce = engine.ChoiceEnd{
 		Choice:       s.index,
 		FinishReason: s.finish,
 		StopString:   s.stopString,
 		StopTokenID:  s.stopTokenID,
 		Usage:        &s.g.usage,
 	}
-	s.g.buf = s.g.req.Formatter.AppendChoiceEnd(s.g.buf, &ce)
+	s.g.buf = s.g.req.Formatter.AppendChoiceEnd(s.g.buf, ce)
 }
