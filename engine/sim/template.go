@@ -3,6 +3,8 @@ package sim
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/engine"
@@ -23,99 +25,129 @@ import (
 // The special markers are plain text to o200k_base, so they count as the
 // several tokens they tokenize to. Safe for concurrent use.
 func RenderChatML(msgs []engine.Message, tools []engine.Tool) string {
-	var b strings.Builder
-	n := 0
+	b := appendChatML(make([]byte, 0, chatMLSize(msgs)), msgs, tools)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+}
+
+// chatMLSize is a guess at the rendered size of msgs, for a first buffer.
+func chatMLSize(msgs []engine.Message) int {
+	n := 256
 	for i := range msgs {
 		n += len(msgs[i].Content) + 32
 	}
-	b.Grow(n + 256)
+	return n
+}
+
+// appendChatML appends the prompt RenderChatML renders to dst and returns
+// it. Safe for concurrent use.
+func appendChatML(dst []byte, msgs []engine.Message, tools []engine.Tool) []byte {
 	first := 0
 	sys := len(msgs) > 0 && isSystem(msgs[0].Role)
 	if sys || len(tools) > 0 {
-		b.WriteString("<|im_start|>system\n")
+		dst = append(dst, "<|im_start|>system\n"...)
 		if sys {
-			b.WriteString(msgs[0].Content)
+			dst = append(dst, msgs[0].Content...)
 			first = 1
 		}
-		writeTools(&b, tools, sys)
-		b.WriteString("<|im_end|>\n")
+		dst = appendTools(dst, tools, sys)
+		dst = append(dst, "<|im_end|>\n"...)
 	}
 	for i := first; i < len(msgs); i++ {
 		m := &msgs[i]
 		switch {
 		case isSystem(m.Role):
-			b.WriteString("<|im_start|>system\n")
-			b.WriteString(m.Content)
-			b.WriteString("<|im_end|>\n")
+			dst = append(dst, "<|im_start|>system\n"...)
+			dst = append(dst, m.Content...)
+			dst = append(dst, "<|im_end|>\n"...)
 		case m.Role == "tool":
 			if i == first || msgs[i-1].Role != "tool" {
-				b.WriteString("<|im_start|>user")
+				dst = append(dst, "<|im_start|>user"...)
 			}
-			b.WriteString("\n<tool_response>\n")
-			b.WriteString(m.Content)
-			b.WriteString("\n</tool_response>")
+			dst = append(dst, "\n<tool_response>\n"...)
+			dst = append(dst, m.Content...)
+			dst = append(dst, "\n</tool_response>"...)
 			if i+1 == len(msgs) || msgs[i+1].Role != "tool" {
-				b.WriteString("<|im_end|>\n")
+				dst = append(dst, "<|im_end|>\n"...)
 			}
 		case m.Role == "assistant":
-			b.WriteString("<|im_start|>assistant\n")
-			b.WriteString(m.Content)
+			dst = append(dst, "<|im_start|>assistant\n"...)
+			dst = append(dst, m.Content...)
 			for j, tc := range m.ToolCalls {
 				if j > 0 || m.Content != "" {
-					b.WriteByte('\n')
+					dst = append(dst, '\n')
 				}
-				b.WriteString("<tool_call>\n{\"name\": ")
-				b.Write(codegen.AppendJSONStringS(nil, tc.Name))
-				b.WriteString(", \"arguments\": ")
+				dst = append(dst, "<tool_call>\n{\"name\": "...)
+				dst = codegen.AppendJSONStringS(dst, tc.Name)
+				dst = append(dst, ", \"arguments\": "...)
 				args := tc.Arguments
 				if strings.TrimSpace(args) == "" {
 					args = "{}"
 				}
-				b.WriteString(args)
-				b.WriteString("}\n</tool_call>")
+				dst = append(dst, args...)
+				dst = append(dst, "}\n</tool_call>"...)
 			}
-			b.WriteString("<|im_end|>\n")
+			dst = append(dst, "<|im_end|>\n"...)
 		default:
-			b.WriteString("<|im_start|>")
-			b.WriteString(m.Role)
-			b.WriteByte('\n')
-			b.WriteString(m.Content)
-			b.WriteString("<|im_end|>\n")
+			dst = append(dst, "<|im_start|>"...)
+			dst = append(dst, m.Role...)
+			dst = append(dst, '\n')
+			dst = append(dst, m.Content...)
+			dst = append(dst, "<|im_end|>\n"...)
 		}
 	}
-	b.WriteString("<|im_start|>assistant\n")
-	return b.String()
+	return append(dst, "<|im_start|>assistant\n"...)
 }
 
 func isSystem(role string) bool { return role == "system" || role == "developer" }
 
-// writeTools writes the tool list of the system turn.
-func writeTools(b *strings.Builder, tools []engine.Tool, afterText bool) {
+// appendTools appends the tool list of the system turn.
+func appendTools(dst []byte, tools []engine.Tool, afterText bool) []byte {
 	if len(tools) == 0 {
-		return
+		return dst
 	}
 	if afterText {
-		b.WriteString("\n\n")
+		dst = append(dst, "\n\n"...)
 	}
-	b.WriteString("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
-		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
-	var tmp []byte
+	dst = append(dst, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"+
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>"...)
 	for _, t := range tools {
-		tmp = append(tmp[:0], "\n{\"type\": \"function\", \"function\": {\"name\": "...)
-		tmp = codegen.AppendJSONStringS(tmp, t.Name)
+		dst = append(dst, "\n{\"type\": \"function\", \"function\": {\"name\": "...)
+		dst = codegen.AppendJSONStringS(dst, t.Name)
 		if t.Description != "" {
-			tmp = append(tmp, ", \"description\": "...)
-			tmp = codegen.AppendJSONStringS(tmp, t.Description)
+			dst = append(dst, ", \"description\": "...)
+			dst = codegen.AppendJSONStringS(dst, t.Description)
 		}
 		if len(t.Parameters) > 0 {
-			tmp = append(tmp, ", \"parameters\": "...)
-			tmp = append(tmp, t.Parameters...)
+			dst = append(dst, ", \"parameters\": "...)
+			dst = append(dst, t.Parameters...)
 		}
-		tmp = append(tmp, "}}"...)
-		b.Write(tmp)
+		dst = append(dst, "}}"...)
 	}
-	b.WriteString("\n</tools>\n\nFor each function call, return a json object with function name and arguments " +
-		"within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
+	return append(dst, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "+
+		"within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>"...)
+}
+
+// renderPool holds Prepare's render buffers: a rendered prompt is only
+// tokenized, and the tokenizer keeps no reference to its input.
+var renderPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledRender bounds the render buffers put back in renderPool (64 KiB):
+// a longer conversation's buffer goes to the collector.
+const maxPooledRender = 64 << 10
+
+// encodeChatML renders msgs and tools into a pooled buffer and returns the
+// prompt's token ids.
+func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int {
+	bp := renderPool.Get().(*[]byte)
+	b := appendChatML((*bp)[:0], msgs, tools)
+	// The string lives only for the call: encode copies the ids out and
+	// keeps nothing of the text (see encodeAppend).
+	ids := v.encode(unsafe.String(unsafe.SliceData(b), len(b)))
+	if cap(b) <= maxPooledRender {
+		*bp = b[:0]
+		renderPool.Put(bp)
+	}
+	return ids
 }
 
 // prepared is what Prepare computes for Start, kept in Request.Prepared.
@@ -144,7 +176,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	var lastUser string
 	switch {
 	case len(req.Messages) > 0:
-		req.PromptTokens = e.vocab.encode(RenderChatML(req.Messages, req.Tools))
+		req.PromptTokens = e.vocab.encodeChatML(req.Messages, req.Tools)
 		for i := len(req.Messages) - 1; i >= 0; i-- {
 			if req.Messages[i].Role == "user" {
 				lastUser = req.Messages[i].Content
