@@ -152,13 +152,14 @@ func (e *Engine) overloaded() error {
 // output given in advance (tool-call arguments, JSON, echo).
 func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *group {
 	now := e.cfg.now()
-	g := &group{e: e, req: req, prep: p, sink: sink, arrival: req.Arrival, interval: max(1, req.StreamInterval)}
+	n := req.Sampling.Choices()
+	g := makeGroup(n)
+	g.e, g.req, g.prep, g.sink = e, req, p, sink
+	g.arrival, g.interval = req.Arrival, max(1, req.StreamInterval)
 	if g.arrival.IsZero() || g.arrival.After(now) {
 		g.arrival = now
 	}
 	g.usage.PromptTokens = p.promptLen
-	n := req.Sampling.Choices()
-	g.seqs = make([]seq, n)
 	g.live = n
 	sp := &req.Sampling
 	for i := range g.seqs {
@@ -192,6 +193,23 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 		}
 	}
 	return g
+}
+
+// groupOne is a group with its one choice, allocated together.
+type groupOne struct {
+	g   group
+	one [1]seq
+}
+
+// makeGroup returns a zero group with n zero choices: one allocation when
+// n is 1, the common case.
+func makeGroup(n int) *group {
+	if n == 1 {
+		x := &groupOne{}
+		x.g.seqs = x.one[:]
+		return &x.g
+	}
+	return &group{seqs: make([]seq, n)}
 }
 
 // maxLogprobsReserve caps the per-choice logprob entries reserved up front

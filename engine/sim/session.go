@@ -201,8 +201,9 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 	}
 	e.releaseGroup(g)
 	g.state = stateDone
-	res := &engine.Result{
-		Choices:      make([]engine.Choice, len(g.seqs)),
+	res := newResult(len(g.seqs))
+	*res = engine.Result{
+		Choices:      res.Choices,
 		Usage:        g.usage,
 		Err:          err,
 		EndToEnd:     now.Sub(g.arrival),
@@ -258,6 +259,22 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 	e.giveBuffers(g)
 	e.publish()
 	g.sink.Deliver(frames, res)
+}
+
+// resultOne is a Result with its one Choice, allocated together.
+type resultOne struct {
+	res    engine.Result
+	choice [1]engine.Choice
+}
+
+// newResult returns a Result with n zero Choices: one allocation when n is 1.
+func newResult(n int) *engine.Result {
+	if n == 1 {
+		r := &resultOne{}
+		r.res.Choices = r.choice[:]
+		return &r.res
+	}
+	return &engine.Result{Choices: make([]engine.Choice, n)}
 }
 
 // abortedByClient is the message of a session ended by Session.Abort.
