@@ -11,6 +11,9 @@
 #   saturation: inter-token latency 0, 256 concurrent streams of 128 tokens
 #   nonstream:  16-token non-streaming chat completions on 64 connections
 #
+# Each workload also compares vajra with itself run with --keep-gomaxprocs
+# (vajra-keep: GOMAXPROCS stays 1 instead of event loops + 1).
+#
 # Results (text, JSON, HTML) go to bench/out/. Environment overrides:
 #   WARMUP (4s) DURATION (10s) ROUNDS (3) PORT_BASE (18000)
 #   MODEL (vajra-sim: the model `vajra serve --sim-*` serves; the
@@ -32,6 +35,7 @@ PORT_BASE=${PORT_BASE:-18000}
 port_vajra=$PORT_BASE
 port_floor=$((PORT_BASE + 1))
 port_baseline=$((PORT_BASE + 2))
+port_keep=$((PORT_BASE + 3))
 
 # 1,000 streams need 1,000+ descriptors on each side: raise the soft limit
 # to the hard one.
@@ -102,6 +106,14 @@ start_servers() { # itl
 		pids+=($!)
 		pid_of[vajra]=$!
 		wait_port "$port_vajra" vajra
+		# The same with --keep-gomaxprocs: GOMAXPROCS stays 1, so the event
+		# loop's P is the only one (see docs/architecture.md).
+		# shellcheck disable=SC2086
+		GOMAXPROCS=1 "${pin_server[@]}" bin/vajra serve --port "$port_keep" --sim-itl "$itl" \
+			--max-num-seqs 4096 --sim-prefill-tps 0 --keep-gomaxprocs ${VAJRA_SERVE_ARGS:-} >"$out/vajra-keep.log" 2>&1 &
+		pids+=($!)
+		pid_of[vajra-keep]=$!
+		wait_port "$port_keep" vajra-keep
 	fi
 }
 
@@ -110,6 +122,7 @@ port_of() {
 	vajra) echo "$port_vajra" ;;
 	floor) echo "$port_floor" ;;
 	baseline) echo "$port_baseline" ;;
+	vajra-keep) echo "$port_keep" ;;
 	esac
 }
 
@@ -138,6 +151,7 @@ run_scenario() { # scenario itl args...
 	if [[ $have_vajra == 1 ]]; then
 		compare "$scenario" floor vajra "$itl" "$@"
 		compare "$scenario" baseline vajra "$itl" "$@"
+		compare "$scenario" vajra-keep vajra "$itl" "$@"
 	else
 		compare "$scenario" floor baseline "$itl" "$@"
 	fi
