@@ -1,5 +1,7 @@
 package sim
 
+import "slices"
+
 // BlockSize is the number of tokens in one KV cache block, as in vLLM.
 const BlockSize = 16
 
@@ -147,22 +149,20 @@ func (kv *kvCache) lookup(hashes []uint64) (hits, freeHits int) {
 	return hits, freeHits
 }
 
-// blockHashes returns the chained hashes of the full blocks of tokens:
-// hash i covers tokens[0 : (i+1)*BlockSize].
-func blockHashes(tokens []int) []uint64 {
+// appendBlockHashes appends the chained hashes of the full blocks of
+// tokens to dst: hash i covers tokens[0 : (i+1)*BlockSize]. The cache keeps
+// the hash values, not the slice.
+func appendBlockHashes(dst []uint64, tokens []int) []uint64 {
 	n := len(tokens) / BlockSize
-	if n == 0 {
-		return nil
-	}
-	out := make([]uint64, n)
+	dst = slices.Grow(dst, n)
 	h := uint64(0x6a09e667f3bcc908)
 	for i := range n {
 		for _, t := range tokens[i*BlockSize : (i+1)*BlockSize] {
 			h = mix(h, uint64(t))
 		}
-		out[i] = h
+		dst = append(dst, h)
 	}
-	return out
+	return dst
 }
 
 // blocksFor is the number of blocks that hold n tokens.

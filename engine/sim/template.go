@@ -152,9 +152,12 @@ func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int {
 
 // prepared is what Prepare computes for Start, kept in Request.Prepared.
 type prepared struct {
-	e          *Engine
-	promptLen  int
-	hashes     []uint64 // chained hashes of the prompt's full blocks
+	e         *Engine
+	promptLen int
+	hashes    []uint64 // chained hashes of the prompt's full blocks
+	// hashBuf holds hashes for prompts of up to 256 tokens, so that they
+	// need no allocation of their own.
+	hashBuf    [16]uint64
 	ctx        uint64   // content hash of the prompt, mixed with the engine seed
 	maxTokens  int      // resolved: MaxTokens, or what is left of the context
 	stops      [][]byte // non-empty stop strings
@@ -218,7 +221,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		mt = limit - p.promptLen
 	}
 	p.maxTokens = mt
-	p.hashes = blockHashes(req.PromptTokens)
+	p.hashes = appendBlockHashes(p.hashBuf[:0], req.PromptTokens)
 	h := uint64(e.cfg.Seed)
 	for _, t := range req.PromptTokens {
 		h = mix(h, uint64(t))
