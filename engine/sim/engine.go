@@ -153,7 +153,7 @@ func (e *Engine) overloaded() error {
 func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *group {
 	now := e.cfg.now()
 	n := req.Sampling.Choices()
-	g := makeGroup(n)
+	g := p.takeGroup(n)
 	g.e, g.req, g.prep, g.sink = e, req, p, sink
 	g.arrival, g.interval = req.Arrival, max(1, req.StreamInterval)
 	if g.arrival.IsZero() || g.arrival.After(now) {

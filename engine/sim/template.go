@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/vajra-go/vajra/codegen"
@@ -167,6 +168,39 @@ type prepared struct {
 	toolSchema *schema
 	respSchema *schema
 	echo       []int // echo mode: the tokens to repeat
+	// spare is the session of the first Start of a one-choice request,
+	// allocated with the prepared request; spareTaken claims it.
+	spare      *group
+	spareTaken atomic.Bool
+}
+
+// preparedOne is a prepared request of one choice and the group its first
+// Start takes, allocated together.
+type preparedOne struct {
+	p prepared
+	g groupOne
+}
+
+// newPrepared returns the prepared state of a request of n choices: with
+// one, its session's memory comes with it (see takeGroup).
+func newPrepared(e *Engine, n int) *prepared {
+	if n != 1 {
+		return &prepared{e: e}
+	}
+	x := &preparedOne{p: prepared{e: e}}
+	x.g.g.seqs = x.g.one[:]
+	x.p.spare = &x.g.g
+	return &x.p
+}
+
+// takeGroup returns a zero group of n choices: the spare one allocated with
+// p the first time, a new one after (a request started again after Start
+// failed). Safe for concurrent use.
+func (p *prepared) takeGroup(n int) *group {
+	if n == 1 && p.spare != nil && p.spareTaken.CompareAndSwap(false, true) {
+		return p.spare
+	}
+	return makeGroup(n)
 }
 
 // Prepare renders and tokenizes req's prompt, validates its parameters and
@@ -175,7 +209,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if err := e.validate(req); err != nil {
 		return err
 	}
-	p := &prepared{e: e}
+	p := newPrepared(e, req.Sampling.Choices())
 	var lastUser string
 	switch {
 	case len(req.Messages) > 0:

@@ -33,3 +33,31 @@ func TestPrepareRendersChatML(t *testing.T) {
 		}
 	}
 }
+
+// TestStartPreparedTwice starts one prepared request twice: the first Start
+// takes the group allocated with the prepared state, the second a new one,
+// and both run to the same (greedy) answer.
+func TestStartPreparedTwice(t *testing.T) {
+	e := newEngine(t, nil)
+	req := chatReq("Tell me about the river.", 12)
+	if err := e.Prepare(req); err != nil {
+		t.Fatal(err)
+	}
+	var sessions [2]engine.Session
+	var results [2]*engine.Result
+	for i := range 2 {
+		sink := newSink()
+		s, err := e.Start(req, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions[i], results[i] = s, sink.wait(t)
+	}
+	if sessions[0] == sessions[1] || sessions[0] != req.Prepared.(*prepared).spare {
+		t.Fatal("the second Start reused the first one's group")
+	}
+	if a, b := results[0].Choices[0], results[1].Choices[0]; a.Text != b.Text || !slices.Equal(a.TokenIDs, b.TokenIDs) || a.Text == "" {
+		t.Fatalf("answers differ: %q, %q", a.Text, b.Text)
+	}
+	sessions[0].Abort() // a stale handle: harmless
+}
