@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/vajra-go/vajra/engine"
 )
@@ -223,11 +224,10 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 		c := &res.Choices[i]
 		// The Result is the receiver's: it gets copies of the choice's
 		// buffers, which go back to the engine's free lists below.
-		ids := make([]int, len(s.ids))
-		copy(ids, s.ids)
+		ids, text := copyIDsAndText(s.ids, s.text)
 		*c = engine.Choice{
 			Index:          i,
-			Text:           string(s.text),
+			Text:           text,
 			Reasoning:      string(s.reasoning),
 			TokenIDs:       ids,
 			FinishReason:   s.finish,
@@ -260,6 +260,25 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 	e.publish()
 	g.sink.Deliver(frames, res)
 }
+
+// copyIDsAndText returns copies of ids and text in one allocation: an array
+// of ints holding the ids, then the text's bytes. The copies are the
+// Result's, never written by the engine; ids is capped at its length, so
+// that appending to it cannot reach the text.
+func copyIDsAndText(ids []int, text []byte) ([]int, string) {
+	n := len(ids)
+	buf := make([]int, n+(len(text)+intSize-1)/intSize)
+	copy(buf, ids)
+	if len(text) == 0 {
+		return buf[:n:n], ""
+	}
+	tb := unsafe.Slice((*byte)(unsafe.Pointer(&buf[n])), len(text))
+	copy(tb, text)
+	return buf[:n:n], unsafe.String(&tb[0], len(tb))
+}
+
+// intSize is the size of an int in bytes.
+const intSize = int(unsafe.Sizeof(int(0)))
 
 // resultOne is a Result with its one Choice, allocated together.
 type resultOne struct {
