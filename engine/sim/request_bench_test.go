@@ -47,14 +47,17 @@ func runRequests(tb testing.TB, e *Engine, req *engine.Request, sink *finalSink,
 // requestCases are the requests of BenchmarkRequestAllocs and
 // TestRequestAllocs: a ~128-token chat prompt and 16 generated tokens,
 // non-streamed, the server's most common request.
+// maxAllocs is what TestRequestAllocs allows: the prepared state with the
+// session, the prompt's ids, the Result, and per choice its ids and text.
 var requestCases = []struct {
-	name   string
-	n      int
-	stream bool
+	name      string
+	n         int
+	stream    bool
+	maxAllocs float64
 }{
-	{"chat16", 1, false},
-	{"chat16/n2", 2, false},
-	{"chat16/stream", 1, true},
+	{"chat16", 1, false, 4},
+	{"chat16/n2", 2, false, 8},
+	{"chat16/stream", 1, true, 4},
 }
 
 func newRequestCase(n int, stream bool) *engine.Request {
@@ -83,6 +86,26 @@ func BenchmarkRequestAllocs(b *testing.B) {
 			b.StopTimer()
 			if res.Err != nil || len(res.Choices[0].TokenIDs) != 16 {
 				b.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
+// TestRequestAllocs guards the allocations of a whole request, counted in
+// every goroutine (the scheduler's included).
+func TestRequestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items at random")
+	}
+	for _, tc := range requestCases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, nil)
+			req := newRequestCase(tc.n, tc.stream)
+			sink := &finalSink{done: make(chan struct{}, 1)}
+			runRequests(t, e, req, sink, 10)
+			allocs := testing.AllocsPerRun(100, func() { runRequests(t, e, req, sink, 1) })
+			if allocs > tc.maxAllocs {
+				t.Fatalf("%v allocations per request, want at most %v", allocs, tc.maxAllocs)
 			}
 		})
 	}
