@@ -242,6 +242,7 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 			c.ToolCalls = []engine.ToolCall{call}
 		}
 	}
+	e.giveBuffers(g) // the Result holds copies
 	var frames []byte
 	if g.req.Stream {
 		if err != nil {
@@ -256,7 +257,6 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 	// it was never lent (abort, shutdown): then frames is the request's own.
 	// Publish first, so that a caller woken by this final delivery already
 	// sees the freed slot and blocks in Stats.
-	e.giveBuffers(g)
 	e.publish()
 	g.sink.Deliver(frames, res)
 }
