@@ -70,7 +70,10 @@ type Sink interface {
 // A Formatter is built per request by the dialect, with the constant parts of
 // its frames (id, model, created) rendered once. Every method appends to dst
 // and returns it, and must not allocate in steady state. The engine calls a
-// Formatter from one goroutine at a time.
+// Formatter from one goroutine at a time. The *Start, *Delta and *ChoiceEnd
+// arguments (and the slices they hold) are valid only during the call: the
+// engine reuses them; a Formatter copies what it keeps. AppendEnd's *Result
+// is the final one, owned by the sink after Deliver.
 type Formatter interface {
 	// AppendStart appends the frames that open the stream, once, before any
 	// delta (Anthropic message_start, Responses response.created, ...).
