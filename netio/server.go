@@ -37,7 +37,8 @@ type Options struct {
 	// (runtime.GOMAXPROCS, read at Start).
 	Loops int
 	// KeepGOMAXPROCS leaves GOMAXPROCS alone. By default Start raises it
-	// to Loops+1 when it is lower: see reserveP.
+	// to Loops+1 when it is lower, and takes the spare P back while the CPU
+	// is saturated: see procs.go.
 	KeepGOMAXPROCS bool
 	// Limits bound what the parser accepts; zero means httpparse defaults.
 	Limits httpparse.Limits
@@ -210,8 +211,9 @@ func (s *Server) Start() error {
 	}
 	if !s.opts.KeepGOMAXPROCS {
 		if from, to := reserveP(loops); to != from {
-			s.log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
+			s.log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait; the spare is taken back while the CPU is saturated (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
 				zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
+			go procControl(s.log, from, from, to, s.stopped)
 		}
 	}
 	go func() {
@@ -236,33 +238,6 @@ func (s *Server) Start() error {
 		s.done <- err
 	}()
 	return <-s.started
-}
-
-// reserveP raises GOMAXPROCS to loops+1 when it is lower and returns the
-// value before and after.
-//
-// Why: a gnet event loop waits in epoll_wait through an ordinary syscall,
-// so it keeps its P while it sleeps there; only sysmon takes the P back,
-// after one to two of its ticks, and sysmon's tick backs off to 10 ms when
-// the process is quiet (golang/go#76290 asks for a syscall that hands the
-// P off at once). With GOMAXPROCS equal to the number of loops, every P can
-// sit in epoll_wait while a timer fires (the embedded engine's step), the
-// netpoller has a reply from a remote engine:
-// that work then waits for sysmon, up to 10-20 ms.
-//
-// Measured on one core (GOMAXPROCS=1, 1,000 streams at 20 ms ITL): with
-// the spare P, engine steps start 1 ms late at p90 instead of 9-12 ms, and
-// the server-added inter-token latency p99 falls from 13-24 ms to 8-12 ms,
-// at the same CPU per token. The price is paid only when the one core is
-// saturated: two Ps then share it and switch threads, and requests/s at
-// full load drop by about 20 %. KeepGOMAXPROCS makes the other choice.
-func reserveP(loops int) (from, to int) {
-	from = runtime.GOMAXPROCS(0)
-	if from >= loops+1 {
-		return from, from
-	}
-	runtime.GOMAXPROCS(loops + 1)
-	return from, loops + 1
 }
 
 // Addr is the bound listen address (after Start).

@@ -83,7 +83,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.MaxOutboundBytes, "max-outbound-bytes", 0, "slow-consumer limit: a client this many bytes behind is disconnected and its request aborted (0: 4 MiB)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
 	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per P, i.e. GOMAXPROCS)")
-	fs.BoolVar(&cfg.KeepGOMAXPROCS, "keep-gomaxprocs", false, "do not raise GOMAXPROCS to event loops + 1 (the loops hold their P while idle in epoll_wait; see docs/architecture.md)")
+	fs.BoolVar(&cfg.KeepGOMAXPROCS, "keep-gomaxprocs", false, "do not raise GOMAXPROCS to event loops + 1 while the CPU is not saturated (the loops hold their P while idle in epoll_wait; see docs/configuration.md)")
 	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "coalesce up to this many tokens per streamed frame (as vLLM's; 0 or 1: one frame per token)")
 	fs.StringVar(&st.logFormat, "log-format", st.logFormat, "log format: json or console")
 	fs.StringVar(&st.logLevel, "log-level", st.logLevel, "log level: debug, info, warn or error")

@@ -1,0 +1,99 @@
+package netio
+
+import (
+	"runtime"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The spare P.
+//
+// A gnet event loop waits in epoll_wait through an ordinary syscall, so it
+// keeps its P while it sleeps there; only sysmon takes the P back, after one
+// to two of its ticks, and sysmon's tick backs off to 10 ms when the process
+// is quiet (golang/go#76290 asks for a syscall that hands the P off at once).
+// With GOMAXPROCS equal to the number of loops, every P can sit in
+// epoll_wait while a timer falls due (the embedded engine's step) or the
+// netpoller has a reply from a remote engine: that work then waits for
+// sysmon, up to 10-20 ms. Measured with GOMAXPROCS=1 and 1,000 streams at
+// 20 ms ITL (bench/RESULTS.md): engine steps started 9-12 ms late at p90 and
+// the server-added inter-token latency p99 was 14-17 ms; with one P more,
+// 1 ms and 5-8 ms, at the same or less CPU per token.
+//
+// The spare P has a price when the cores are saturated: it lets Go run two
+// threads where the loops would have run alone, and on one core they take
+// turns, switching threads; full-load requests/s fell 20-45 %. So the spare
+// is adaptive: Start raises GOMAXPROCS to loops + 1 (reserveP), and
+// procControl takes the spare back while the process uses more than
+// saturatedUtil of the cores it was given, and returns it below
+// relaxedUtil. GOMAXPROCS changes stop the world for a moment, so the
+// controller looks once per controlPeriod and the two thresholds keep it
+// from flapping.
+
+// reserveP raises GOMAXPROCS to loops+1 when it is lower and returns the
+// value before and after.
+func reserveP(loops int) (from, to int) {
+	from = runtime.GOMAXPROCS(0)
+	if from >= loops+1 {
+		return from, from
+	}
+	runtime.GOMAXPROCS(loops + 1)
+	return from, loops + 1
+}
+
+const (
+	controlPeriod = time.Second
+	// saturatedUtil and relaxedUtil are fractions of the cores the process
+	// was given (GOMAXPROCS before reserveP).
+	saturatedUtil = 0.90
+	relaxedUtil   = 0.70
+)
+
+// spareWanted reports whether the spare P should be in place, given whether
+// it is now and the CPU utilisation over the last period.
+func spareWanted(spare bool, util float64) bool {
+	if spare {
+		return util < saturatedUtil
+	}
+	return util < relaxedUtil
+}
+
+// procControl adds and removes the spare P by load until stop is closed.
+// cores is the CPU the process was given (GOMAXPROCS before reserveP);
+// without, with are GOMAXPROCS without and with the spare.
+func procControl(log *zap.Logger, cores, without, with int, stop <-chan struct{}) {
+	t := time.NewTicker(controlPeriod)
+	defer t.Stop()
+	spare := true
+	lastCPU, lastWall := cpuTime(), time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		cpu, wall := cpuTime(), time.Now()
+		util := (cpu - lastCPU).Seconds() / (wall.Sub(lastWall).Seconds() * float64(cores))
+		lastCPU, lastWall = cpu, wall
+		if want := spareWanted(spare, util); want != spare {
+			spare = want
+			n := without
+			if spare {
+				n = with
+			}
+			runtime.GOMAXPROCS(n)
+			log.Debug("spare P", zap.Bool("on", spare), zap.Int("gomaxprocs", n), zap.Float64("cpu_utilization", util))
+		}
+	}
+}
+
+// cpuTime is the CPU time (user + system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
