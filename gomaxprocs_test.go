@@ -8,7 +8,8 @@ import (
 )
 
 // TestStartReservesP: Start raises GOMAXPROCS to event loops + 1 (the loops
-// hold their P while they wait in epoll_wait), unless KeepGOMAXPROCS.
+// hold their P while they wait in epoll_wait), unless KeepGOMAXPROCS; a
+// second server in the same process leaves it to the first.
 func TestStartReservesP(t *testing.T) {
 	old := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(old)
@@ -21,6 +22,13 @@ func TestStartReservesP(t *testing.T) {
 		}
 		if got := runtime.GOMAXPROCS(0); got != want {
 			t.Errorf("KeepGOMAXPROCS=%v: GOMAXPROCS after Start = %d, want %d", keep, got, want)
+		}
+		if keep {
+			continue
+		}
+		startServer(t, func(c *vajra.Config) { c.Loops = 2 })
+		if got := runtime.GOMAXPROCS(0); got != want {
+			t.Errorf("a second server changed GOMAXPROCS from %d to %d", want, got)
 		}
 	}
 }

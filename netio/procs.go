@@ -2,6 +2,7 @@ package netio
 
 import (
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,10 @@ import (
 // relaxedUtil. GOMAXPROCS changes stop the world for a moment, so the
 // controller looks once per controlPeriod and the two thresholds keep it
 // from flapping.
+
+// controlling is set while a server's procControl runs: GOMAXPROCS is the
+// process's, so a second server in the same process leaves it alone.
+var controlling atomic.Bool
 
 // reserveP raises GOMAXPROCS to loops+1 when it is lower and returns the
 // value before and after.

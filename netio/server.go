@@ -115,6 +115,7 @@ type Server struct {
 	started  chan error
 	done     chan error
 	stopped  chan struct{} // closed when gnet.Run returned
+	ctlDone  chan struct{} // closed when procControl ended; nil if none ran
 	stopping atomic.Bool   // Stop was called
 	runErr   error         // why gnet.Run returned; read after stopped
 	draining atomic.Bool
@@ -209,11 +210,18 @@ func (s *Server) Start() error {
 	if loops <= 0 {
 		loops = runtime.GOMAXPROCS(0)
 	}
-	if !s.opts.KeepGOMAXPROCS {
-		if from, to := reserveP(loops); to != from {
+	if !s.opts.KeepGOMAXPROCS && controlling.CompareAndSwap(false, true) {
+		if from, to := reserveP(loops); to == from {
+			controlling.Store(false)
+		} else {
 			s.log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait; the spare is taken back while the CPU is saturated (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
 				zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
-			go procControl(s.log, from, from, to, s.stopped)
+			s.ctlDone = make(chan struct{})
+			go func() {
+				procControl(s.log, from, from, to, s.stopped)
+				controlling.Store(false)
+				close(s.ctlDone)
+			}()
 		}
 	}
 	go func() {
@@ -249,7 +257,8 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.stopping.Store(true)
 	select {
 	case <-s.stopped:
-		return nil // already down (Done fired)
+		s.waitControl() // already down (Done fired)
+		return nil
 	default:
 	}
 	if err := s.eng.Stop(ctx); err != nil {
@@ -260,7 +269,17 @@ func (s *Server) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.waitControl()
 	return nil
+}
+
+// waitControl waits for the GOMAXPROCS controller, if this server ran one,
+// to end (it ends when the engine stopped): a server started after Stop
+// then finds GOMAXPROCS free to manage.
+func (s *Server) waitControl() {
+	if s.ctlDone != nil {
+		<-s.ctlDone
+	}
 }
 
 // Release frees what outlives the gnet engine (the doorbells' writer ends).
