@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -152,14 +153,17 @@ func appendOpenAIError(dst []byte, e *apiError) []byte {
 
 // chatDialect is POST /v1/chat/completions.
 type chatDialect struct {
-	req     openai.ChatRequest
+	// req is the decoded request, from chatRequests until the engine has
+	// started: a held stream does not keep it.
+	req     *openai.ChatRequest
 	id      string
 	created int64
 	fmt     openai.ChatFormatter
 }
 
 func (d *chatDialect) decode(ss *session) *apiError {
-	if err := openai.DecodeChatRequest(ss.req.Body, &d.req); err != nil {
+	d.req = chatRequests.Get().(*openai.ChatRequest)
+	if err := openai.DecodeChatRequest(ss.req.Body, d.req); err != nil {
 		var pe *openai.ParamError
 		if errors.As(err, &pe) {
 			return openaiError(pe.API())
@@ -180,9 +184,16 @@ func (d *chatDialect) decode(ss *session) *apiError {
 // what the rest of a chat session needs (id, model, created, the
 // formatter) is kept apart.
 func (d *chatDialect) started(ss *session) {
-	d.req = openai.ChatRequest{}
+	*d.req = openai.ChatRequest{}
+	chatRequests.Put(d.req)
+	d.req = nil
 	ss.ereq.Messages, ss.ereq.Tools = nil, nil
 }
+
+// chatRequests holds decoded chat requests for reuse, zeroed. A request
+// that fails before its engine starts leaves its decoded copy to the
+// collector.
+var chatRequests = sync.Pool{New: func() any { return new(openai.ChatRequest) }}
 
 func (d *chatDialect) formatter(ss *session) engine.Formatter {
 	o := d.req.ChatStreamOptions()

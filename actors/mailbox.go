@@ -16,9 +16,11 @@ import (
 // workers fed by a channel of mailbox pointers: posting a pointer message to
 // an idle session allocates nothing.
 
-// mailboxRing is the initial capacity of a session's user-message ring. A
-// session rarely holds more than a start, a frames notice and a close.
-const mailboxRing = 8
+// mailboxRing is the initial capacity of a session's message rings. A
+// session rarely holds more than a start, a frames notice and a close (its
+// sink posts one frames notice at a time), or more than the start, stop and
+// terminated system messages.
+const mailboxRing = 4
 
 // mailbox implements actor.Mailbox. Its lock is per session: never shared.
 type mailbox struct {
