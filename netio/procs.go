@@ -20,8 +20,8 @@ import (
 // netpoller has a reply from a remote engine: that work then waits for
 // sysmon, up to 10-20 ms. Measured with GOMAXPROCS=1 and 1,000 streams at
 // 20 ms ITL (bench/RESULTS.md): engine steps started 9-12 ms late at p90 and
-// the server-added inter-token latency p99 was 14-17 ms; with one P more,
-// 1 ms and 5-8 ms, at the same or less CPU per token.
+// the server-added inter-token latency p99 was 13-23 ms; with one P more,
+// 1 ms and 5-11 ms, at the same or less CPU per token.
 //
 // The spare P has a price when the cores are saturated: it lets Go run two
 // threads where the loops would have run alone, and on one core they take
