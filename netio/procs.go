@@ -31,7 +31,8 @@ import (
 // saturatedUtil of the cores it was given, and returns it below
 // relaxedUtil. GOMAXPROCS changes stop the world for a moment, so the
 // controller looks once per controlPeriod and the two thresholds keep it
-// from flapping.
+// from flapping. Setting GOMAXPROCS also ends the runtime's own updates of
+// it from a changing cgroup CPU limit (Go 1.25+); KeepGOMAXPROCS keeps them.
 
 // controlling is set while a server's procControl runs: GOMAXPROCS is the
 // process's, so a second server in the same process leaves it alone.
