@@ -263,7 +263,10 @@ func statusOf(resp []byte) int {
 // flushOutbox writes what sessions queued for this connection and acts on
 // the end of an exchange. Loop-only.
 func (c *conn) flushOutbox() {
-	if c.closed {
+	// Closing: gnet may close asynchronously, so OnClose (closed) can come
+	// after more wakes; nothing queued after the decision to close is
+	// written, nor is a slow consumer counted twice.
+	if c.closed || c.closing {
 		return
 	}
 	o := &c.out

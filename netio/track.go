@@ -27,8 +27,8 @@ type tracked struct {
 func (t *tracked) Respond(status int, contentType string, headers, body []byte) {
 	t.status = status
 	headers = t.headers(status, headers)
-	t.x.Respond(status, contentType, headers, body)
 	t.end()
+	t.x.Respond(status, contentType, headers, body)
 }
 
 // StartStream implements actors.Conn.
@@ -42,14 +42,14 @@ func (t *tracked) Send(p []byte) { t.x.Send(p) }
 
 // EndStream implements actors.Conn.
 func (t *tracked) EndStream() {
-	t.x.EndStream()
 	t.end()
+	t.x.EndStream()
 }
 
 // Abandon implements actors.Conn.
 func (t *tracked) Abandon() {
-	t.x.Abandon()
 	t.end()
+	t.x.Abandon()
 }
 
 // headers adds the CORS lines and, on an overload answer, the retry hints.
@@ -67,7 +67,9 @@ func (t *tracked) headers(status int, h []byte) []byte {
 	return out
 }
 
-// end records the exchange, once.
+// end records the exchange, once. It runs before the exchange's end is
+// handed to the loop: once the loop has written the last byte, a client may
+// read /metrics at once and must find this request counted.
 func (t *tracked) end() {
 	if t.ended {
 		return
