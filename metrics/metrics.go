@@ -50,6 +50,7 @@ type ServerStats struct {
 	ParseErrors     uint64
 	SlowConsumers   uint64 // connections closed for not reading
 	ClientAborts    uint64 // requests aborted by a client disconnect
+	LoopWakes       uint64 // doorbell rings the event loops answered
 }
 
 // StoreStats are the Responses API store's figures.
@@ -322,6 +323,7 @@ var (
 	descParse    = prometheus.NewDesc("vajra_parse_errors_total", "Requests refused by the HTTP parser.", nil, nil)
 	descSlow     = prometheus.NewDesc("vajra_slow_consumer_aborts_total", "Connections closed because the client did not read fast enough.", nil, nil)
 	descAborts   = prometheus.NewDesc("vajra_client_disconnect_aborts_total", "Requests aborted because the client disconnected.", nil, nil)
+	descWakes    = prometheus.NewDesc("vajra_event_loop_wakes_total", "Times an event loop was woken to write what sessions queued (about one per loop per engine step when streaming).", nil, nil)
 	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
 	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
 	descUnknown  = prometheus.NewDesc("vajra_unknown_request_fields_total", "Request fields no dialect knows, by endpoint and field.", []string{"endpoint", "field"}, nil)
@@ -335,7 +337,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH,
-		descConns, descBytes, descParse, descSlow, descAborts, descHTTP, descRejected, descUnknown, c.itlDesc,
+		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descHTTP, descRejected, descUnknown, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
 		ch <- d
 	}
@@ -371,6 +373,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descParse, prometheus.CounterValue, float64(st.ParseErrors))
 		ch <- prometheus.MustNewConstMetric(descSlow, prometheus.CounterValue, float64(st.SlowConsumers))
 		ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(st.ClientAborts))
+		ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(st.LoopWakes))
 	}
 	if f := src.Store; f != nil {
 		st := f()

@@ -87,6 +87,7 @@ func (s *Server) ServerStats() metrics.ServerStats {
 		ParseErrors:     s.parseErrors.Load(),
 		SlowConsumers:   s.slowConsumers.Load(),
 		ClientAborts:    s.clientAborts.Load(),
+		LoopWakes:       s.Wakes(),
 	}
 }
 

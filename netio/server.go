@@ -228,6 +228,9 @@ func (s *Server) Start() error {
 		opts := []gnet.Option{
 			gnet.WithNumEventLoop(loops),
 			gnet.WithReusePort(false),
+			// As net.Listen does on Unix: a restarted server binds its port
+			// even while the old one's closed connections sit in TIME_WAIT.
+			gnet.WithReuseAddr(true),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithLogger(s.log.Sugar()),
 		}
@@ -393,7 +396,7 @@ func (s *Server) loopOf(el gnet.EventLoop) *loop {
 	return l.(*loop)
 }
 
-// Wakes returns how many doorbell rings the loops answered, for tests.
+// Wakes returns how many doorbell rings the loops answered (tests, metrics).
 func (s *Server) Wakes() uint64 {
 	var n uint64
 	s.loops.Range(func(_, v any) bool { n += v.(*loop).wakes.Load(); return true })
