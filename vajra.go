@@ -79,6 +79,14 @@ type Config struct {
 	// MaxOutboundBytes is the slow-consumer limit: a client whose unsent
 	// output exceeds it is disconnected and its request aborted (0: 4 MiB).
 	MaxOutboundBytes int
+	// IdleTimeout closes a keep-alive connection idle between requests for
+	// longer; RequestReadTimeout answers 408 to a request still incomplete
+	// after it and closes the connection. 0 disables each; DefaultConfig
+	// sets netio.DefaultIdleTimeout and netio.DefaultRequestReadTimeout.
+	// Streams in flight are never timed out (see MaxOutboundBytes for
+	// clients that stop reading).
+	IdleTimeout        time.Duration
+	RequestReadTimeout time.Duration
 	// AllowedOrigins enables CORS for these origins ("*" for any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (never per token);
@@ -94,10 +102,12 @@ const DefaultModelName = "vajra-sim"
 // DefaultConfig returns the defaults of `vajra serve`.
 func DefaultConfig() Config {
 	return Config{
-		Host:             "127.0.0.1",
-		Port:             8000,
-		ServedModelNames: []string{DefaultModelName},
-		Sim:              sim.DefaultConfig(),
+		Host:               "127.0.0.1",
+		Port:               8000,
+		ServedModelNames:   []string{DefaultModelName},
+		Sim:                sim.DefaultConfig(),
+		IdleTimeout:        netio.DefaultIdleTimeout,
+		RequestReadTimeout: netio.DefaultRequestReadTimeout,
 	}
 }
 
@@ -170,6 +180,8 @@ func New(cfg Config) (*Server, error) {
 		RetryAfter:            cfg.RetryAfter,
 		MaxConnections:        cfg.MaxConnections,
 		MaxOutboundBytes:      cfg.MaxOutboundBytes,
+		IdleTimeout:           cfg.IdleTimeout,
+		RequestReadTimeout:    cfg.RequestReadTimeout,
 		AllowedOrigins:        cfg.AllowedOrigins,
 		AccessLog:             cfg.AccessLog,
 	})

@@ -51,6 +51,7 @@ type ServerStats struct {
 	SlowConsumers   uint64 // connections closed for not reading
 	ClientAborts    uint64 // requests aborted by a client disconnect
 	LoopWakes       uint64 // doorbell rings the event loops answered
+	IdleClosed      uint64 // connections closed by the idle timeout
 }
 
 // StoreStats are the Responses API store's figures.
@@ -323,6 +324,7 @@ var (
 	descParse    = prometheus.NewDesc("vajra_parse_errors_total", "Requests refused by the HTTP parser.", nil, nil)
 	descSlow     = prometheus.NewDesc("vajra_slow_consumer_aborts_total", "Connections closed because the client did not read fast enough.", nil, nil)
 	descAborts   = prometheus.NewDesc("vajra_client_disconnect_aborts_total", "Requests aborted because the client disconnected.", nil, nil)
+	descIdle     = prometheus.NewDesc("vajra_idle_connections_closed_total", "Keep-alive connections closed after the idle timeout.", nil, nil)
 	descWakes    = prometheus.NewDesc("vajra_event_loop_wakes_total", "Times an event loop was woken to write what sessions queued (about one per loop per engine step when streaming).", nil, nil)
 	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
 	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
@@ -337,7 +339,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH,
-		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descHTTP, descRejected, descUnknown, c.itlDesc,
+		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descHTTP, descRejected, descUnknown, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
 		ch <- d
 	}
@@ -374,6 +376,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSlow, prometheus.CounterValue, float64(st.SlowConsumers))
 		ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(st.ClientAborts))
 		ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(st.LoopWakes))
+		ch <- prometheus.MustNewConstMetric(descIdle, prometheus.CounterValue, float64(st.IdleClosed))
 	}
 	if f := src.Store; f != nil {
 		st := f()

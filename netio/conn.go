@@ -35,6 +35,13 @@ type conn struct {
 	closing bool          // a close is under way: serve nothing more
 	closed  bool          // OnClose ran
 
+	// Timeouts (timeouts.go): reading is true while a request has started
+	// arriving and is not complete; since is when that began or, when not
+	// reading, when the connection last went idle (the loop's clock).
+	reading            bool
+	since              time.Time
+	prevConn, nextConn *conn // the loop's list of connections
+
 	scratch []byte // inline responses
 	cors    []byte // the CORS header lines of the request being served
 }
@@ -47,6 +54,9 @@ func (c *conn) serve() (closeConn bool) {
 		buf, _ := c.gc.Peek(-1)
 		if len(buf) == 0 {
 			break
+		}
+		if !c.reading {
+			c.reading, c.since = true, c.loop.now
 		}
 		if c.parser == nil {
 			c.parser = c.loop.takeParser(c.srv.opts.Limits)
@@ -69,6 +79,7 @@ func (c *conn) serve() (closeConn bool) {
 			return false
 		}
 		c.sent100 = false
+		c.reading = false
 		closeAfter := c.dispatch(&c.req)
 		_, _ = c.gc.Discard(n)
 		if closeAfter {
@@ -76,6 +87,7 @@ func (c *conn) serve() (closeConn bool) {
 			return true
 		}
 	}
+	c.since = c.loop.now // idle from now (or busy: not timed)
 	c.releaseParser()
 	return false
 }

@@ -64,6 +64,7 @@ func (s *Server) setupFleet() {
 	s.rejected.draining = m.Rejected("draining")
 	s.rejected.maxConns = m.Rejected("max_connections")
 	s.rejected.unauthorized = m.Rejected("unauthorized")
+	s.rejected.timeout = m.Rejected("request_timeout")
 	s.routeMetrics = map[*route]*metrics.Route{notFound: m.Route(notFound.name)}
 	add := func(r *route) { s.routeMetrics[r] = m.Route(r.name) }
 	for _, rs := range s.routes.exact {
@@ -88,6 +89,7 @@ func (s *Server) ServerStats() metrics.ServerStats {
 		SlowConsumers:   s.slowConsumers.Load(),
 		ClientAborts:    s.clientAborts.Load(),
 		LoopWakes:       s.Wakes(),
+		IdleClosed:      s.idleClosed.Load(),
 	}
 }
 

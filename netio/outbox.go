@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"go.uber.org/zap"
@@ -46,6 +47,13 @@ type loop struct {
 
 	// parsers is the loop's free list of request parsers (loop-only).
 	parsers []*httpparse.Parser
+
+	// Timeouts (timeouts.go). conns lists the loop's connections and now is
+	// the loop's clock, set at each sweep (loop-only); sweepDue asks the
+	// next Run to sweep.
+	conns    *conn
+	now      time.Time
+	sweepDue atomic.Bool
 }
 
 // maxFreeParsers bounds each loop's free list: enough for the connections
@@ -178,6 +186,9 @@ func (s *Server) closeBells() {
 // connection's pending bytes. Loop-only (gnet calls it there).
 func (l *loop) Run(context.Context) error {
 	l.wakes.Add(1)
+	if l.sweepDue.Load() && l.sweepDue.Swap(false) {
+		l.sweep(time.Now())
+	}
 	// Clear the bell before taking the list: a producer that queues after
 	// the take finds the bell clear and rings again.
 	l.rung.Store(false)

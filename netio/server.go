@@ -79,6 +79,11 @@ type Options struct {
 	// MaxConnections caps open connections: one beyond it gets a canned
 	// 503 and is closed at once. 0 means DefaultMaxConnections().
 	MaxConnections int
+	// IdleTimeout closes a connection idle between requests for longer;
+	// RequestReadTimeout answers 408 and closes one whose request is still
+	// incomplete after it (see timeouts.go). 0 disables each.
+	IdleTimeout        time.Duration
+	RequestReadTimeout time.Duration
 
 	// AllowedOrigins enables CORS for these origins ("*": any).
 	AllowedOrigins []string
@@ -145,8 +150,9 @@ type Server struct {
 
 	routeMetrics map[*route]*metrics.Route
 	rejected     struct {
-		overloaded, draining, maxConns, unauthorized *metrics.Counter
+		overloaded, draining, maxConns, unauthorized, timeout *metrics.Counter
 	}
+	idleClosed atomic.Uint64 // connections closed by IdleTimeout
 }
 
 // New builds a Server; Start runs it.
@@ -223,6 +229,9 @@ func (s *Server) Start() error {
 				close(s.ctlDone)
 			}()
 		}
+	}
+	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 {
+		go s.sweeper()
 	}
 	go func() {
 		opts := []gnet.Option{
@@ -342,6 +351,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		loop: s.loopOf(gc.EventLoop()),
 		srv:  s,
 	}
+	c.loop.trackConn(c)
 	gc.SetContext(c)
 	return nil, gnet.None
 }
@@ -372,6 +382,7 @@ func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 	switch c := gc.Context().(type) {
 	case *conn:
 		s.openConns.Add(-1)
+		c.loop.untrackConn(c)
 		c.onClose()
 	case refused:
 		s.openConns.Add(-1)
@@ -387,7 +398,7 @@ func (s *Server) loopOf(el gnet.EventLoop) *loop {
 	if l, ok := s.loops.Load(el); ok {
 		return l.(*loop)
 	}
-	nl := &loop{el: el, srv: s}
+	nl := &loop{el: el, srv: s, now: time.Now()}
 	nl.bell.Store(-1)
 	l, loaded := s.loops.LoadOrStore(el, nl)
 	if !loaded {

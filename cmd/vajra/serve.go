@@ -80,6 +80,8 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.MaxQueuedRequests, "max-queued-requests", 0, "generation requests that wait, in order, for a free slot beyond --max-concurrent-requests")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", time.Second, "how long a refused request is told to wait (Retry-After, retry-after-ms)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most open connections; more get 503 and are closed (0: the open-file limit minus a reserve)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle between requests for longer (0: never)")
+	fs.DurationVar(&cfg.RequestReadTimeout, "request-read-timeout", cfg.RequestReadTimeout, "answer 408 and close when a request is still incomplete after this (0: never)")
 	fs.IntVar(&cfg.MaxOutboundBytes, "max-outbound-bytes", 0, "slow-consumer limit: a client this many bytes behind is disconnected and its request aborted (0: 4 MiB)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
 	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per P, i.e. GOMAXPROCS)")

@@ -1,0 +1,99 @@
+package netio
+
+import (
+	"time"
+
+	"github.com/vajra-go/vajra/httpparse"
+)
+
+// Connection timeouts. gnet has no deadlines, so the server keeps its own,
+// at one-second resolution: once a second a goroutine asks each loop (by
+// its doorbell) to sweep its connections, and the loop closes
+//
+//   - a connection idle between requests for longer than IdleTimeout, and
+//   - one whose request has started arriving but is not complete after
+//     RequestReadTimeout (a slow or stalled client: slowloris), with a 408.
+//
+// A connection whose exchange is in flight (a session is answering it, for
+// however long a stream lasts) is never timed out here: a client that stops
+// reading a stream is the slow-consumer limit's business.
+
+// Defaults of the timeouts.
+const (
+	DefaultIdleTimeout        = 90 * time.Second // above the usual 60 s of load balancers, which then close first
+	DefaultRequestReadTimeout = 60 * time.Second
+)
+
+// sweepPeriod is how often the loops look for timed-out connections.
+const sweepPeriod = time.Second
+
+// trackConn puts c on its loop's list of connections. Loop-only.
+func (l *loop) trackConn(c *conn) {
+	c.nextConn = l.conns
+	if l.conns != nil {
+		l.conns.prevConn = c
+	}
+	l.conns = c
+	c.since = l.now
+}
+
+// untrackConn takes c off its loop's list. Loop-only.
+func (l *loop) untrackConn(c *conn) {
+	if c.prevConn != nil {
+		c.prevConn.nextConn = c.nextConn
+	} else if l.conns == c {
+		l.conns = c.nextConn
+	}
+	if c.nextConn != nil {
+		c.nextConn.prevConn = c.prevConn
+	}
+	c.prevConn, c.nextConn = nil, nil
+}
+
+// sweep closes the loop's timed-out connections. Loop-only.
+func (l *loop) sweep(now time.Time) {
+	l.now = now
+	s := l.srv
+	for c := l.conns; c != nil; {
+		next := c.nextConn
+		switch {
+		case c.busy || c.closing || c.closed:
+		case c.reading:
+			if t := s.opts.RequestReadTimeout; t > 0 && now.Sub(c.since) > t {
+				s.rejected.timeout.Inc()
+				c.write(httpparse.ErrorResponse(408))
+				c.closing = true
+				_ = c.gc.Close()
+			}
+		default:
+			if t := s.opts.IdleTimeout; t > 0 && now.Sub(c.since) > t {
+				s.idleClosed.Add(1)
+				c.closing = true
+				_ = c.gc.Close()
+			}
+		}
+		c = next
+	}
+}
+
+// sweeper asks every loop to sweep once per sweepPeriod until the server
+// stops.
+func (s *Server) sweeper() {
+	t := time.NewTicker(sweepPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopped:
+			return
+		case <-t.C:
+		}
+		s.loops.Range(func(_, v any) bool {
+			l := v.(*loop)
+			l.sweepDue.Store(true)
+			if l.rung.CompareAndSwap(false, true) {
+				l.ring()
+			}
+			return true
+		})
+	}
+}
