@@ -21,10 +21,13 @@ type Conn interface {
 	// pass, once per wake.
 	Send(p []byte)
 
-	// EndStream ends a streamed response after everything sent so far; the
-	// connection then serves its next request (or closes, if the request or
-	// the framing said so).
-	EndStream()
+	// EndStream queues last, the stream's final frames (may be empty;
+	// copied before EndStream returns), and ends the streamed response
+	// after everything sent so far; the connection then serves its next
+	// request (or closes, if the request or the framing said so). The last
+	// frames go with the end so that the request is recorded as done
+	// before its last byte can reach the client.
+	EndStream(last []byte)
 
 	// Abandon ends the exchange by closing the connection after what was
 	// queued so far: for failures where no clean end can be written.

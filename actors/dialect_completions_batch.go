@@ -232,12 +232,10 @@ func (d *completionsDialect) receive(ss *session, ctx actor.Context) {
 	switch {
 	case ss.streaming && failed != nil:
 		ss.body = d.fmt.AppendError(ss.body[:0], failed)
-		ss.conn.Send(ss.body)
-		ss.conn.EndStream()
+		ss.conn.EndStream(ss.body)
 	case ss.streaming:
 		ss.body = d.fmt.AppendEnd(ss.body[:0], merged)
-		ss.conn.Send(ss.body)
-		ss.conn.EndStream()
+		ss.conn.EndStream(ss.body)
 	case failed != nil:
 		ae := d.engineError(failed, &ss.ereq)
 		ss.body = d.appendError(ss.body[:0], ae)

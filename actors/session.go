@@ -158,18 +158,21 @@ func (ss *session) forward(ctx actor.Context) {
 	if ss.finished {
 		return
 	}
-	if len(ss.out) > 0 {
-		ss.conn.Send(ss.out)
-	}
-	if final == nil {
-		return
+	if final == nil || !ss.streaming {
+		if len(ss.out) > 0 {
+			ss.conn.Send(ss.out)
+		}
+		if final == nil {
+			return
+		}
 	}
 	ss.finished = true
 	ss.usage = final.Usage
 	switch {
 	case ss.streaming:
-		// The formatter already wrote the end (or the in-stream error).
-		ss.conn.EndStream()
+		// The formatter already wrote the end (or the in-stream error)
+		// into the last frames.
+		ss.conn.EndStream(ss.out)
 	case final.Err != nil:
 		ae := ss.d.engineError(final.Err, &ss.ereq)
 		ss.body = ss.d.appendError(ss.takeBody(), ae)
@@ -246,8 +249,7 @@ func (ss *session) cleanup() {
 		if ss.streaming {
 			if ss.ereq.Formatter != nil {
 				ss.body = ss.ereq.Formatter.AppendError(ss.body[:0], &engine.Error{Kind: engine.KindInternal, Message: ae.Message})
-				ss.conn.Send(ss.body)
-				ss.conn.EndStream()
+				ss.conn.EndStream(ss.body)
 			} else {
 				ss.conn.Abandon()
 			}

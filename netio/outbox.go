@@ -304,13 +304,25 @@ func (x *exchange) StartStream(contentType string, headers []byte) bool {
 	return x.chunked
 }
 
-// EndStream implements actors.Conn.
-func (x *exchange) EndStream() {
+// EndStream implements actors.Conn: last and the end in one step, written
+// out like Send (no closure).
+func (x *exchange) EndStream(last []byte) {
 	end := endKeep
 	if !x.keepAlive || !x.chunked {
 		end = endClose
 	}
-	x.append(nil, end)
+	c := x.c
+	o := &c.out
+	o.mu.Lock()
+	if o.closed || o.seq != x.seq {
+		o.mu.Unlock()
+		return
+	}
+	o.pending = append(o.pending, last...)
+	o.end = end
+	o.seq++ // later calls of this exchange are dropped
+	o.mu.Unlock()
+	c.loop.ready(c)
 }
 
 // Abandon implements actors.Conn.

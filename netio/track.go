@@ -41,9 +41,9 @@ func (t *tracked) StartStream(contentType string, headers []byte) bool {
 func (t *tracked) Send(p []byte) { t.x.Send(p) }
 
 // EndStream implements actors.Conn.
-func (t *tracked) EndStream() {
+func (t *tracked) EndStream(last []byte) {
 	t.end()
-	t.x.EndStream()
+	t.x.EndStream(last)
 }
 
 // Abandon implements actors.Conn.
