@@ -2,6 +2,7 @@ package vajra_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -44,6 +45,30 @@ type handAbort struct{}
 
 func (handAbort) Abort() {}
 
+// benchServer starts a server with one event loop, changed by mutate, and
+// returns a connection to it; both close when the benchmark ends.
+func benchServer(b *testing.B, mutate func(*vajra.Config)) net.Conn {
+	b.Helper()
+	cfg := vajra.DefaultConfig()
+	cfg.Port = 0
+	cfg.Loops = 1
+	mutate(&cfg)
+	srv, err := vajra.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	conn, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 // BenchmarkStreamedToken measures one streamed token through the whole hot
 // path of a real server: the engine-side frame writer (the chat Formatter),
 // the sink, the session actor's forward (through its mailbox and worker),
@@ -53,24 +78,7 @@ func (handAbort) Abort() {}
 // must not allocate.
 func BenchmarkStreamedToken(b *testing.B) {
 	eng := &handEngine{started: make(chan handSession, 1)}
-	cfg := vajra.DefaultConfig()
-	cfg.Port = 0
-	cfg.Loops = 1
-	cfg.Engine = eng
-	srv, err := vajra.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop(context.Background()) //nolint:errcheck
-
-	conn, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn := benchServer(b, func(c *vajra.Config) { c.Engine = eng })
 	body := `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"stream":true}`
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	hs := <-eng.started
@@ -125,32 +133,16 @@ func BenchmarkStreamedToken(b *testing.B) {
 // session, response). It guards the per-request path; the per-token path is
 // BenchmarkStreamedToken's.
 func BenchmarkNonStreamRequest(b *testing.B) {
-	cfg := vajra.DefaultConfig()
-	cfg.Port = 0
-	cfg.Loops = 1
-	cfg.KeepGOMAXPROCS = true
-	cfg.Sim.ITL = 0
-	cfg.Sim.TTFT = 0
-	cfg.Sim.PrefillTPS = 0
-	srv, err := vajra.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop(context.Background()) //nolint:errcheck
-
-	conn, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn := benchServer(b, func(c *vajra.Config) {
+		c.KeepGOMAXPROCS = true
+		c.Sim.ITL, c.Sim.TTFT, c.Sim.PrefillTPS = 0, 0, 0
+	})
 	prompt := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 12)
 	body := `{"model":"vajra-sim","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"` +
 		prompt + `"}],"max_tokens":16,"ignore_eos":true}`
 	req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
 	buf := make([]byte, 64<<10)
+	endOfHead := []byte("\r\n\r\n")
 	roundTrip := func() []byte {
 		if _, err := conn.Write(req); err != nil {
 			b.Fatal(err)
@@ -162,7 +154,7 @@ func BenchmarkNonStreamRequest(b *testing.B) {
 				b.Fatal(err)
 			}
 			n += m
-			head, rest, ok := bytesCut(buf[:n], "\r\n\r\n")
+			head, rest, ok := bytes.Cut(buf[:n], endOfHead)
 			if !ok {
 				continue
 			}
@@ -186,16 +178,6 @@ func BenchmarkNonStreamRequest(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		roundTrip()
 	}
-}
-
-// bytesCut is bytes.Cut over a string separator, without allocating.
-func bytesCut(s []byte, sep string) (before, after []byte, found bool) {
-	for i := 0; i+len(sep) <= len(s); i++ {
-		if string(s[i:i+len(sep)]) == sep {
-			return s[:i], s[i+len(sep):], true
-		}
-	}
-	return s, nil, false
 }
 
 // contentLength reads the Content-Length of a response head; -1 if absent.

@@ -2,7 +2,6 @@ package vajra_test
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -88,22 +87,10 @@ func TestTimeoutsSpareStreams(t *testing.T) {
 		c.RequestReadTimeout = time.Second
 		c.Sim.ITL = 300 * time.Millisecond
 	})
-	c := dialRaw(t, base)
 	body := `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":12,"ignore_eos":true,"stream":true}`
-	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	sc := bufio.NewScanner(c)
-	chunks, done := 0, false
-	for !done && sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "data: [DONE]":
-			done = true
-		case strings.HasPrefix(line, "data: ") && strings.Contains(line, `"content"`):
-			chunks++
-		}
-	}
+	_, r, _ := rawStream(t, strings.TrimPrefix(base, "http://"), body)
+	chunks, done, _ := readEvents(t, r, nil)
 	if !done || chunks < 12 {
-		t.Fatalf("stream cut: %d content chunks, done %v, err %v", chunks, done, sc.Err())
+		t.Fatalf("stream cut: %d content chunks, done %v", chunks, done)
 	}
 }
