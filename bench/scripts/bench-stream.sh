@@ -98,23 +98,25 @@ start_servers() { # itl
 	wait_port "$port_floor" floor
 	wait_port "$port_baseline" baseline
 	if [[ $have_vajra == 1 ]]; then
-		# shellcheck disable=SC2086
-		# --sim-prefill-tps 0: the reference servers model no prefill, so
-		# neither does vajra here; this compares server paths.
-		GOMAXPROCS=1 "${pin_server[@]}" bin/vajra serve --port "$port_vajra" --sim-itl "$itl" \
-			--max-num-seqs 4096 --sim-prefill-tps 0 ${VAJRA_SERVE_ARGS:-} >"$out/vajra.log" 2>&1 &
-		pids+=($!)
-		pid_of[vajra]=$!
-		wait_port "$port_vajra" vajra
+		start_vajra vajra "$itl"
 		# The same with --keep-gomaxprocs: GOMAXPROCS stays 1, so the event
 		# loop's P is the only one (see docs/architecture.md).
-		# shellcheck disable=SC2086
-		GOMAXPROCS=1 "${pin_server[@]}" bin/vajra serve --port "$port_keep" --sim-itl "$itl" \
-			--max-num-seqs 4096 --sim-prefill-tps 0 --keep-gomaxprocs ${VAJRA_SERVE_ARGS:-} >"$out/vajra-keep.log" 2>&1 &
-		pids+=($!)
-		pid_of[vajra-keep]=$!
-		wait_port "$port_keep" vajra-keep
+		start_vajra vajra-keep "$itl" --keep-gomaxprocs
 	fi
+}
+
+# start_vajra name itl [flags...]: vajra serve on the port of name.
+# --sim-prefill-tps 0: the reference servers model no prefill, so neither
+# does vajra here; this compares server paths.
+start_vajra() {
+	local name=$1 itl=$2
+	shift 2
+	# shellcheck disable=SC2086
+	GOMAXPROCS=1 "${pin_server[@]}" bin/vajra serve --port "$(port_of "$name")" --sim-itl "$itl" \
+		--max-num-seqs 4096 --sim-prefill-tps 0 "$@" ${VAJRA_SERVE_ARGS:-} >"$out/$name.log" 2>&1 &
+	pids+=($!)
+	pid_of[$name]=$!
+	wait_port "$(port_of "$name")" "$name"
 }
 
 port_of() {
