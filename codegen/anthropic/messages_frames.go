@@ -60,14 +60,9 @@ func NewStreamFormatter(cfg StreamConfig) *StreamFormatter {
 // Reset readies f for another response.
 func (f *StreamFormatter) Reset(cfg StreamConfig) { *f = StreamFormatter{cfg: cfg} }
 
-// begin opens an event frame and writes up to the end of its "type" member.
+// begin opens the frame of event typ (codegen.BeginEvent).
 func (f *StreamFormatter) begin(dst []byte, typ string) ([]byte, int) {
-	dst, mark := codegen.BeginFrame(dst, f.cfg.Framing)
-	dst = append(dst, "event: "...)
-	dst = append(dst, typ...)
-	dst = append(dst, "\ndata: {\"type\":\""...)
-	dst = append(dst, typ...)
-	return append(dst, '"'), mark
+	return codegen.BeginEvent(dst, f.cfg.Framing, typ)
 }
 
 // end closes the data object and the event, and ends its frame.

@@ -65,15 +65,13 @@ func (f *ResponsesFormatter) Reset(meta ResponseMeta, framing codegen.Framing) {
 		id: f.id[:0], text: f.text[:0], lps: f.lps[:0], callID: f.callID[:0], name: f.name[:0], obj: f.obj[:0]}
 }
 
+// begin opens the frame of event typ (codegen.BeginEvent).
 func (f *ResponsesFormatter) begin(dst []byte, typ string) ([]byte, int) {
-	dst, mark := codegen.BeginFrame(dst, f.framing)
-	dst = append(dst, "event: "...)
-	dst = append(dst, typ...)
-	dst = append(dst, "\ndata: {\"type\":\""...)
-	dst = append(dst, typ...)
-	return append(dst, '"'), mark
+	return codegen.BeginEvent(dst, f.framing, typ)
 }
 
+// end appends the event's sequence_number, closes the data object and the
+// event, and ends its frame.
 func (f *ResponsesFormatter) end(dst []byte, mark int) []byte {
 	dst = append(dst, `,"sequence_number":`...)
 	dst = codegen.AppendInt(dst, int64(f.seq))
