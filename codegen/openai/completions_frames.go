@@ -38,6 +38,8 @@ type CompletionFormatter struct {
 	// offset is each choice's text_offset so far, in characters (code
 	// points), as OpenAI and vLLM count them.
 	offset [MaxChoices]int
+	// spare stands in for offset[i] of a choice out of range (see offsetOf).
+	spare int
 }
 
 var _ engine.Formatter = (*CompletionFormatter)(nil)
@@ -60,10 +62,13 @@ func (f *CompletionFormatter) Reset(id, model string, created int64, opts Comple
 	f.head = appendChunkHead(f.head[:0], "text_completion", id, model, created)
 }
 
+// offsetOf returns where choice's text_offset is kept. A choice out of range
+// (which the engine never sends) gets f.spare, zeroed on each call: its
+// offsets count from 0 and are not kept, and no call allocates.
 func (f *CompletionFormatter) offsetOf(choice int) *int {
 	if choice < 0 || choice >= MaxChoices {
-		var scratch int
-		return &scratch
+		f.spare = 0
+		return &f.spare
 	}
 	return &f.offset[choice]
 }
