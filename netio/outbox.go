@@ -93,6 +93,12 @@ func (l *loop) ready(c *conn) {
 			break
 		}
 	}
+	l.wake()
+}
+
+// wake rings the loop's doorbell unless it is rung and not yet answered.
+// Safe for concurrent use.
+func (l *loop) wake() {
 	if l.rung.CompareAndSwap(false, true) {
 		l.ring()
 	}
@@ -248,41 +254,38 @@ type exchange struct {
 	requestID string
 }
 
-// append runs fn on the pending buffer if this exchange may still write,
-// then queues the connection for its loop. end, if set, finishes the exchange.
-func (x *exchange) append(fn func(dst []byte) []byte, end endKind) {
-	c := x.c
-	o := &c.out
+// lock locks the outbox and returns it if this exchange may still write;
+// otherwise it returns nil, unlocked. A caller that got the outbox appends
+// to its pending buffer and calls unlock. The pair is written out as two
+// plain calls, not one taking a closure: Send runs once per frame batch and
+// must not allocate (BenchmarkStreamedToken guards it).
+func (x *exchange) lock() *outbox {
+	o := &x.c.out
 	o.mu.Lock()
 	if o.closed || o.seq != x.seq {
 		o.mu.Unlock()
-		return
+		return nil
 	}
-	if fn != nil {
-		o.pending = fn(o.pending)
-	}
-	if end != endNone {
-		o.end = end
-		o.seq++ // later calls of this exchange are dropped
-	}
-	o.mu.Unlock()
-	c.loop.ready(c)
+	return o
 }
 
-// Send implements actors.Conn. It is append's check and queueing, written
-// out: Send runs once per frame batch, and a closure per call is what the
-// hot path must not cost (BenchmarkStreamedToken guards it).
-func (x *exchange) Send(p []byte) {
-	c := x.c
-	o := &c.out
-	o.mu.Lock()
-	if o.closed || o.seq != x.seq {
-		o.mu.Unlock()
-		return
+// unlock releases o, which lock returned, and queues the connection for its
+// loop. end, if set, finishes the exchange: later calls of it are dropped.
+func (x *exchange) unlock(o *outbox, end endKind) {
+	if end != endNone {
+		o.end = end
+		o.seq++
 	}
-	o.pending = append(o.pending, p...)
 	o.mu.Unlock()
-	c.loop.ready(c)
+	x.c.loop.ready(x.c)
+}
+
+// Send implements actors.Conn.
+func (x *exchange) Send(p []byte) {
+	if o := x.lock(); o != nil {
+		o.pending = append(o.pending, p...)
+		x.unlock(o, endNone)
+	}
 }
 
 // Respond implements actors.Conn.
@@ -291,39 +294,36 @@ func (x *exchange) Respond(status int, contentType string, headers, body []byte)
 	if !x.keepAlive {
 		end = endClose
 	}
-	x.append(func(dst []byte) []byte {
-		return appendResponse(dst, x.minor, status, contentType, x.requestID, headers, body, !x.keepAlive)
-	}, end)
+	if o := x.lock(); o != nil {
+		o.pending = appendResponse(o.pending, x.minor, status, contentType, x.requestID, headers, body, !x.keepAlive)
+		x.unlock(o, end)
+	}
 }
 
 // StartStream implements actors.Conn.
 func (x *exchange) StartStream(contentType string, headers []byte) bool {
-	x.append(func(dst []byte) []byte {
-		return appendStreamHead(dst, x.minor, contentType, x.requestID, headers, x.chunked, !x.keepAlive || !x.chunked)
-	}, endNone)
+	if o := x.lock(); o != nil {
+		o.pending = appendStreamHead(o.pending, x.minor, contentType, x.requestID, headers, x.chunked, !x.keepAlive || !x.chunked)
+		x.unlock(o, endNone)
+	}
 	return x.chunked
 }
 
-// EndStream implements actors.Conn: last and the end in one step, written
-// out like Send (no closure).
+// EndStream implements actors.Conn: last and the end in one step.
 func (x *exchange) EndStream(last []byte) {
 	end := endKeep
 	if !x.keepAlive || !x.chunked {
 		end = endClose
 	}
-	c := x.c
-	o := &c.out
-	o.mu.Lock()
-	if o.closed || o.seq != x.seq {
-		o.mu.Unlock()
-		return
+	if o := x.lock(); o != nil {
+		o.pending = append(o.pending, last...)
+		x.unlock(o, end)
 	}
-	o.pending = append(o.pending, last...)
-	o.end = end
-	o.seq++ // later calls of this exchange are dropped
-	o.mu.Unlock()
-	c.loop.ready(c)
 }
 
 // Abandon implements actors.Conn.
-func (x *exchange) Abandon() { x.append(nil, endAbandon) }
+func (x *exchange) Abandon() {
+	if o := x.lock(); o != nil {
+		x.unlock(o, endAbandon)
+	}
+}

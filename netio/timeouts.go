@@ -90,9 +90,7 @@ func (s *Server) sweeper() {
 		s.loops.Range(func(_, v any) bool {
 			l := v.(*loop)
 			l.sweepDue.Store(true)
-			if l.rung.CompareAndSwap(false, true) {
-				l.ring()
-			}
+			l.wake()
 			return true
 		})
 	}
