@@ -237,10 +237,7 @@ func (c *conn) endExchange() {
 		s.adm.release()
 	}
 	if s.inflight.Add(-1) == 0 && s.draining.Load() {
-		select {
-		case s.idle <- struct{}{}:
-		default:
-		}
+		s.signalIdle()
 	}
 }
 

@@ -50,10 +50,16 @@ func (s *Server) Drain() {
 	}
 	s.listenerOff.Store(true)
 	if s.inflight.Load() == 0 {
-		select {
-		case s.idle <- struct{}{}:
-		default:
-		}
+		s.signalIdle()
+	}
+}
+
+// signalIdle tells WaitIdle that inflight reached zero. idle holds one
+// signal, so a drop to zero is never missed; WaitIdle re-checks the count.
+func (s *Server) signalIdle() {
+	select {
+	case s.idle <- struct{}{}:
+	default:
 	}
 }
 
