@@ -97,6 +97,15 @@ func samplingRanges(s *engine.Sampling, temperature, topP opt.Float64, topK opt.
 	return nil
 }
 
+// checkPenalty applies OpenAI's range to frequency_penalty or
+// presence_penalty (NaN is out of range).
+func checkPenalty(param string, p opt.Float64) *ParamError {
+	if p.Defined && !(p.V >= -2 && p.V <= 2) {
+		return rangeError(param, "a number from -2 to 2", fmtFloat(p.V))
+	}
+	return nil
+}
+
 func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 	*s = engine.Sampling{N: 1, Temperature: 1, TopP: 1}
 	if r.N.Defined {
@@ -108,14 +117,11 @@ func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 	if err := samplingRanges(s, r.Temperature, r.TopP, r.TopK); err != nil {
 		return err
 	}
-	for _, p := range [...]struct {
-		name string
-		v    float64
-		set  bool
-	}{{"frequency_penalty", r.FrequencyPenalty.V, r.FrequencyPenalty.Defined}, {"presence_penalty", r.PresencePenalty.V, r.PresencePenalty.Defined}} {
-		if p.set && !(p.v >= -2 && p.v <= 2) {
-			return rangeError(p.name, "a number from -2 to 2", fmtFloat(p.v))
-		}
+	if err := checkPenalty("frequency_penalty", r.FrequencyPenalty); err != nil {
+		return err
+	}
+	if err := checkPenalty("presence_penalty", r.PresencePenalty); err != nil {
+		return err
 	}
 	if r.Seed.Defined {
 		s.Seed, s.HasSeed = r.Seed.V, true

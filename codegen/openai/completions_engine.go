@@ -78,11 +78,11 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := samplingRanges(s, r.Temperature, r.TopP, r.TopK); err != nil {
 		return err
 	}
-	if r.FrequencyPenalty.Defined && !(r.FrequencyPenalty.V >= -2 && r.FrequencyPenalty.V <= 2) {
-		return rangeError("frequency_penalty", "a number from -2 to 2", fmtFloat(r.FrequencyPenalty.V))
+	if err := checkPenalty("frequency_penalty", r.FrequencyPenalty); err != nil {
+		return err
 	}
-	if r.PresencePenalty.Defined && !(r.PresencePenalty.V >= -2 && r.PresencePenalty.V <= 2) {
-		return rangeError("presence_penalty", "a number from -2 to 2", fmtFloat(r.PresencePenalty.V))
+	if err := checkPenalty("presence_penalty", r.PresencePenalty); err != nil {
+		return err
 	}
 	if r.Seed.Defined {
 		s.Seed, s.HasSeed = r.Seed.V, true
