@@ -346,45 +346,45 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
 	model := c.m.first.name
 	src := c.m.src.Load()
 	if f := src.Engine; f != nil {
 		st := f()
-		gauge := func(d *prometheus.Desc, v float64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, model)
-		}
-		counter := func(d *prometheus.Desc, v uint64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), model)
-		}
-		gauge(descRunning, float64(st.Running))
-		gauge(descWaiting, float64(st.Waiting))
-		gauge(descKV, st.KVUsage)
-		counter(descPrompt, st.PromptTokens)
-		counter(descGen, st.GenerationTokens)
-		counter(descPreempt, st.Preemptions)
-		counter(descPQ, st.PrefixQueries)
-		counter(descPH, st.PrefixHits)
+		gauge(descRunning, float64(st.Running), model)
+		gauge(descWaiting, float64(st.Waiting), model)
+		gauge(descKV, st.KVUsage, model)
+		counter(descPrompt, st.PromptTokens, model)
+		counter(descGen, st.GenerationTokens, model)
+		counter(descPreempt, st.Preemptions, model)
+		counter(descPQ, st.PrefixQueries, model)
+		counter(descPH, st.PrefixHits, model)
 	}
 	for _, mm := range c.m.models {
 		ch <- mm.itl.metric(c.itlDesc, mm.name)
 	}
 	if f := src.Server; f != nil {
 		st := f()
-		ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(st.OpenConnections))
-		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.CounterValue, float64(st.BytesWritten))
-		ch <- prometheus.MustNewConstMetric(descParse, prometheus.CounterValue, float64(st.ParseErrors))
-		ch <- prometheus.MustNewConstMetric(descSlow, prometheus.CounterValue, float64(st.SlowConsumers))
-		ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(st.ClientAborts))
-		ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(st.LoopWakes))
-		ch <- prometheus.MustNewConstMetric(descIdle, prometheus.CounterValue, float64(st.IdleClosed))
+		gauge(descConns, float64(st.OpenConnections))
+		counter(descBytes, st.BytesWritten)
+		counter(descParse, st.ParseErrors)
+		counter(descSlow, st.SlowConsumers)
+		counter(descAborts, st.ClientAborts)
+		counter(descWakes, st.LoopWakes)
+		counter(descIdle, st.IdleClosed)
 	}
 	if f := src.Store; f != nil {
 		st := f()
-		ch <- prometheus.MustNewConstMetric(descStored, prometheus.CounterValue, float64(st.Stored))
-		ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(st.Evicted))
-		ch <- prometheus.MustNewConstMetric(descDeleted, prometheus.CounterValue, float64(st.Deleted))
-		ch <- prometheus.MustNewConstMetric(descStoreCount, prometheus.GaugeValue, float64(st.Count))
-		ch <- prometheus.MustNewConstMetric(descStoreBytes, prometheus.GaugeValue, float64(st.Bytes))
+		counter(descStored, st.Stored)
+		counter(descEvicted, st.Evicted)
+		counter(descDeleted, st.Deleted)
+		gauge(descStoreCount, float64(st.Count))
+		gauge(descStoreBytes, float64(st.Bytes))
 	}
 	c.m.mu.Lock()
 	routes := append([]*Route(nil), c.m.routes...)
@@ -396,16 +396,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range routes {
 		for s := range r.status {
 			if n := r.status[s].Load(); n > 0 {
-				ch <- prometheus.MustNewConstMetric(descHTTP, prometheus.CounterValue, float64(n), r.name, statusText[s])
+				counter(descHTTP, n, r.name, statusText[s])
 			}
 		}
 	}
 	for reason, n := range reject {
-		ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(n), reason)
+		counter(descRejected, n, reason)
 	}
 	if f := src.UnknownFields; f != nil {
 		f(func(endpoint, field string, n uint64) {
-			ch <- prometheus.MustNewConstMetric(descUnknown, prometheus.CounterValue, float64(n), endpoint, field)
+			counter(descUnknown, n, endpoint, field)
 		})
 	}
 }
