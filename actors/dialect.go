@@ -54,59 +54,45 @@ func (ss *session) finish(status int, body []byte) {
 	}
 }
 
-// dialectFor returns a fresh dialect for an endpoint.
-func dialectFor(ep Endpoint) dialect {
-	switch ep {
-	case EndpointChatCompletions:
-		return &chatDialect{}
-	case EndpointCompletions:
-		return &completionsDialect{}
-	case EndpointResponses:
-		return &responsesDialect{}
-	case EndpointResponseGet, EndpointResponseDelete, EndpointResponseCancel, EndpointResponseInputItems:
-		return &responseOpDialect{op: ep}
-	case EndpointMessages:
-		return &messagesDialect{}
-	case EndpointCountTokens:
-		return &countTokensDialect{}
-	}
-	return unknownDialect{}
-}
-
-// newSession allocates a session together with its endpoint's dialect:
-// one allocation per request instead of two for the common endpoints.
+// newSession allocates a session together with its endpoint's dialect, in
+// one allocation.
 func newSession(ep Endpoint) *session {
 	switch ep {
 	case EndpointChatCompletions:
-		x := &struct {
-			session
-			chatDialect
-		}{}
-		x.d = &x.chatDialect
-		return &x.session
+		ss, _ := sessionWith[chatDialect]()
+		return ss
 	case EndpointCompletions:
-		x := &struct {
-			session
-			completionsDialect
-		}{}
-		x.d = &x.completionsDialect
-		return &x.session
+		ss, _ := sessionWith[completionsDialect]()
+		return ss
 	case EndpointResponses:
-		x := &struct {
-			session
-			responsesDialect
-		}{}
-		x.d = &x.responsesDialect
-		return &x.session
+		ss, _ := sessionWith[responsesDialect]()
+		return ss
 	case EndpointMessages:
-		x := &struct {
-			session
-			messagesDialect
-		}{}
-		x.d = &x.messagesDialect
-		return &x.session
+		ss, _ := sessionWith[messagesDialect]()
+		return ss
+	case EndpointCountTokens:
+		ss, _ := sessionWith[countTokensDialect]()
+		return ss
+	case EndpointResponseGet, EndpointResponseDelete, EndpointResponseCancel, EndpointResponseInputItems:
+		ss, d := sessionWith[responseOpDialect]()
+		d.op = ep
+		return ss
 	}
-	return &session{d: dialectFor(ep)}
+	return &session{d: unknownDialect{}}
+}
+
+// sessionWith returns a zero session and its zero dialect D, allocated
+// together, with the session's d set.
+func sessionWith[D any, PD interface {
+	*D
+	dialect
+}]() (*session, PD) {
+	x := &struct {
+		s session
+		d D
+	}{}
+	x.s.d = PD(&x.d)
+	return &x.s, &x.d
 }
 
 // idCounter makes response ids unique within the process; the prefix makes
