@@ -241,8 +241,10 @@ func (it ResponseItem) MarshalEasyJSON(w *jwriter.Writer) {
 	w.Raw(appendItem(buf[:0], &it), nil)
 }
 
-// appendItem appends an output or input item. It writes what the item
-// holds; the stream's item events use it with the item's state so far.
+// appendItem appends an output or input item as stored and listed. The
+// stream's item events do not use it: ResponsesFormatter.appendOpenItem
+// renders its open item from its own buffers, without building a
+// ResponseItem per event.
 func appendItem(dst []byte, it *ResponseItem) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = codegen.AppendJSONStringS(dst, it.ID)
