@@ -67,9 +67,10 @@ func spareWanted(spare bool, util float64) bool {
 }
 
 // procControl adds and removes the spare P by load until stop is closed.
-// cores is the CPU the process was given (GOMAXPROCS before reserveP);
-// without, with are GOMAXPROCS without and with the spare.
-func procControl(log *zap.Logger, cores, without, with int, stop <-chan struct{}) {
+// without and with are GOMAXPROCS without and with the spare; without (the
+// value before reserveP) is also the cores the process was given, which
+// utilisation is measured against.
+func procControl(log *zap.Logger, without, with int, stop <-chan struct{}) {
 	t := time.NewTicker(controlPeriod)
 	defer t.Stop()
 	spare := true
@@ -81,7 +82,7 @@ func procControl(log *zap.Logger, cores, without, with int, stop <-chan struct{}
 		case <-t.C:
 		}
 		cpu, wall := cpuTime(), time.Now()
-		util := (cpu - lastCPU).Seconds() / (wall.Sub(lastWall).Seconds() * float64(cores))
+		util := (cpu - lastCPU).Seconds() / (wall.Sub(lastWall).Seconds() * float64(without))
 		lastCPU, lastWall = cpu, wall
 		if want := spareWanted(spare, util); want != spare {
 			spare = want

@@ -44,7 +44,7 @@ func TestProcControlStops(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
-		procControl(zap.NewNop(), 1, runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0), stop)
+		procControl(zap.NewNop(), runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0), stop)
 		close(done)
 	}()
 	close(stop)

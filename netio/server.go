@@ -224,7 +224,7 @@ func (s *Server) Start() error {
 				zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
 			s.ctlDone = make(chan struct{})
 			go func() {
-				procControl(s.log, from, from, to, s.stopped)
+				procControl(s.log, from, to, s.stopped)
 				controlling.Store(false)
 				close(s.ctlDone)
 			}()
