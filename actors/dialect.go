@@ -115,6 +115,17 @@ func openaiError(e openai.APIError) *apiError {
 	return &apiError{Status: e.Status(), Type: e.Kind.Type(), Code: e.Code, Param: e.Param, Message: e.Message}
 }
 
+// openaiDecodeError turns an OpenAI request decoder's error into the
+// session's error: a parameter's own error as codegen words it, anything
+// else (malformed JSON) a plain 400 that does not quote the body.
+func openaiDecodeError(err error) *apiError {
+	var pe *openai.ParamError
+	if errors.As(err, &pe) {
+		return openaiError(pe.API())
+	}
+	return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+}
+
 // engineParams renames the parameter an engine error blames ("messages",
 // "max_tokens": the chat names) to the endpoint's own names. e is copied
 // when renamed, never changed.
@@ -150,11 +161,7 @@ type chatDialect struct {
 func (d *chatDialect) decode(ss *session) *apiError {
 	d.req = chatRequests.Get().(*openai.ChatRequest)
 	if err := openai.DecodeChatRequest(ss.req.Body, d.req); err != nil {
-		var pe *openai.ParamError
-		if errors.As(err, &pe) {
-			return openaiError(pe.API())
-		}
-		return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+		return openaiDecodeError(err)
 	}
 	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
 	if pe := d.req.ToEngine(&ss.ereq); pe != nil {

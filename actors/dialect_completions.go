@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"time"
 
 	"github.com/vajra-go/vajra/codegen/openai"
@@ -21,11 +20,7 @@ type completionsDialect struct {
 
 func (d *completionsDialect) decode(ss *session) *apiError {
 	if err := openai.DecodeCompletionRequest(ss.req.Body, &d.req); err != nil {
-		var pe *openai.ParamError
-		if errors.As(err, &pe) {
-			return openaiError(pe.API())
-		}
-		return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+		return openaiDecodeError(err)
 	}
 	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
 	d.id = newID("cmpl-")

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,11 +32,7 @@ type responsesDialect struct {
 
 func (d *responsesDialect) decode(ss *session) *apiError {
 	if err := openai.DecodeResponsesRequest(ss.req.Body, &d.req); err != nil {
-		var pe *openai.ParamError
-		if errors.As(err, &pe) {
-			return openaiError(pe.API())
-		}
-		return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+		return openaiDecodeError(err)
 	}
 	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
 	d.id = newID("resp_")
