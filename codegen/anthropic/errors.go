@@ -113,34 +113,28 @@ func PromptTooLong(promptTokens, maxTokens int) *Error {
 // reads "prompt is too long: " + the engine's words; use PromptTooLong when
 // the counts are known).
 func FromEngine(err *engine.Error) *Error {
-	e := &Error{Message: err.Message}
+	e := &Error{Kind: engineKind(err.Kind), Message: err.Message}
 	switch err.Kind {
 	case engine.KindInvalid:
-		e.Kind = KindInvalidRequest
 		if err.Param != "" {
 			e.Param = err.Param
 			e.Message = err.Param + ": " + err.Message
 		}
 	case engine.KindContextLength:
-		e.Kind = KindInvalidRequest
 		e.Message = "prompt is too long: " + err.Message
 	case engine.KindOverloaded:
-		e.Kind = KindOverloaded
 		if e.Message == "" {
 			e.Message = "Overloaded"
 		}
 	case engine.KindClosed:
-		e.Kind = KindUnavailable
 		if e.Message == "" {
 			e.Message = "the engine is shutting down"
 		}
 	case engine.KindAborted:
-		e.Kind = KindAPI
 		if e.Message == "" {
 			e.Message = "the request was aborted"
 		}
 	default:
-		e.Kind = KindAPI
 		if e.Message == "" {
 			e.Message = "internal server error"
 		}
@@ -148,8 +142,8 @@ func FromEngine(err *engine.Error) *Error {
 	return e
 }
 
-// engineKind is FromEngine's table alone, for the stream's error event,
-// which must not allocate.
+// engineKind maps an engine error kind onto the table: FromEngine's kinds,
+// and alone the stream's error event's, which must not allocate.
 func engineKind(k engine.ErrorKind) Kind {
 	switch k {
 	case engine.KindInvalid, engine.KindContextLength:
