@@ -40,10 +40,16 @@ func (d *completionsDialect) echoPrompt(ss *session) string {
 	if !d.req.Echo {
 		return ""
 	}
-	if len(d.req.Prompt.Texts) > 0 {
-		return d.req.Prompt.Texts[0]
+	return echoText(ss.owner.cfg.Engine, &d.req.Prompt, ss.ereq.PromptTokens)
+}
+
+// echoText is the text of a one-prompt request that echo repeats: the
+// prompt's text as sent, or ids (its token ids, as sent) detokenized.
+func echoText(eng engine.Engine, p *openai.Prompt, ids []int) string {
+	if len(p.Texts) > 0 {
+		return p.Texts[0]
 	}
-	return ss.owner.cfg.Engine.Detokenize(ss.ereq.PromptTokens)
+	return eng.Detokenize(ids)
 }
 
 func (d *completionsDialect) formatter(ss *session) engine.Formatter {

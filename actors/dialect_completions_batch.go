@@ -6,7 +6,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
 )
@@ -152,18 +151,11 @@ func (d *completionsDialect) startBatch(ss *session) *apiError {
 		part.req.ID = ss.req.RequestID + "-" + strconv.Itoa(k)
 		part.req.Arrival = ss.req.Arrival
 		if d.req.Echo {
-			if len(one.Prompt.Texts) > 0 {
-				part.echo = one.Prompt.Texts[0]
-			} else {
-				part.echo = eng.Detokenize(part.req.PromptTokens)
-			}
+			part.echo = echoText(eng, &one.Prompt, part.req.PromptTokens)
 		}
 	}
 	ss.ereq = b.parts[0].req // the model and sampling the session reports
-	ss.framing = codegen.FramingRaw
-	if ss.req.Chunked {
-		ss.framing = codegen.FramingChunked
-	}
+	ss.framing = ss.req.framing()
 	stream := d.req.Stream.V
 	for k := range b.parts {
 		part := &b.parts[k]

@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync"
 	"time"
+
+	"github.com/vajra-go/vajra/codegen"
 )
 
 // Endpoint names a generation API that runs in a session actor.
@@ -59,6 +61,15 @@ type Request struct {
 	Arrival time.Time
 
 	buf *[]byte // pooled backing of Body
+}
+
+// framing is how the response's stream frames are wrapped: in HTTP/1.1
+// chunks when the request allows them, raw (close-delimited) otherwise.
+func (r *Request) framing() codegen.Framing {
+	if r.Chunked {
+		return codegen.FramingChunked
+	}
+	return codegen.FramingRaw
 }
 
 // Bodies are copied into pooled buffers of power-of-two size classes from

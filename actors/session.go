@@ -122,10 +122,7 @@ func (ss *session) proceed(ctx actor.Context) {
 	ss.ereq.ID = ss.req.RequestID
 	ss.ereq.Arrival = ss.req.Arrival
 	ss.ereq.StreamInterval = ss.owner.cfg.StreamInterval
-	ss.framing = codegen.FramingRaw
-	if ss.req.Chunked {
-		ss.framing = codegen.FramingChunked
-	}
+	ss.framing = ss.req.framing()
 	if ss.ereq.Stream {
 		ss.ereq.Formatter = ss.d.formatter(ss)
 	}
