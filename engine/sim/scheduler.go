@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"slices"
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
@@ -230,7 +231,7 @@ func (e *Engine) releaseSeq(s *seq) {
 
 // releaseGroup frees every block of g and its sequence slots, if it runs.
 func (e *Engine) releaseGroup(g *group) {
-	if g.state != statePrefill && g.state != stateDecode {
+	if !g.active() {
 		return
 	}
 	for i := range g.seqs {
@@ -275,7 +276,7 @@ func (e *Engine) pass(now time.Time) {
 	started := false
 	for i := 0; i < len(e.running); i++ {
 		g := e.running[i]
-		if g.state != statePrefill && g.state != stateDecode {
+		if !g.active() {
 			continue
 		}
 		g.buf = e.lendFrames()
@@ -293,8 +294,6 @@ func (e *Engine) pass(now time.Time) {
 				continue
 			}
 			e.decode(g)
-		default:
-			continue
 		}
 		if g.live == 0 {
 			e.finishGroup(g, nil, now)
@@ -312,16 +311,7 @@ func (e *Engine) pass(now time.Time) {
 	} else if started && !decoding {
 		e.nextStep = now.Add(e.stepDur())
 	}
-	// Drop finished and preempted requests from running.
-	k := 0
-	for _, g := range e.running {
-		if g.state == statePrefill || g.state == stateDecode {
-			e.running[k] = g
-			k++
-		}
-	}
-	clear(e.running[k:])
-	e.running = e.running[:k]
+	e.dropInactive()
 }
 
 // firstToken ends g's prefill: the stream opens (once) and every live choice
@@ -380,7 +370,7 @@ func (e *Engine) decode(g *group) {
 func (e *Engine) preemptLast(g *group) bool {
 	for i := len(e.running) - 1; i >= 0; i-- {
 		v := e.running[i]
-		if v.state != statePrefill && v.state != stateDecode {
+		if !v.active() {
 			continue
 		}
 		e.releaseGroup(v)
@@ -435,7 +425,7 @@ func (e *Engine) produce(s *seq) {
 		}
 	default:
 		s.answerToks++
-		if isStopToken(sp.StopTokenIDs, id) {
+		if slices.Contains(sp.StopTokenIDs, id) {
 			s.stopTokenID = id
 			s.end(engine.FinishStop)
 			break
@@ -469,15 +459,6 @@ func (e *Engine) produce(s *seq) {
 	if len(s.ids)-s.pend >= g.interval {
 		e.flush(s, false)
 	}
-}
-
-func isStopToken(ids []int, id int) bool {
-	for _, s := range ids {
-		if s == id {
-			return true
-		}
-	}
-	return false
 }
 
 // matchStop looks for a stop string that ends in the text appended after
@@ -535,15 +516,16 @@ func (e *Engine) abort(g *group, now time.Time) {
 		}
 	}
 	e.finishGroup(g, &engine.Error{Kind: engine.KindAborted, Message: abortedByClient}, now)
-	// Running requests leave e.running on the next pass; they hold nothing.
-	e.dropDone()
+	// Out of e.running now, not at the next pass: admit, which runs first,
+	// counts e.running.
+	e.dropInactive()
 }
 
-// dropDone removes finished requests from e.running.
-func (e *Engine) dropDone() {
+// dropInactive removes finished and preempted requests from e.running.
+func (e *Engine) dropInactive() {
 	k := 0
 	for _, g := range e.running {
-		if g.state != stateDone {
+		if g.active() {
 			e.running[k] = g
 			k++
 		}

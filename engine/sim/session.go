@@ -49,6 +49,10 @@ type group struct {
 	promptLP     []engine.TokenLogprob
 }
 
+// active reports whether g is admitted and running (prefill or decode): it
+// holds KV blocks and sequence slots.
+func (g *group) active() bool { return g.state == statePrefill || g.state == stateDecode }
+
 // Abort stops the session; see engine.Session. Safe for concurrent use;
 // idempotent.
 func (g *group) Abort() {
