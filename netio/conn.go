@@ -140,11 +140,6 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		}
 	}
 	rt, status := s.precheck(req)
-	if status == 0 && !rt.public && s.draining.Load() {
-		// Draining: every new request but the public probes is refused,
-		// and the connection closes after the answer.
-		status = 503
-	}
 	if status != 0 {
 		switch status {
 		case 401:

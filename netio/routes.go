@@ -146,13 +146,13 @@ func (s *Server) precheck(req *httpparse.Request) (*route, int) {
 	if string(req.Method) != rt.method {
 		return rt, 405
 	}
-	if rt.endpoint != 0 {
-		if s.draining.Load() {
-			return rt, 503
-		}
-		if rt.input == nil && !isJSON(req.ContentType) {
-			return rt, 415
-		}
+	if !rt.public && s.draining.Load() {
+		// Draining: every new request but the public probes is refused,
+		// and the connection closes after the answer (appendRouteError).
+		return rt, 503
+	}
+	if rt.endpoint != 0 && rt.input == nil && !isJSON(req.ContentType) {
+		return rt, 415
 	}
 	return rt, 0
 }
