@@ -8,13 +8,12 @@ package netio
 // goroutine, never on the loop. Loop-only.
 func (c *conn) runOffloop(t *tracked, fn offloopFunc, body []byte) {
 	s := c.srv
+	c.beginExchange()
 	if fn == nil {
-		c.beginExchange()
 		t.Respond(404, contentTypeJSON, nil, appendErrorBody(nil, dialectOpenAI, 404, "not_found", "Unknown route."))
 		return
 	}
 	body = append([]byte(nil), body...)
-	c.beginExchange()
 	go func() {
 		s.offloop <- struct{}{}
 		status, ct, out := fn(s, body)
