@@ -200,7 +200,6 @@ func (e *Engine) allocGroup(g *group, now time.Time) bool {
 	e.prefixHits += uint64(cached)
 	if !g.admitted {
 		g.admitted, g.admit = true, now
-		g.cached = cached
 		g.usage.CachedTokens = cached
 		e.promptTokens += uint64(p.promptLen)
 	}
@@ -327,7 +326,7 @@ func (e *Engine) firstToken(g *group, now time.Time) {
 			st := &e.start
 			*st = engine.Start{
 				PromptTokens:   g.prep.promptLen,
-				CachedTokens:   g.cached,
+				CachedTokens:   g.usage.CachedTokens,
 				N:              len(g.seqs),
 				PromptLogprobs: g.promptLP,
 				PromptTokenIDs: g.req.PromptTokens,

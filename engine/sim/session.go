@@ -31,22 +31,23 @@ type group struct {
 
 	aborting atomic.Bool // Abort was called
 
-	state   groupState
-	readyAt time.Time // first token (after prefill) is due
-	arrival time.Time
-	admit   time.Time // first admission
-	first   time.Time // first token
-	admitted,
-	started bool // AppendStart written
-	live   int // choices not finished
-	cached int // prompt tokens from the prefix cache at first admission
+	state    groupState
+	readyAt  time.Time // first token (after prefill) is due
+	arrival  time.Time
+	admit    time.Time // first admission
+	first    time.Time // first token
+	admitted bool      // admitted at least once (admit is set)
+	started  bool      // first token produced (AppendStart written)
+	live     int       // choices not finished
 	// promptBlocks are the blocks of the prompt's full blocks, shared by
 	// the choices; each seq holds the blocks of the rest.
 	promptBlocks []int32
-	usage        engine.Usage
-	buf          []byte // this step's frames, reused
-	interval     int    // tokens per Delta (Request.StreamInterval, at least 1)
-	promptLP     []engine.TokenLogprob
+	// usage is the running count; its CachedTokens (prompt tokens found
+	// in the prefix cache) is set once, at first admission.
+	usage    engine.Usage
+	buf      []byte // this step's frames, reused
+	interval int    // tokens per Delta (Request.StreamInterval, at least 1)
+	promptLP []engine.TokenLogprob
 }
 
 // active reports whether g is admitted and running (prefill or decode): it
