@@ -220,7 +220,6 @@ func (d *completionsDialect) receive(ss *session, ctx actor.Context) {
 	ss.finished = true
 	n := max(d.req.N.V, 1)
 	merged := b.merge(n)
-	ss.usage = merged.Usage
 	switch {
 	case ss.streaming && failed != nil:
 		ss.body = d.fmt.AppendError(ss.body[:0], failed)

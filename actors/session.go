@@ -37,7 +37,6 @@ type session struct {
 	body   []byte     // non-stream body (or other scratch output)
 	// bodyBuf holds body's buffer while it is lent from respBufs.
 	bodyBuf *[]byte
-	usage   engine.Usage
 	log     *zap.Logger // with the request id; built on first use
 }
 
@@ -164,7 +163,6 @@ func (ss *session) forward(ctx actor.Context) {
 		}
 	}
 	ss.finished = true
-	ss.usage = final.Usage
 	switch {
 	case ss.streaming:
 		// The formatter already wrote the end (or the in-stream error)
