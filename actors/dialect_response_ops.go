@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -113,17 +114,12 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 		limit, asc, after, _ := d.page()
 		items := rec.input
 		if !asc {
-			items = make([]openai.ResponseItem, len(rec.input))
-			for i := range rec.input {
-				items[len(items)-1-i] = rec.input[i]
-			}
+			items = slices.Clone(items) // the record is shared: reverse a copy
+			slices.Reverse(items)
 		}
 		if after != "" {
-			for i := range items {
-				if items[i].ID == after {
-					items = items[i+1:]
-					break
-				}
+			if i := slices.IndexFunc(items, func(it openai.ResponseItem) bool { return it.ID == after }); i >= 0 {
+				items = items[i+1:]
 			}
 		}
 		more := len(items) > limit
