@@ -374,9 +374,7 @@ func (e *Engine) preemptLast(g *group) bool {
 		}
 		e.releaseGroup(v)
 		v.state = stateWaiting
-		e.waiting = append(e.waiting, nil)
-		copy(e.waiting[1:], e.waiting)
-		e.waiting[0] = v
+		e.waiting = slices.Insert(e.waiting, 0, v)
 		e.waitingN.Add(1)
 		e.preemptions++
 		return v != g
@@ -504,14 +502,9 @@ func (e *Engine) abort(g *group, now time.Time) {
 	case stateDone:
 		return
 	case stateWaiting:
-		for i, w := range e.waiting {
-			if w == g {
-				copy(e.waiting[i:], e.waiting[i+1:])
-				e.waiting[len(e.waiting)-1] = nil
-				e.waiting = e.waiting[:len(e.waiting)-1]
-				e.waitingN.Add(-1)
-				break
-			}
+		if i := slices.Index(e.waiting, g); i >= 0 {
+			e.waiting = slices.Delete(e.waiting, i, i+1) // clears the vacated slot
+			e.waitingN.Add(-1)
 		}
 	}
 	e.finishGroup(g, &engine.Error{Kind: engine.KindAborted, Message: abortedByClient}, now)
