@@ -201,13 +201,17 @@ type groupOne struct {
 	one [1]seq
 }
 
+// init points x's group at its one choice and returns the group.
+func (x *groupOne) init() *group {
+	x.g.seqs = x.one[:]
+	return &x.g
+}
+
 // makeGroup returns a zero group with n zero choices: one allocation when
 // n is 1, the common case.
 func makeGroup(n int) *group {
 	if n == 1 {
-		x := &groupOne{}
-		x.g.seqs = x.one[:]
-		return &x.g
+		return (&groupOne{}).init()
 	}
 	return &group{seqs: make([]seq, n)}
 }

@@ -188,8 +188,7 @@ func newPrepared(e *Engine, n int) *prepared {
 		return &prepared{e: e}
 	}
 	x := &preparedOne{p: prepared{e: e}}
-	x.g.g.seqs = x.g.one[:]
-	x.p.spare = &x.g.g
+	x.p.spare = x.g.init()
 	return &x.p
 }
 
