@@ -52,6 +52,23 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+func TestAppendJSONEscapedPieces(t *testing.T) {
+	f := func(a, b, want string) {
+		t.Helper()
+		dst := []byte{'"'}
+		dst = AppendJSONEscapedS(dst, a)
+		dst = AppendJSONEscaped(dst, []byte(b))
+		if dst = append(dst, '"'); string(dst) != want {
+			t.Errorf("%q + %q: got %s want %s", a, b, dst, want)
+		}
+	}
+	f("", "", `""`)
+	f("The cé", " Paris", `"The cé Paris"`)
+	f("a\"b<", "\n", `"a\"b\u003c\n"`)
+	// A rune split between pieces is not joined: each half is invalid.
+	f("\xc3", "\xa9", `"\ufffd\ufffd"`)
+}
+
 func BenchmarkChunkedEvent(b *testing.B) {
 	b.ReportAllocs()
 	buf := make([]byte, 0, 4096)

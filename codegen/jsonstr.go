@@ -11,6 +11,21 @@ import (
 // Invalid UTF-8 becomes U+FFFD. It never allocates beyond growing dst.
 func AppendJSONString(dst []byte, s []byte) []byte {
 	dst = append(dst, '"')
+	dst = AppendJSONEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// AppendJSONStringS is AppendJSONString for a string; it does not allocate.
+func AppendJSONStringS(dst []byte, s string) []byte {
+	// The conversion does not escape: AppendJSONString only reads s.
+	return AppendJSONString(dst, unsafeBytes(s))
+}
+
+// AppendJSONEscaped appends s escaped as AppendJSONString does, without the
+// quotes: the caller writes them, around one or more pieces that make up a
+// single JSON string. Each piece is escaped on its own: a UTF-8 sequence
+// split between two pieces is not joined, its bytes become U+FFFD.
+func AppendJSONEscaped(dst []byte, s []byte) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -43,14 +58,13 @@ func AppendJSONString(dst []byte, s []byte) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
-// AppendJSONStringS is AppendJSONString for a string; it does not allocate.
-func AppendJSONStringS(dst []byte, s string) []byte {
-	// The conversion does not escape: AppendJSONString only reads s.
-	return AppendJSONString(dst, unsafeBytes(s))
+// AppendJSONEscapedS is AppendJSONEscaped for a string; it does not allocate.
+func AppendJSONEscapedS(dst []byte, s string) []byte {
+	// The conversion does not escape: AppendJSONEscaped only reads s.
+	return AppendJSONEscaped(dst, unsafeBytes(s))
 }
 
 func appendEscapedASCII(dst []byte, c byte) []byte {

@@ -129,19 +129,14 @@ func appendToolUseID(dst []byte, id, msgID string, i int) []byte {
 		return codegen.AppendJSONStringS(dst, id)
 	}
 	dst = append(dst, `"`+prefix...)
-	p := len(dst)
 	if id != "" {
-		dst = codegen.AppendJSONStringS(dst, strings.TrimPrefix(id, "call_"))
+		dst = codegen.AppendJSONEscapedS(dst, strings.TrimPrefix(id, "call_"))
 	} else {
-		dst = codegen.AppendJSONStringS(dst, strings.TrimPrefix(msgID, "msg_"))
-		dst = dst[:len(dst)-1]
+		dst = codegen.AppendJSONEscapedS(dst, strings.TrimPrefix(msgID, "msg_"))
 		dst = append(dst, '_')
 		dst = codegen.AppendInt(dst, int64(i))
-		dst = append(dst, '"')
 	}
-	// Drop the opening quote AppendJSONStringS wrote after the prefix.
-	copy(dst[p:], dst[p+1:])
-	return dst[:len(dst)-1]
+	return append(dst, '"')
 }
 
 // appendInput appends a tool call's arguments as the tool_use input object.

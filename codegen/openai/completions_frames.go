@@ -274,17 +274,12 @@ func AppendCompletion(dst []byte, m *CompletionMeta, res *engine.Result) []byte 
 		dst = append(dst, `{"index":`...)
 		dst = codegen.AppendInt(dst, int64(c.Index))
 		dst = append(dst, `,"text":`...)
-		if m.Echo && echo != "" {
-			// Two escaped strings joined: drop the quotes between them.
-			dst = codegen.AppendJSONStringS(dst, echo)
-			dst = dst[:len(dst)-1]
-			mark := len(dst)
-			dst = codegen.AppendJSONStringS(dst, c.Text)
-			copy(dst[mark:], dst[mark+1:])
-			dst = dst[:len(dst)-1]
-		} else {
-			dst = codegen.AppendJSONStringS(dst, c.Text)
+		dst = append(dst, '"')
+		if m.Echo {
+			dst = codegen.AppendJSONEscapedS(dst, echo)
 		}
+		dst = codegen.AppendJSONEscapedS(dst, c.Text)
+		dst = append(dst, '"')
 		dst = append(dst, `,"logprobs":`...)
 		var prompt []engine.TokenLogprob
 		if m.Echo {
