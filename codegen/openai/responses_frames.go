@@ -15,6 +15,10 @@ const (
 	respCall
 )
 
+// respIDPrefix is each item kind's id prefix, as BuildResponse gives the
+// stored items.
+var respIDPrefix = [...]string{respReasoning: "rs_", respMessage: "msg_", respCall: "fc_"}
+
 // ResponsesFormatter writes the SSE events of one streamed Responses API
 // response. Each event is
 //
@@ -105,7 +109,7 @@ func (f *ResponsesFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		}
 		if f.open != respReasoning {
 			dst = f.closeItem(dst, ResponseCompleted)
-			dst = f.openItem(dst, respReasoning, "rs_", d)
+			dst = f.openItem(dst, respReasoning, d)
 		}
 		f.text = append(f.text, d.Text...)
 		dst, mark := f.begin(dst, "response.reasoning_text.delta")
@@ -119,7 +123,7 @@ func (f *ResponsesFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		}
 		if f.open != respMessage {
 			dst = f.closeItem(dst, ResponseCompleted)
-			dst = f.openItem(dst, respMessage, "msg_", d)
+			dst = f.openItem(dst, respMessage, d)
 		}
 		f.text = append(f.text, d.Text...)
 		dst, mark := f.begin(dst, "response.output_text.delta")
@@ -142,13 +146,13 @@ func (f *ResponsesFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		return f.end(dst, mark)
 	case engine.DeltaToolCallStart:
 		dst = f.closeItem(dst, ResponseCompleted)
-		return f.openItem(dst, respCall, "fc_", d)
+		return f.openItem(dst, respCall, d)
 	case engine.DeltaToolCallArgs:
 		if f.open != respCall {
 			// Arguments with no open call break the engine's contract; open
 			// an anonymous call rather than drop them.
 			dst = f.closeItem(dst, ResponseCompleted)
-			dst = f.openItem(dst, respCall, "fc_", d)
+			dst = f.openItem(dst, respCall, d)
 		}
 		if len(d.Text) == 0 {
 			return dst
@@ -178,9 +182,9 @@ func (f *ResponsesFormatter) appendItemRef(dst []byte, content bool) []byte {
 
 // openItem appends response.output_item.added for a new item (and
 // response.content_part.added for one with content).
-func (f *ResponsesFormatter) openItem(dst []byte, k respItemKind, prefix string, d *engine.Delta) []byte {
+func (f *ResponsesFormatter) openItem(dst []byte, k respItemKind, d *engine.Delta) []byte {
 	f.open = k
-	f.id = appendItemID(f.id[:0], prefix, f.meta.ID, f.next)
+	f.id = appendItemID(f.id[:0], respIDPrefix[k], f.meta.ID, f.next)
 	f.text = f.text[:0]
 	if k == respCall {
 		if d.ToolCallID != "" {
