@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 
 	"github.com/vajra-go/vajra/engine"
 )
@@ -73,11 +74,7 @@ func (e *Engine) appendLogprob(s *seq, id int, boundary bool, ncand int) {
 	if keep := min(k, len(tops)); keep > 0 {
 		selectTop(tops, keep)
 		tops = tops[:keep]
-		found := false
-		for i := range tops {
-			found = found || tops[i].TokenID == id
-		}
-		if !found {
+		if !slices.ContainsFunc(tops, func(t engine.TopLogprob) bool { return t.TokenID == id }) {
 			tops[keep-1] = engine.TopLogprob{TokenID: id, Logprob: pc} // the lowest kept: still sorted
 		}
 		for i := range tops {
@@ -134,17 +131,6 @@ func selectTop(t []engine.TopLogprob, keep int) {
 	}
 }
 
-// sortTops sorts by logprob descending, then token id; n is at most a few
-// dozen, so insertion sort.
-func sortTops(t []engine.TopLogprob) {
-	for i := 1; i < len(t); i++ {
-		for j := i; j > 0 && (t[j].Logprob > t[j-1].Logprob ||
-			t[j].Logprob == t[j-1].Logprob && t[j].TokenID < t[j-1].TokenID); j-- {
-			t[j], t[j-1] = t[j-1], t[j]
-		}
-	}
-}
-
 // promptLogprobs computes the prompt's logprobs in one batch when the
 // request asked for them (completions with echo): each prompt token gets a
 // probability drawn from the content hash, and PromptLogprobs alternatives
@@ -171,7 +157,7 @@ func (e *Engine) promptLogprobs(g *group) []engine.TokenLogprob {
 			tops[j].Logprob = float32(math.Log(float64(tops[j].Logprob)))
 			tops[j].Token = e.vocab.text(tops[j].TokenID)
 		}
-		sortTops(tops)
+		selectTop(tops, len(tops)) // sorts them all
 		start := len(slab)
 		slab = append(slab, tops...)
 		out[i].Top = slab[start:len(slab):len(slab)]
