@@ -39,3 +39,16 @@ func (r RawJSON) MarshalEasyJSON(w *jwriter.Writer) {
 	}
 	w.Raw(r, nil)
 }
+
+// IsObject reports whether r is a JSON object: its first byte past
+// whitespace is '{' (the decoder has already checked that r is well formed).
+func (r RawJSON) IsObject() bool {
+	for _, c := range r {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}

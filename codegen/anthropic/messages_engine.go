@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 
@@ -139,7 +138,7 @@ func (r *MessagesRequest) mapTools(tools []engine.Tool) ([]engine.Tool, *Error) 
 			if len(t.InputSchema) == 0 {
 				return nil, invalid(p+".input_schema", "Field required")
 			}
-			if !isObject(t.InputSchema) {
+			if !t.InputSchema.IsObject() {
 				return nil, invalid(p+".input_schema", "must be a JSON object")
 			}
 			et.Parameters = t.InputSchema
@@ -232,7 +231,7 @@ func appendMessage(msgs []engine.Message, m *Message, i int) ([]engine.Message, 
 			}
 			args := "{}"
 			if len(b.Input) > 0 {
-				if !isObject(b.Input) {
+				if !b.Input.IsObject() {
 					return nil, invalid(bp+".input", "must be a JSON object")
 				}
 				args = string(b.Input)
@@ -325,13 +324,6 @@ func checkToolName(name, p string) *Error {
 		}
 	}
 	return nil
-}
-
-// isObject reports whether raw JSON is an object (its first byte is '{';
-// the lexer already checked that it is well formed).
-func isObject(raw []byte) bool {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	return len(raw) > 0 && raw[0] == '{'
 }
 
 // quote renders a client value for an error message: Go-quoted (so nothing

@@ -202,7 +202,7 @@ func (r *ChatRequest) toEngineTools(dst *engine.Request) *ParamError {
 					Message: "Duplicate function name " + quoteValue(t.Function.Name) + " in 'tools'."}
 			}
 		}
-		if t.Function.Parameters != nil && !isObject(t.Function.Parameters) {
+		if t.Function.Parameters != nil && !t.Function.Parameters.IsObject() {
 			return &ParamError{Param: p + ".function.parameters", Code: CodeInvalidType,
 				Message: "A function's 'parameters' must be a JSON Schema object."}
 		}
@@ -274,7 +274,7 @@ func (r *ChatRequest) toEngineFormat(dst *engine.Request) *ParamError {
 			return &ParamError{Param: "response_format.json_schema.name", Code: CodeMissing,
 				Message: "'response_format.json_schema.name' is required."}
 		}
-		if f.JSONSchema.Schema != nil && !isObject(f.JSONSchema.Schema) {
+		if f.JSONSchema.Schema != nil && !f.JSONSchema.Schema.IsObject() {
 			return &ParamError{Param: "response_format.json_schema.schema", Code: CodeInvalidType,
 				Message: "'response_format.json_schema.schema' must be a JSON Schema object."}
 		}

@@ -85,18 +85,6 @@ func (s StopList) MarshalEasyJSON(w *jwriter.Writer) {
 // bytes.
 type RawJSON = codegen.RawJSON
 
-// isObject reports whether raw JSON text is an object.
-func isObject(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '{'
-	}
-	return false
-}
-
 // unionError records a type error at the lexer's current token: the union
 // accepts only what wants says. It consumes the token so decoding stops.
 func unionError(in *jlexer.Lexer, wants string) {

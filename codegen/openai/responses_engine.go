@@ -148,7 +148,7 @@ func (r *ResponsesRequest) toEngineTools(dst *engine.Request) *ParamError {
 					Message: "Duplicate function name " + quoteValue(t.Name) + " in 'tools'."}
 			}
 		}
-		if t.Parameters != nil && !isObject(t.Parameters) {
+		if t.Parameters != nil && !t.Parameters.IsObject() {
 			return &ParamError{Param: p + ".parameters", Code: CodeInvalidType,
 				Message: "A function's 'parameters' must be a JSON Schema object."}
 		}
@@ -231,7 +231,7 @@ func (r *ResponsesRequest) toEngineFormat(dst *engine.Request) *ParamError {
 		if f.Schema == nil {
 			return &ParamError{Param: "text.format.schema", Code: CodeMissing, Message: "'text.format.schema' is required."}
 		}
-		if !isObject(f.Schema) {
+		if !f.Schema.IsObject() {
 			return &ParamError{Param: "text.format.schema", Code: CodeInvalidType,
 				Message: "'text.format.schema' must be a JSON Schema object."}
 		}
