@@ -139,9 +139,7 @@ type responsesStream struct {
 // AppendEnd implements engine.Formatter.
 func (f *responsesStream) AppendEnd(dst []byte, res *engine.Result) []byte {
 	dst = f.ResponsesFormatter.AppendEnd(dst, res)
-	if f.d.req.StoreEnabled() && res.Err == nil {
-		f.d.save(f.ss, res, f.ResponsesFormatter.Response())
-	}
+	f.d.save(f.ss, res, f.ResponsesFormatter.Response()) // save checks store and res.Err
 	return dst
 }
 
