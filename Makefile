@@ -7,7 +7,15 @@ BIN      := bin/vajra
 ARGS     ?=
 FUZZTIME ?= 30s
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream clean
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream clean llama
+
+# The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
+# from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
+# the same release are vendored in engine/llama/include. LLAMA_VARIANT picks
+# the build: linux-x64 (CPU), linux-x64-vulkan or linux-x64-cuda.
+LLAMA_VERSION ?= 3.22.1
+LLAMA_VARIANT ?= linux-x64
+LLAMA_DIR     ?= .llama
 
 all: build
 
@@ -58,6 +66,10 @@ bench:
 ## bench-stream: the streaming protocol of bench/RESULTS.md against floor and baseline
 bench-stream:
 	bash bench/scripts/bench-stream.sh
+
+## llama: install the pinned llama.cpp libraries into $(LLAMA_DIR) (idempotent)
+llama:
+	@bash engine/llama/install.sh "$(LLAMA_DIR)" "$(LLAMA_VARIANT)" "$(LLAMA_VERSION)"
 
 clean:
 	rm -rf bin
