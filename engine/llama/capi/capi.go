@@ -1,0 +1,479 @@
+// Package capi is Vajra's thin binding of llama.cpp's C API (llama.h of the
+// release vendored in engine/llama/include). The libraries are not linked:
+// Load opens them with dlopen from a directory at run time (the CPU build
+// that `make llama` installs, or a CUDA or Vulkan build of the same
+// release), so a Vajra binary builds and runs everywhere and needs
+// llama.cpp only when it serves a GGUF model.
+//
+// The binding is deliberately small: it exposes what engine/llama's
+// scheduler needs (model, context, batch, memory, vocabulary, samplers)
+// and nothing of ggml. None of its functions is safe for concurrent use on
+// the same Context; engine/llama calls them from its one scheduler
+// goroutine.
+package capi
+
+//go:generate go run ./internal/genwrap
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../include -O2
+#cgo LDFLAGS: -ldl
+#include "wrappers.h"
+
+static int vj_batch_push(struct llama_batch *b, llama_token t, llama_pos p, llama_seq_id s, int8_t logits) {
+	int i = b->n_tokens++;
+	b->token[i] = t; b->pos[i] = p; b->n_seq_id[i] = 1; b->seq_id[i][0] = s; b->logits[i] = logits;
+	return i;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// Release is the llama.cpp release whose headers are vendored and whose
+// libraries Load accepts.
+const Release = "0.5.0"
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+	loadDir  string
+)
+
+// Load opens the llama.cpp libraries in dir once per process: libggml-base,
+// libggml and libllama, then the ggml backends found there (the CPU
+// variants, and CUDA or Vulkan in such a build). It refuses a library of
+// another release than Release. Later calls return the first call's result
+// (a process loads one build).
+func Load(dir string) error {
+	loadOnce.Do(func() { loadErr = load(dir) })
+	if loadErr == nil && filepath.Clean(dir) != loadDir {
+		return fmt.Errorf("llama.cpp libraries already loaded from %s, not %s", loadDir, dir)
+	}
+	return loadErr
+}
+
+func load(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(abs, "libggml-base.so")
+	ggml, err1 := findLib(abs, "libggml.")
+	llama, err2 := findLib(abs, "libllama.")
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("no llama.cpp libraries in %s (run `make llama`, or point --llama-lib at a directory holding libllama, libggml and libggml-base): %w", abs, err)
+	}
+	if _, err := os.Stat(base); err != nil {
+		return fmt.Errorf("no libggml-base.so in %s (run `make llama`): %w", abs, err)
+	}
+	cb, cg, cl := C.CString(base), C.CString(ggml), C.CString(llama)
+	defer C.free(unsafe.Pointer(cb))
+	defer C.free(unsafe.Pointer(cg))
+	defer C.free(unsafe.Pointer(cl))
+	if msg := C.vj_load(cb, cg, cl); msg != nil {
+		defer C.free(unsafe.Pointer(msg))
+		return fmt.Errorf("loading llama.cpp from %s: %s", abs, C.GoString(msg))
+	}
+	if v := Version(); strings.TrimPrefix(v, "v") != Release {
+		return fmt.Errorf("llama.cpp in %s is release %q, but this Vajra was built against %q: install the matching libraries with `make llama`", abs, v, Release)
+	}
+	C.vj_log_quiet(C.GGML_LOG_LEVEL_ERROR)
+	cd := C.CString(abs)
+	defer C.free(unsafe.Pointer(cd))
+	C.vjw_ggml_backend_load_all_from_path(cd)
+	C.vjw_llama_backend_init()
+	loadDir = filepath.Clean(dir)
+	return nil
+}
+
+// findLib returns the one file in dir whose name starts with prefix and
+// ends in .so (libllama.v0.5.0.so, libllama.so).
+func findLib(dir, prefix string) (string, error) {
+	m, _ := filepath.Glob(filepath.Join(dir, prefix+"*so"))
+	if len(m) == 0 {
+		return "", fmt.Errorf("no %s*so", prefix)
+	}
+	return m[0], nil
+}
+
+// Version is the loaded library's release (llama_version).
+func Version() string { return C.GoString(C.vjw_llama_version()) }
+
+// SystemInfo is llama.cpp's description of the CPU features in use.
+func SystemInfo() string { return C.GoString(C.vjw_llama_print_system_info()) }
+
+// Devices lists the ggml backend devices (CPU, CUDA0, Vulkan0, ...).
+func Devices() []string {
+	n := int(C.vjw_ggml_backend_dev_count())
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, C.GoString(C.vjw_ggml_backend_dev_name(C.vjw_ggml_backend_dev_get(C.size_t(i)))))
+	}
+	return out
+}
+
+// HasGPU reports whether a GPU device was loaded (a CUDA or Vulkan build).
+func HasGPU() bool {
+	n := int(C.vjw_ggml_backend_dev_count())
+	for i := 0; i < n; i++ {
+		if C.vjw_ggml_backend_dev_type(C.vjw_ggml_backend_dev_get(C.size_t(i))) == C.GGML_BACKEND_DEVICE_TYPE_GPU {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxParallelSequences is the most sequence ids a context can have.
+func MaxParallelSequences() int { return int(C.vjw_llama_max_parallel_sequences()) }
+
+// Token is a token id.
+type Token = int32
+
+// Model is a loaded GGUF model.
+type Model struct {
+	p     *C.struct_llama_model
+	vocab *C.struct_llama_vocab
+}
+
+// ModelParams are the model-loading options Vajra sets.
+type ModelParams struct {
+	GPULayers int // layers to offload; -1 means all
+}
+
+// LoadModel loads a GGUF file.
+func LoadModel(path string, mp ModelParams) (*Model, error) {
+	p := C.vjw_llama_model_default_params()
+	p.n_gpu_layers = C.int32_t(mp.GPULayers)
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	m := C.vjw_llama_model_load_from_file(cp, p)
+	if m == nil {
+		return nil, fmt.Errorf("llama.cpp could not load the model %s (see the log above for why)", path)
+	}
+	return &Model{p: m, vocab: C.vjw_llama_model_get_vocab(m)}, nil
+}
+
+// Free releases the model.
+func (m *Model) Free() {
+	if m.p != nil {
+		C.vjw_llama_model_free(m.p)
+		m.p = nil
+	}
+}
+
+// TrainContext is the context length the model was trained with.
+func (m *Model) TrainContext() int { return int(C.vjw_llama_model_n_ctx_train(m.p)) }
+
+// Params is the model's parameter count.
+func (m *Model) Params() uint64 { return uint64(C.vjw_llama_model_n_params(m.p)) }
+
+// Desc is llama.cpp's one-line description of the model.
+func (m *Model) Desc() string {
+	var buf [256]C.char
+	n := C.vjw_llama_model_desc(m.p, &buf[0], C.size_t(len(buf)))
+	if n < 0 {
+		return ""
+	}
+	return C.GoString(&buf[0])
+}
+
+// Meta returns a metadata value as a string, and whether the key exists.
+func (m *Model) Meta(key string) (string, bool) {
+	ck := C.CString(key)
+	defer C.free(unsafe.Pointer(ck))
+	buf := make([]byte, 256)
+	for {
+		n := int(C.vjw_llama_model_meta_val_str(m.p, ck, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf))))
+		if n < 0 {
+			return "", false
+		}
+		if n < len(buf) {
+			return string(buf[:n]), true
+		}
+		buf = make([]byte, n+1)
+	}
+}
+
+// ChatTemplate returns the model's default chat template, or "".
+func (m *Model) ChatTemplate() string {
+	s := C.vjw_llama_model_chat_template(m.p, nil)
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+// VocabSize is the number of tokens.
+func (m *Model) VocabSize() int { return int(C.vjw_llama_vocab_n_tokens(m.vocab)) }
+
+// BOS, EOS and EOT are the special token ids (-1 when the model has none).
+func (m *Model) BOS() Token { return Token(C.vjw_llama_vocab_bos(m.vocab)) }
+func (m *Model) EOS() Token { return Token(C.vjw_llama_vocab_eos(m.vocab)) }
+func (m *Model) EOT() Token { return Token(C.vjw_llama_vocab_eot(m.vocab)) }
+
+// AddBOS reports whether the model wants a BOS token before a prompt.
+func (m *Model) AddBOS() bool { return bool(C.vjw_llama_vocab_get_add_bos(m.vocab)) }
+
+// IsEOG reports whether t ends generation (EOS, EOT, ...).
+func (m *Model) IsEOG(t Token) bool { return bool(C.vjw_llama_vocab_is_eog(m.vocab, C.llama_token(t))) }
+
+// IsControl reports whether t is a control token (not rendered as text).
+func (m *Model) IsControl(t Token) bool {
+	return bool(C.vjw_llama_vocab_is_control(m.vocab, C.llama_token(t)))
+}
+
+// TokenText is the token's vocabulary text (its raw form, before byte
+// decoding).
+func (m *Model) TokenText(t Token) string {
+	return C.GoString(C.vjw_llama_vocab_get_text(m.vocab, C.llama_token(t)))
+}
+
+// Tokenize appends the tokens of text to dst. addSpecial adds BOS/EOS as
+// the model is configured to; parseSpecial turns special-token text
+// (<|im_start|>) into its token.
+func (m *Model) Tokenize(dst []Token, text string, addSpecial, parseSpecial bool) ([]Token, error) {
+	n := len(text) + 2
+	if cap(dst)-len(dst) < n {
+		dst = append(dst[:len(dst):len(dst)], make([]Token, n)...)[:len(dst)]
+	}
+	out := dst[len(dst):cap(dst)]
+	var cs *C.char
+	if len(text) > 0 {
+		cs = (*C.char)(unsafe.Pointer(unsafe.StringData(text)))
+	}
+	got := C.vjw_llama_tokenize(m.vocab, cs, C.int32_t(len(text)), (*C.llama_token)(unsafe.Pointer(unsafe.SliceData(out))), C.int32_t(len(out)), C.bool(addSpecial), C.bool(parseSpecial))
+	if got < 0 {
+		if got == C.INT32_MIN {
+			return dst, errors.New("tokenization overflow")
+		}
+		dst = append(dst[:len(dst):len(dst)], make([]Token, -int(got))...)[:len(dst)]
+		return m.Tokenize(dst, text, addSpecial, parseSpecial)
+	}
+	return dst[:len(dst)+int(got)], nil
+}
+
+// Piece appends the bytes of token t to dst. special renders control
+// tokens (<|im_end|>) as their text.
+func (m *Model) Piece(dst []byte, t Token, special bool) []byte {
+	var buf [256]byte
+	n := C.vjw_llama_token_to_piece(m.vocab, C.llama_token(t), (*C.char)(unsafe.Pointer(&buf[0])), C.int32_t(len(buf)), 0, C.bool(special))
+	if n < 0 {
+		big := make([]byte, -n)
+		n = C.vjw_llama_token_to_piece(m.vocab, C.llama_token(t), (*C.char)(unsafe.Pointer(&big[0])), C.int32_t(len(big)), 0, C.bool(special))
+		return append(dst, big[:max(n, 0)]...)
+	}
+	return append(dst, buf[:n]...)
+}
+
+// Context is an inference context: the KV cache and the compute buffers.
+type Context struct {
+	p   *C.struct_llama_context
+	mem C.llama_memory_t
+	m   *Model
+}
+
+// ContextParams are the context options Vajra sets.
+type ContextParams struct {
+	Ctx        int // KV cells in all
+	Batch      int // most tokens in one Decode
+	UBatch     int // physical batch
+	SeqMax     int // sequence ids
+	Threads    int
+	FlashAttn  int // -1 auto, 0 off, 1 on
+	KVUnified  bool
+	OffloadKQV bool
+}
+
+// NewContext makes a context for m.
+func NewContext(m *Model, cp ContextParams) (*Context, error) {
+	p := C.vjw_llama_context_default_params()
+	p.n_ctx = C.uint32_t(cp.Ctx)
+	p.n_batch = C.uint32_t(cp.Batch)
+	p.n_ubatch = C.uint32_t(cp.UBatch)
+	p.n_seq_max = C.uint32_t(cp.SeqMax)
+	p.n_threads = C.int32_t(cp.Threads)
+	p.n_threads_batch = C.int32_t(cp.Threads)
+	p.flash_attn_type = C.enum_llama_flash_attn_type(cp.FlashAttn)
+	p.kv_unified = C.bool(cp.KVUnified)
+	p.offload_kqv = C.bool(cp.OffloadKQV)
+	p.no_perf = true
+	c := C.vjw_llama_init_from_model(m.p, p)
+	if c == nil {
+		return nil, errors.New("llama.cpp could not create a context (too large a KV cache for memory?)")
+	}
+	return &Context{p: c, mem: C.vjw_llama_get_memory(c), m: m}, nil
+}
+
+// Free releases the context.
+func (c *Context) Free() {
+	if c.p != nil {
+		C.vjw_llama_free(c.p)
+		c.p = nil
+	}
+}
+
+// Size is the context's KV cells, BatchSize its n_batch, SeqMax its
+// sequence ids.
+func (c *Context) Size() int      { return int(C.vjw_llama_n_ctx(c.p)) }
+func (c *Context) BatchSize() int { return int(C.vjw_llama_n_batch(c.p)) }
+func (c *Context) SeqMax() int    { return int(C.vjw_llama_n_seq_max(c.p)) }
+
+// SeqRemove drops sequence seq's cells in [p0, p1) (p1 < 0: to the end).
+func (c *Context) SeqRemove(seq int, p0, p1 int) bool {
+	return bool(C.vjw_llama_memory_seq_rm(c.mem, C.llama_seq_id(seq), C.llama_pos(p0), C.llama_pos(p1)))
+}
+
+// SeqCopy makes dst share src's cells in [p0, p1): no KV is copied in a
+// unified cache, the cells gain a sequence id.
+func (c *Context) SeqCopy(src, dst int, p0, p1 int) {
+	C.vjw_llama_memory_seq_cp(c.mem, C.llama_seq_id(src), C.llama_seq_id(dst), C.llama_pos(p0), C.llama_pos(p1))
+}
+
+// SeqPosMax is the largest position of seq, or -1.
+func (c *Context) SeqPosMax(seq int) int {
+	return int(C.vjw_llama_memory_seq_pos_max(c.mem, C.llama_seq_id(seq)))
+}
+
+// Clear empties the KV cache.
+func (c *Context) Clear() { C.vjw_llama_memory_clear(c.mem, true) }
+
+// Decode runs the model over b. It returns 0 on success, 1 when the KV
+// cache has no room for the batch (nothing was changed), another code on
+// failure (see llama_decode).
+func (c *Context) Decode(b *Batch) int { return int(C.vjw_llama_decode(c.p, b.b)) }
+
+// Logits returns the logits of the batch's i-th token (which must have
+// asked for them), valid until the next Decode.
+func (c *Context) Logits(i int) []float32 {
+	p := C.vjw_llama_get_logits_ith(c.p, C.int32_t(i))
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(p)), c.m.VocabSize())
+}
+
+// Batch is a reusable llama_batch.
+type Batch struct {
+	b   C.struct_llama_batch
+	cap int
+}
+
+// NewBatch allocates a batch of up to n tokens, one sequence id each.
+func NewBatch(n int) *Batch {
+	return &Batch{b: C.vjw_llama_batch_init(C.int32_t(n), 0, 1), cap: n}
+}
+
+// Free releases the batch.
+func (b *Batch) Free() { C.vjw_llama_batch_free(b.b) }
+
+// Reset empties the batch.
+func (b *Batch) Reset() { b.b.n_tokens = 0 }
+
+// Len is the number of tokens in the batch; Cap the most it holds.
+func (b *Batch) Len() int { return int(b.b.n_tokens) }
+func (b *Batch) Cap() int { return b.cap }
+
+// Add appends token t at position pos of sequence seq and returns its
+// index in the batch; logits asks for its output.
+func (b *Batch) Add(t Token, pos, seq int, logits bool) int {
+	var l C.int8_t
+	if logits {
+		l = 1
+	}
+	return int(C.vj_batch_push(&b.b, C.llama_token(t), C.llama_pos(pos), C.llama_seq_id(seq), l))
+}
+
+// Sampler is a llama.cpp sampler chain for one sequence.
+type Sampler struct{ p *C.struct_llama_sampler }
+
+// SamplerParams are the per-request sampling settings.
+type SamplerParams struct {
+	Temperature float32 // <= 0: greedy
+	TopK        int     // <= 0: off
+	TopP        float32 // <= 0 or >= 1: off
+	MinP        float32 // <= 0: off
+	Seed        uint32
+	// Penalties over the last PenaltyLastN tokens (-1: the whole context).
+	RepeatPenalty, FrequencyPenalty, PresencePenalty float32
+	PenaltyLastN                                     int
+	LogitBias                                        map[Token]float32
+	// Grammar is a GBNF grammar with a root rule, or "".
+	Grammar string
+}
+
+// NewSampler builds the chain llama.cpp's common sampling uses, in its
+// order: grammar, logit bias, penalties, top-k, top-p, min-p, temperature,
+// then the draw (or greedy at temperature 0). It fails when the grammar
+// does not parse.
+func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
+	chain := C.vjw_llama_sampler_chain_init(C.vjw_llama_sampler_chain_default_params())
+	s := &Sampler{p: chain}
+	add := func(x *C.struct_llama_sampler) { C.vjw_llama_sampler_chain_add(chain, x) }
+	if sp.Grammar != "" {
+		cg, cr := C.CString(sp.Grammar), C.CString("root")
+		g := C.vjw_llama_sampler_init_grammar(m.vocab, cg, cr)
+		C.free(unsafe.Pointer(cg))
+		C.free(unsafe.Pointer(cr))
+		if g == nil {
+			s.Free()
+			return nil, errors.New("llama.cpp refused the grammar")
+		}
+		add(g)
+	}
+	if len(sp.LogitBias) > 0 {
+		lb := make([]C.llama_logit_bias, 0, len(sp.LogitBias))
+		for t, b := range sp.LogitBias {
+			lb = append(lb, C.llama_logit_bias{token: C.llama_token(t), bias: C.float(b)})
+		}
+		add(C.vjw_llama_sampler_init_logit_bias(C.int32_t(m.VocabSize()), C.int32_t(len(lb)), &lb[0]))
+	}
+	rep := sp.RepeatPenalty
+	if rep <= 0 {
+		rep = 1
+	}
+	if rep != 1 || sp.FrequencyPenalty != 0 || sp.PresencePenalty != 0 {
+		add(C.vjw_llama_sampler_init_penalties(C.int32_t(m.VocabSize()), C.int32_t(sp.PenaltyLastN), C.float(rep), C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty)))
+	}
+	if sp.Temperature <= 0 {
+		add(C.vjw_llama_sampler_init_greedy())
+		return s, nil
+	}
+	if sp.TopK > 0 {
+		add(C.vjw_llama_sampler_init_top_k(C.int32_t(sp.TopK)))
+	}
+	if sp.TopP > 0 && sp.TopP < 1 {
+		add(C.vjw_llama_sampler_init_top_p(C.float(sp.TopP), 1))
+	}
+	if sp.MinP > 0 {
+		add(C.vjw_llama_sampler_init_min_p(C.float(sp.MinP), 1))
+	}
+	add(C.vjw_llama_sampler_init_temp(C.float(sp.Temperature)))
+	add(C.vjw_llama_sampler_init_dist(C.uint32_t(sp.Seed)))
+	return s, nil
+}
+
+// Sample draws a token from the logits of the last Decode's i-th batch
+// token and accepts it (grammar and penalty state advance).
+func (s *Sampler) Sample(c *Context, i int) Token {
+	return Token(C.vjw_llama_sampler_sample(s.p, c.p, C.int32_t(i)))
+}
+
+// Accept feeds t to the chain's state without sampling (a resumed
+// sequence's history).
+func (s *Sampler) Accept(t Token) { C.vjw_llama_sampler_accept(s.p, C.llama_token(t)) }
+
+// Free releases the chain and its samplers.
+func (s *Sampler) Free() {
+	if s.p != nil {
+		C.vjw_llama_sampler_free(s.p)
+		s.p = nil
+	}
+}

@@ -1,0 +1,45 @@
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include "shim.h"
+
+#define VJ_DEF(lib, f) __typeof__(f) *vj_##f;
+VJ_FUNCS(VJ_DEF)
+#undef VJ_DEF
+
+static char *vj_err(const char *what, const char *detail) {
+	size_t n = strlen(what) + strlen(detail) + 3;
+	char *s = malloc(n);
+	snprintf(s, n, "%s: %s", what, detail);
+	return s;
+}
+
+char *vj_load(const char *ggml_base, const char *ggml, const char *llama) {
+	// RTLD_GLOBAL: the CPU backend variants that ggml loads later resolve
+	// ggml-base's symbols from the global scope.
+	void *hbase = dlopen(ggml_base, RTLD_NOW | RTLD_GLOBAL);
+	if (!hbase) return vj_err("dlopen", dlerror());
+	void *hggml = dlopen(ggml, RTLD_NOW | RTLD_GLOBAL);
+	if (!hggml) return vj_err("dlopen", dlerror());
+	void *hllama = dlopen(llama, RTLD_NOW | RTLD_GLOBAL);
+	if (!hllama) return vj_err("dlopen", dlerror());
+#define VJ_RESOLVE(lib, f) \
+	vj_##f = (__typeof__(f) *)dlsym(h##lib, #f); \
+	if (!vj_##f) return vj_err("missing symbol", #f);
+	VJ_FUNCS(VJ_RESOLVE)
+#undef VJ_RESOLVE
+	return NULL;
+}
+
+static int vj_min_level = GGML_LOG_LEVEL_ERROR;
+
+static void vj_log(enum ggml_log_level level, const char *text, void *user) {
+	(void)user;
+	if (level == GGML_LOG_LEVEL_CONT || level < vj_min_level) return;
+	fputs(text, stderr);
+}
+
+void vj_log_quiet(int min_level) {
+	vj_min_level = min_level;
+	vj_llama_log_set(vj_log, NULL);
+}
