@@ -147,6 +147,39 @@ type Sampling struct {
 	// alternatives each.
 	Logprobs    bool
 	TopLogprobs int
+
+	// Penalties and biases, applied in vLLM's order to the model's logits
+	// before temperature: LogitBias, then RepetitionPenalty, then
+	// FrequencyPenalty and PresencePenalty. Their zero values are off.
+	//
+	// FrequencyPenalty and PresencePenalty (OpenAI; each -2..2, 0 = off)
+	// lower the logit of every token the choice has generated so far by
+	// count*FrequencyPenalty + PresencePenalty, where count is how often it
+	// was generated (prompt tokens do not count); negative values favour
+	// repeats.
+	FrequencyPenalty float64
+	PresencePenalty  float64
+	// RepetitionPenalty (vLLM's extension, the formula of Hugging Face's
+	// transformers; > 0, 1 = off, 0 = unset, meaning 1) divides the
+	// positive logits, and multiplies the negative ones, of every token
+	// found in the prompt or in the choice's output so far.
+	RepetitionPenalty float64
+	// MinP (vLLM's extension; 0..1, 0 = off) drops, when sampling at a
+	// temperature above 0, the tokens whose probability is below MinP
+	// times the most likely token's; 1 keeps the most likely only.
+	MinP float64
+	// LogitBias (OpenAI; each bias -100..100) is added to the logits of the
+	// given token ids, which are ids of the engine's tokenizer (the engine's
+	// Prepare refuses ids outside its vocabulary). -100 in effect bans a
+	// token, 100 in effect forces it. Dialects give it sorted by TokenID,
+	// each id once; nil means none.
+	LogitBias []TokenBias
+}
+
+// TokenBias is one entry of Sampling.LogitBias.
+type TokenBias struct {
+	TokenID int
+	Bias    float64
 }
 
 // Choices returns the number of choices asked for (at least 1).
