@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/coder/websocket v1.8.15
 	github.com/mailru/easyjson v0.9.2
