@@ -226,7 +226,7 @@ func (p *Parser) emit(kind engine.DeltaKind, idx int, b []byte) {
 	p.dst = append(p.dst, Event{Kind: kind, ToolIndex: idx, off: off, end: len(p.arena)})
 }
 
-// content passes text on from the reasoning stage to the tool stage.
+// contentText passes content on from the reasoning stage to the tool stage.
 func (p *Parser) contentText(b []byte) { p.tool.feed(p, b) }
 
 // call records a finished tool call and emits its start and arguments.
