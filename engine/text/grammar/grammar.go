@@ -37,8 +37,7 @@
 // uniqueItems, multipleOf, number bounds, minProperties, patternProperties,
 // dependentRequired, ...), and a pattern the grammar cannot express (not
 // anchored, lookarounds, named groups, backreferences, \d-style classes):
-// such a string accepts any string, and FromJSONSchema reports it in its
-// warnings.
+// such a string accepts any string, and FromJSONSchemaWarnings names it.
 package grammar
 
 import (
