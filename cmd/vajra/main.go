@@ -22,6 +22,8 @@ const usage = `Vajra: a fast, dependable front door for LLM inference engines.
 Usage:
   vajra serve [flags]   serve the OpenAI and Anthropic APIs (see vajra serve --help)
   vajra bench [flags]   load-test a server on loopback (see vajra bench -h)
+  vajra tiny-model -o FILE [flags]
+                        write a tiny random-weight llama model for tests (see vajra tiny-model -h)
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -36,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, args[1:], stdout, stderr)
+	case "tiny-model":
+		return tinyModel(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
