@@ -19,6 +19,23 @@ package capi
 #cgo LDFLAGS: -ldl
 #include "wrappers.h"
 
+// vj_sample applies the samplers in order to the logits of batch output i
+// (as llama_sampler_sample does for a chain), then feeds the chosen token to
+// each of them. The last sampler (greedy or dist) selects.
+static llama_token vj_sample(struct llama_context *ctx, int32_t i, struct llama_sampler **list, int n, llama_token_data *cur, int32_t n_vocab) {
+	const float *logits = vjw_llama_get_logits_ith(ctx, i);
+	if (!logits) return -1;
+	for (llama_token t = 0; t < n_vocab; t++) {
+		cur[t].id = t; cur[t].logit = logits[t]; cur[t].p = 0.0f;
+	}
+	llama_token_data_array arr = { cur, (size_t)n_vocab, -1, false };
+	for (int k = 0; k < n; k++) vjw_llama_sampler_apply(list[k], &arr);
+	if (arr.selected < 0 || arr.selected >= (int64_t)arr.size) return -1;
+	llama_token tok = arr.data[arr.selected].id;
+	for (int k = 0; k < n; k++) vjw_llama_sampler_accept(list[k], tok);
+	return tok;
+}
+
 static int vj_batch_push(struct llama_batch *b, llama_token t, llama_pos p, llama_seq_id s, int8_t logits) {
 	int i = b->n_tokens++;
 	b->token[i] = t; b->pos[i] = p; b->n_seq_id[i] = 1; b->seq_id[i][0] = s; b->logits[i] = logits;
@@ -37,9 +54,9 @@ import (
 	"unsafe"
 )
 
-// Release is the llama.cpp release whose headers are vendored and whose
-// libraries Load accepts.
-const Release = "0.5.0"
+// Release is what llama_version reports for the release (v0.5.0) whose
+// headers are vendored and whose libraries Load accepts.
+const Release = "0.5.0-dev"
 
 var (
 	loadOnce sync.Once
@@ -391,61 +408,77 @@ func (b *Batch) Add(t Token, pos, seq int, logits bool) int {
 	return int(C.vj_batch_push(&b.b, C.llama_token(t), C.llama_pos(pos), C.llama_seq_id(seq), l))
 }
 
-// Sampler is a llama.cpp sampler chain for one sequence.
-type Sampler struct{ p *C.struct_llama_sampler }
+// Sampler draws one sequence's tokens: an ordered list of llama.cpp
+// samplers applied to the logits by vj_sample (below), the way llama.cpp's
+// common sampling does, except that the prompt's tokens reach only the
+// repetition penalty (vLLM counts the prompt for repetition_penalty, and
+// only generated tokens for the frequency and presence penalties).
+type Sampler struct {
+	list []*C.struct_llama_sampler
+	rep  *C.struct_llama_sampler // the repetition penalty, or nil
+}
 
-// SamplerParams are the per-request sampling settings.
+// SamplerParams are the per-request sampling settings, in vLLM's terms.
 type SamplerParams struct {
 	Temperature float32 // <= 0: greedy
 	TopK        int     // <= 0: off
 	TopP        float32 // <= 0 or >= 1: off
 	MinP        float32 // <= 0: off
 	Seed        uint32
-	// Penalties over the last PenaltyLastN tokens (-1: the whole context).
+	// RepeatPenalty (1 or 0: off) covers the prompt and the output;
+	// FrequencyPenalty and PresencePenalty (0: off) the output only, both
+	// over the last PenaltyLastN tokens.
 	RepeatPenalty, FrequencyPenalty, PresencePenalty float32
 	PenaltyLastN                                     int
-	LogitBias                                        map[Token]float32
+	LogitBias                                        []LogitBias
 	// Grammar is a GBNF grammar with a root rule, or "".
 	Grammar string
 }
 
-// NewSampler builds the chain llama.cpp's common sampling uses, in its
-// order: grammar, logit bias, penalties, top-k, top-p, min-p, temperature,
-// then the draw (or greedy at temperature 0). It fails when the grammar
-// does not parse.
+// LogitBias is one token's bias.
+type LogitBias struct {
+	Token Token
+	Bias  float32
+}
+
+// NewSampler builds the sampler list, in vLLM's order: the grammar mask,
+// logit bias, repetition penalty, frequency and presence penalties, then
+// greedy (temperature 0) or temperature, top-k, top-p, min-p and the
+// seeded draw. It fails when the grammar does not parse.
 func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
-	chain := C.vjw_llama_sampler_chain_init(C.vjw_llama_sampler_chain_default_params())
-	s := &Sampler{p: chain}
-	add := func(x *C.struct_llama_sampler) { C.vjw_llama_sampler_chain_add(chain, x) }
+	s := &Sampler{}
+	add := func(x *C.struct_llama_sampler) { s.list = append(s.list, x) }
+	nv := C.int32_t(m.VocabSize())
 	if sp.Grammar != "" {
 		cg, cr := C.CString(sp.Grammar), C.CString("root")
 		g := C.vjw_llama_sampler_init_grammar(m.vocab, cg, cr)
 		C.free(unsafe.Pointer(cg))
 		C.free(unsafe.Pointer(cr))
 		if g == nil {
-			s.Free()
 			return nil, errors.New("llama.cpp refused the grammar")
 		}
 		add(g)
 	}
 	if len(sp.LogitBias) > 0 {
-		lb := make([]C.llama_logit_bias, 0, len(sp.LogitBias))
-		for t, b := range sp.LogitBias {
-			lb = append(lb, C.llama_logit_bias{token: C.llama_token(t), bias: C.float(b)})
+		lb := make([]C.llama_logit_bias, len(sp.LogitBias))
+		for i, b := range sp.LogitBias {
+			lb[i] = C.llama_logit_bias{token: C.llama_token(b.Token), bias: C.float(b.Bias)}
 		}
-		add(C.vjw_llama_sampler_init_logit_bias(C.int32_t(m.VocabSize()), C.int32_t(len(lb)), &lb[0]))
+		add(C.vjw_llama_sampler_init_logit_bias(nv, C.int32_t(len(lb)), &lb[0]))
 	}
-	rep := sp.RepeatPenalty
-	if rep <= 0 {
-		rep = 1
+	lastN := C.int32_t(max(sp.PenaltyLastN, 1))
+	if sp.RepeatPenalty > 0 && sp.RepeatPenalty != 1 {
+		s.rep = C.vjw_llama_sampler_init_penalties(nv, lastN, C.float(sp.RepeatPenalty), 0, 0)
+		add(s.rep)
 	}
-	if rep != 1 || sp.FrequencyPenalty != 0 || sp.PresencePenalty != 0 {
-		add(C.vjw_llama_sampler_init_penalties(C.int32_t(m.VocabSize()), C.int32_t(sp.PenaltyLastN), C.float(rep), C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty)))
+	if sp.FrequencyPenalty != 0 || sp.PresencePenalty != 0 {
+		add(C.vjw_llama_sampler_init_penalties(nv, lastN, 1, C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty)))
 	}
 	if sp.Temperature <= 0 {
 		add(C.vjw_llama_sampler_init_greedy())
 		return s, nil
 	}
+	add(C.vjw_llama_sampler_init_temp(C.float(sp.Temperature)))
 	if sp.TopK > 0 {
 		add(C.vjw_llama_sampler_init_top_k(C.int32_t(sp.TopK)))
 	}
@@ -455,25 +488,53 @@ func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
 	if sp.MinP > 0 {
 		add(C.vjw_llama_sampler_init_min_p(C.float(sp.MinP), 1))
 	}
-	add(C.vjw_llama_sampler_init_temp(C.float(sp.Temperature)))
 	add(C.vjw_llama_sampler_init_dist(C.uint32_t(sp.Seed)))
 	return s, nil
 }
 
-// Sample draws a token from the logits of the last Decode's i-th batch
-// token and accepts it (grammar and penalty state advance).
-func (s *Sampler) Sample(c *Context, i int) Token {
-	return Token(C.vjw_llama_sampler_sample(s.p, c.p, C.int32_t(i)))
+// AcceptPrompt feeds the prompt's tokens to the repetition penalty.
+func (s *Sampler) AcceptPrompt(toks []Token) {
+	if s.rep == nil {
+		return
+	}
+	for _, t := range toks {
+		C.vjw_llama_sampler_accept(s.rep, C.llama_token(t))
+	}
 }
 
-// Accept feeds t to the chain's state without sampling (a resumed
-// sequence's history).
-func (s *Sampler) Accept(t Token) { C.vjw_llama_sampler_accept(s.p, C.llama_token(t)) }
+// Candidates is the scratch array sampling works in: one entry per
+// vocabulary token, in C memory, reused for every draw (one per engine:
+// sampling is single-threaded).
+type Candidates struct {
+	p *C.llama_token_data
+	n int
+}
 
-// Free releases the chain and its samplers.
-func (s *Sampler) Free() {
-	if s.p != nil {
-		C.vjw_llama_sampler_free(s.p)
-		s.p = nil
+// NewCandidates allocates the scratch for m's vocabulary.
+func NewCandidates(m *Model) *Candidates {
+	n := m.VocabSize()
+	return &Candidates{p: (*C.llama_token_data)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.llama_token_data{})))), n: n}
+}
+
+// Free releases the scratch.
+func (c *Candidates) Free() {
+	C.free(unsafe.Pointer(c.p))
+	c.p = nil
+}
+
+// Sample draws a token from the logits of the last Decode's i-th batch
+// token and feeds it to every sampler (grammar and penalties advance).
+func (s *Sampler) Sample(c *Context, i int, cand *Candidates) Token {
+	if len(s.list) == 0 {
+		return -1
 	}
+	return Token(C.vj_sample(c.p, C.int32_t(i), &s.list[0], C.int(len(s.list)), cand.p, C.int32_t(cand.n)))
+}
+
+// Free releases the samplers.
+func (s *Sampler) Free() {
+	for _, x := range s.list {
+		C.vjw_llama_sampler_free(x)
+	}
+	s.list, s.rep = nil, nil
 }

@@ -55,12 +55,10 @@
 	X(llama, llama_vocab_get_text) \
 	X(llama, llama_tokenize) \
 	X(llama, llama_token_to_piece) \
-	X(llama, llama_sampler_chain_init) \
-	X(llama, llama_sampler_chain_add) \
 	X(llama, llama_sampler_free) \
+	X(llama, llama_sampler_apply) \
 	X(llama, llama_sampler_reset) \
 	X(llama, llama_sampler_accept) \
-	X(llama, llama_sampler_sample) \
 	X(llama, llama_sampler_init_greedy) \
 	X(llama, llama_sampler_init_dist) \
 	X(llama, llama_sampler_init_top_k) \

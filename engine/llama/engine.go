@@ -1,0 +1,344 @@
+package llama
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/llama/capi"
+	"github.com/vajra-go/vajra/engine/text"
+	"github.com/vajra-go/vajra/engine/text/chattemplate"
+)
+
+// Engine serves a GGUF model with llama.cpp in process, under Vajra's own
+// continuous-batching scheduler. It implements engine.Engine; every
+// exported method is safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	model *capi.Model
+	ctx   *capi.Context
+	tmpl  *chattemplate.Template
+	bos   string // the BOS token's text, "" when the model has none
+	addBOS bool
+
+	vocabN int
+	// pieces[pieceOff[t]:pieceOff[t+1]] is the text of token t as output
+	// (control tokens render as nothing); tokStr the same as strings, for
+	// logprobs. Built once at load.
+	pieces   []byte
+	pieceOff []uint32
+	tokStr   string
+	eog      []bool
+
+	mu      sync.Mutex // guards inbox, aborts and closing
+	inbox   []*group
+	aborts  []*group
+	closing bool
+	closed  atomic.Bool
+	wakeCh  chan struct{}
+	done    chan struct{}
+
+	waitingN atomic.Int64
+	entropy  atomic.Uint64
+
+	st struct { // published once per step, read by Stats
+		running, kvUsed           atomic.Int64
+		prefixQueries, prefixHits atomic.Uint64
+		preemptions               atomic.Uint64
+		promptTokens, genTokens   atomic.Uint64
+	}
+
+	sched scheduler // loop-only
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New loads the llama.cpp libraries (once per process), the model and its
+// chat template, makes the KV cache and starts the scheduler goroutine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.ModelPath == "" {
+		return nil, errors.New("llama: no model file")
+	}
+	if _, err := os.Stat(cfg.ModelPath); err != nil {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	dir := cfg.LibDir
+	if dir == "" {
+		d, err := FindLibDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	if err := capi.Load(dir); err != nil {
+		return nil, err
+	}
+	if _, err := text.NewParser(text.Options{Reasoning: cfg.ReasoningParser, Tools: cfg.ToolCallParser}); err != nil {
+		return nil, err
+	}
+	gpu := cfg.GPULayers
+	if gpu < 0 && !capi.HasGPU() {
+		gpu = 0
+	}
+	m, err := capi.LoadModel(cfg.ModelPath, capi.ModelParams{GPULayers: gpu})
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.normalize(m.TrainContext()); err != nil {
+		m.Free()
+		return nil, err
+	}
+	seqMax := min(capi.MaxParallelSequences(), 2*cfg.MaxNumSeqs)
+	if seqMax < cfg.MaxNumSeqs {
+		m.Free()
+		return nil, fmt.Errorf("--max-num-seqs %d is more than llama.cpp's %d sequences", cfg.MaxNumSeqs, seqMax)
+	}
+	c, err := capi.NewContext(m, capi.ContextParams{
+		Ctx:        cfg.KVCacheTokens,
+		Batch:      cfg.MaxNumBatchedTokens,
+		UBatch:     min(512, cfg.MaxNumBatchedTokens),
+		SeqMax:     seqMax,
+		Threads:    cfg.Threads,
+		FlashAttn:  -1,
+		KVUnified:  true,
+		OffloadKQV: true,
+	})
+	if err != nil {
+		m.Free()
+		return nil, err
+	}
+	e := &Engine{
+		cfg:    cfg,
+		model:  m,
+		ctx:    c,
+		wakeCh: make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		addBOS: m.AddBOS(),
+	}
+	e.loadVocab()
+	if err := e.loadTemplate(); err != nil {
+		c.Free()
+		m.Free()
+		return nil, err
+	}
+	e.entropy.Store(uint64(time.Now().UnixNano()) ^ uint64(cfg.Seed))
+	e.sched.init(e, seqMax)
+	go e.run()
+	cfg.Logger.Info("llama engine started",
+		zap.String("model", cfg.ModelPath),
+		zap.String("desc", m.Desc()),
+		zap.String("llama_cpp", capi.Version()),
+		zap.Strings("devices", capi.Devices()),
+		zap.Int("max_model_len", cfg.MaxModelLen),
+		zap.Int("max_num_seqs", cfg.MaxNumSeqs),
+		zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens),
+		zap.Int("kv_cache_tokens", c.Size()),
+		zap.Int("threads", cfg.Threads),
+		zap.Bool("prefix_caching", cfg.PrefixCaching))
+	return e, nil
+}
+
+// loadVocab builds the piece table and the end-of-generation set.
+func (e *Engine) loadVocab() {
+	m := e.model
+	n := m.VocabSize()
+	e.vocabN = n
+	e.pieceOff = make([]uint32, n+1)
+	e.eog = make([]bool, n)
+	buf := make([]byte, 0, n*6)
+	for t := 0; t < n; t++ {
+		e.pieceOff[t] = uint32(len(buf))
+		buf = m.Piece(buf, capi.Token(t), false)
+		e.eog[t] = m.IsEOG(capi.Token(t))
+	}
+	e.pieceOff[n] = uint32(len(buf))
+	e.pieces = buf
+	e.tokStr = string(buf)
+	if b := m.BOS(); b >= 0 && int(b) < n {
+		e.bos = string(m.Piece(nil, b, true))
+	}
+}
+
+// piece is the output text of token t.
+func (e *Engine) piece(t int32) []byte { return e.pieces[e.pieceOff[t]:e.pieceOff[t+1]] }
+
+// tokenString is piece as a string, without allocating.
+func (e *Engine) tokenString(t int32) string { return e.tokStr[e.pieceOff[t]:e.pieceOff[t+1]] }
+
+// loadTemplate parses --chat-template (a file or the text) or the model's
+// own template; a model without one gets ChatML.
+func (e *Engine) loadTemplate() error {
+	opts := chattemplate.Options{BOSToken: e.bos}
+	if t := e.model.EOS(); t >= 0 && int(t) < e.vocabN {
+		opts.EOSToken = string(e.model.Piece(nil, t, true))
+	}
+	src := e.cfg.ChatTemplate
+	if src != "" && !strings.Contains(src, "{") {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("--chat-template: %w", err)
+		}
+		src = string(b)
+	}
+	if src == "" {
+		src = e.model.ChatTemplate()
+	}
+	if src == "" {
+		e.tmpl = chattemplate.ChatML(opts)
+		return nil
+	}
+	t, err := chattemplate.Parse(src, opts)
+	if err != nil {
+		return fmt.Errorf("the chat template does not parse: %w", err)
+	}
+	e.tmpl = t
+	return nil
+}
+
+// MaxModelLen returns the context length in tokens.
+func (e *Engine) MaxModelLen() int { return e.cfg.MaxModelLen }
+
+// Tokenize returns the model's token ids of text, with the BOS token when
+// the model adds one, special-token text parsed as its token (as vLLM's
+// /tokenize with add_special_tokens).
+func (e *Engine) Tokenize(s string) []int {
+	toks, err := e.model.Tokenize(nil, s, true, true)
+	if err != nil {
+		return nil
+	}
+	return intsOf(toks)
+}
+
+// Detokenize returns the text of ids; ids outside the vocabulary are
+// skipped, control tokens render as nothing.
+func (e *Engine) Detokenize(ids []int) string {
+	var b []byte
+	for _, id := range ids {
+		if id >= 0 && id < e.vocabN {
+			b = append(b, e.piece(int32(id))...)
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func intsOf(toks []int32) []int {
+	out := make([]int, len(toks))
+	for i, t := range toks {
+		out[i] = int(t)
+	}
+	return out
+}
+
+// Stats returns the figures published by the last step. Lock-free.
+func (e *Engine) Stats() engine.Stats {
+	total := e.ctx.Size() / statBlock
+	used := int(e.st.kvUsed.Load()) / statBlock
+	return engine.Stats{
+		Running:          int(e.st.running.Load()),
+		Waiting:          int(max(0, e.waitingN.Load())),
+		KVUsage:          float64(used) / float64(max(total, 1)),
+		KVBlocksTotal:    total,
+		KVBlocksUsed:     min(used, total),
+		PrefixQueries:    e.st.prefixQueries.Load(),
+		PrefixHits:       e.st.prefixHits.Load(),
+		Preemptions:      e.st.preemptions.Load(),
+		PromptTokens:     e.st.promptTokens.Load(),
+		GenerationTokens: e.st.genTokens.Load(),
+		Healthy:          !e.closed.Load(),
+	}
+}
+
+// statBlock is the number of KV cells reported as one block in Stats, as
+// engine/sim's block size.
+const statBlock = 16
+
+// Close aborts every session and stops the scheduler, then frees the
+// context and the model. Idempotent.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	first := !e.closing
+	e.closing = true
+	e.closed.Store(true)
+	e.mu.Unlock()
+	e.wake()
+	<-e.done
+	if first {
+		e.ctx.Free()
+		e.model.Free()
+		e.cfg.Logger.Info("llama engine stopped",
+			zap.Uint64("prompt_tokens", e.st.promptTokens.Load()),
+			zap.Uint64("generation_tokens", e.st.genTokens.Load()),
+			zap.Uint64("preemptions", e.st.preemptions.Load()))
+	}
+	return nil
+}
+
+func (e *Engine) wake() {
+	select {
+	case e.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// Start admits a prepared request; see engine.Engine.
+func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, error) {
+	if req.Stream && req.Formatter == nil {
+		return nil, &engine.Error{Kind: engine.KindInternal, Message: "streamed request without a Formatter"}
+	}
+	if e.waitingN.Load() >= int64(e.cfg.MaxWaiting) {
+		return nil, e.overloaded()
+	}
+	p, ok := req.Prepared.(*prepared)
+	if !ok || p.e != e {
+		if err := e.Prepare(req); err != nil {
+			return nil, err
+		}
+		p = req.Prepared.(*prepared)
+	}
+	g, err := e.newGroup(req, p, sink)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.closing {
+		e.mu.Unlock()
+		g.free()
+		return nil, &engine.Error{Kind: engine.KindClosed, Message: "engine is shut down"}
+	}
+	e.waitingN.Add(1)
+	e.inbox = append(e.inbox, g)
+	e.mu.Unlock()
+	e.wake()
+	return g, nil
+}
+
+func (e *Engine) overloaded() error {
+	return &engine.Error{Kind: engine.KindOverloaded,
+		Message: "the engine's waiting queue is full (" + strconv.Itoa(e.cfg.MaxWaiting) + " requests); retry later"}
+}
+
+// seedFor is choice i's sampling seed: the request's seed mixed with the
+// choice index, or a fresh one.
+func (e *Engine) seedFor(sp *engine.Sampling, i int) uint32 {
+	if sp.HasSeed {
+		return uint32(mix(uint64(sp.Seed), uint64(i)+1))
+	}
+	return uint32(mix(e.entropy.Add(0x9e3779b97f4a7c15), uint64(i)+1))
+}
+
+// mix is splitmix64's finalizer over a ^ b.
+func mix(a, b uint64) uint64 {
+	z := a ^ (b + 0x9e3779b97f4a7c15 + (a << 6) + (a >> 2))
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+

@@ -1,0 +1,101 @@
+package llama
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+)
+
+func TestGreedyStreamEqualsNonStream(t *testing.T) {
+	e := newTestEngine(t, Config{}, tinymodel.Config{})
+	req := chatReq("Tell me about the sea.", 40)
+	req.Sampling.IgnoreEOS = true
+	res, _ := run(t, e, req)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	c := res.Choices[0]
+	if c.FinishReason != engine.FinishLength || len(c.TokenIDs) != 40 || res.Usage.CompletionTokens != 40 {
+		t.Fatalf("finish %s, %d tokens, usage %+v; want length after 40", c.FinishReason, len(c.TokenIDs), res.Usage)
+	}
+	if res.Usage.PromptTokens != len(req.PromptTokens) || res.Usage.PromptTokens < 5 {
+		t.Fatalf("prompt tokens %d, request had %d", res.Usage.PromptTokens, len(req.PromptTokens))
+	}
+	validUTF8(t, "text", c.Text)
+
+	sreq := chatReq("Tell me about the sea.", 40)
+	sreq.Sampling.IgnoreEOS = true
+	sreq.Stream = true
+	sres, rec := run(t, e, sreq)
+	if sres.Err != nil {
+		t.Fatal(sres.Err)
+	}
+	if got := rec.text(0, engine.DeltaText); got != c.Text {
+		t.Fatalf("streamed text %q\nnon-streamed   %q", got, c.Text)
+	}
+	if sres.Choices[0].Text != c.Text {
+		t.Fatalf("stream's result text %q, want %q", sres.Choices[0].Text, c.Text)
+	}
+	if rec.starts != 1 || len(rec.ends) != 1 || rec.ends[0].FinishReason != engine.FinishLength {
+		t.Fatalf("starts %d, ends %+v", rec.starts, rec.ends)
+	}
+	var ids []int
+	for _, d := range rec.deltas {
+		ids = append(ids, d.ids...)
+		validUTF8(t, "delta", d.text)
+	}
+	if len(ids) != 40 {
+		t.Fatalf("deltas carried %d token ids, want 40", len(ids))
+	}
+}
+
+func TestPrefixCacheReportsCachedTokens(t *testing.T) {
+	e := newTestEngine(t, Config{PrefixCaching: true}, tinymodel.Config{})
+	long := "The sea is calm tonight. The tide is full, the moon lies fair upon the straits. "
+	first, _ := run(t, e, chatReq(long, 4))
+	if first.Usage.CachedTokens != 0 {
+		t.Fatalf("first request cached %d tokens", first.Usage.CachedTokens)
+	}
+	second, _ := run(t, e, chatReq(long, 4))
+	if second.Usage.CachedTokens == 0 || second.Usage.CachedTokens >= second.Usage.PromptTokens {
+		t.Fatalf("repeat cached %d of %d prompt tokens; want most but not all", second.Usage.CachedTokens, second.Usage.PromptTokens)
+	}
+	st := e.Stats()
+	if st.PrefixHits == 0 || st.PrefixQueries < st.PrefixHits {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestAbortFreesTheSlot(t *testing.T) {
+	e := newTestEngine(t, Config{MaxNumSeqs: 4}, tinymodel.Config{})
+	req := chatReq("Go on forever.", 0)
+	req.Sampling.IgnoreEOS = true
+	req.Stream = true
+	r := newRecorder()
+	req.Formatter = r
+	if err := e.Prepare(req); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := e.Start(req, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e.Stats().GenerationTokens < 5 {
+		time.Sleep(time.Millisecond) // polling the engine's own figure, not a timing assumption
+	}
+	if e.Stats().Running != 1 {
+		t.Fatalf("running %d, want 1", e.Stats().Running)
+	}
+	t0 := time.Now()
+	sess.Abort()
+	<-r.done
+	if r.res.Err == nil || r.res.Err.Kind != engine.KindAborted {
+		t.Fatalf("result error %v, want aborted", r.res.Err)
+	}
+	if got := e.Stats().Running; got != 0 {
+		t.Fatalf("running %d after abort, want 0", got)
+	}
+	t.Logf("abort to final result: %v", time.Since(t0))
+}

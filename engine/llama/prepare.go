@@ -1,0 +1,157 @@
+package llama
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/llama/capi"
+	"github.com/vajra-go/vajra/engine/text"
+	"github.com/vajra-go/vajra/engine/text/chattemplate"
+	"github.com/vajra-go/vajra/engine/text/grammar"
+)
+
+// prepared is what Prepare leaves for Start in Request.Prepared.
+type prepared struct {
+	e         *Engine
+	prompt    []int32
+	maxTokens int
+	grammar   string
+	parse     text.Options
+}
+
+// Prepare renders the prompt (the chat template for Messages), tokenizes
+// it with the model's tokenizer and checks it against the context; see
+// engine.Engine. It runs on the caller's goroutine, off the scheduler.
+func (e *Engine) Prepare(req *engine.Request) error {
+	if err := e.validate(req); err != nil {
+		return err
+	}
+	p := &prepared{e: e}
+	var err error
+	switch {
+	case len(req.Messages) > 0:
+		tools := req.Tools
+		if req.ToolChoice.Mode == engine.ToolChoiceNone {
+			tools = nil
+		}
+		var ro chattemplate.RenderOptions
+		ro.AddGenerationPrompt = true
+		s, rerr := e.tmpl.Render(req.Messages, tools, ro)
+		if rerr != nil {
+			return &engine.Error{Kind: engine.KindInvalid, Param: "messages", Message: "the model's chat template refused the conversation: " + rerr.Error()}
+		}
+		// The template writes the BOS token itself when the model wants one.
+		add := e.addBOS && (e.bos == "" || !strings.HasPrefix(s, e.bos))
+		p.prompt, err = e.model.Tokenize(nil, s, add, true)
+	case req.Prompt != "":
+		p.prompt, err = e.model.Tokenize(nil, req.Prompt, true, true)
+	case len(req.PromptTokens) > 0:
+		p.prompt = make([]int32, len(req.PromptTokens))
+		for i, id := range req.PromptTokens {
+			if id < 0 || id >= e.vocabN {
+				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(id)+
+					", outside the vocabulary (0.."+strconv.Itoa(e.vocabN-1)+")")
+			}
+			p.prompt[i] = int32(id)
+		}
+	default:
+		return invalid("prompt", "the prompt is empty")
+	}
+	if err != nil {
+		return &engine.Error{Kind: engine.KindInternal, Message: "tokenization failed: " + err.Error()}
+	}
+	if len(p.prompt) == 0 {
+		return invalid("prompt", "the prompt is empty")
+	}
+	if len(req.PromptTokens) == 0 {
+		req.PromptTokens = intsOf(p.prompt)
+	}
+	n, limit, mt := len(p.prompt), e.cfg.MaxModelLen, req.Sampling.MaxTokens
+	switch {
+	case mt > 0 && n+mt > limit:
+		return &engine.Error{Kind: engine.KindContextLength, Param: "max_tokens", Message: "This model's maximum context length is " +
+			strconv.Itoa(limit) + " tokens. However, you requested " + strconv.Itoa(n+mt) + " tokens (" +
+			strconv.Itoa(n) + " in the messages, " + strconv.Itoa(mt) +
+			" in the completion). Please reduce the length of the messages or completion."}
+	case mt == 0 && n >= limit:
+		return &engine.Error{Kind: engine.KindContextLength, Param: "messages", Message: "This model's maximum context length is " +
+			strconv.Itoa(limit) + " tokens. However, your messages resulted in " + strconv.Itoa(n) +
+			" tokens, which leaves no room for the completion. Please reduce the length of the messages."}
+	case mt == 0:
+		mt = limit - n
+	}
+	p.maxTokens = mt
+	switch req.ResponseFormat.Type {
+	case engine.FormatJSONObject:
+		p.grammar = grammar.JSONObject
+	case engine.FormatJSONSchema:
+		g, gerr := grammar.FromJSONSchema(req.ResponseFormat.Schema)
+		if gerr != nil {
+			return invalid("response_format", "the JSON schema cannot be enforced: "+gerr.Error())
+		}
+		p.grammar = g
+	}
+	if p.grammar != "" {
+		// Parse it once here, off the scheduler, so that a grammar
+		// llama.cpp refuses is a 400 and not a failed stream.
+		s, gerr := capi.NewSampler(e.model, capi.SamplerParams{Grammar: p.grammar, Temperature: 0})
+		if gerr != nil {
+			return invalid("response_format", "llama.cpp refused the grammar made from the schema")
+		}
+		s.Free()
+	}
+	p.parse = text.Options{
+		Stop:      req.Sampling.Stop,
+		Reasoning: e.cfg.ReasoningParser,
+		Tools:     e.cfg.ToolCallParser,
+		ToolsOff:  len(req.Tools) == 0 || req.ToolChoice.Mode == engine.ToolChoiceNone,
+	}
+	if len(req.Messages) == 0 {
+		// Completions: the prompt is raw text, the output is too.
+		p.parse.Reasoning, p.parse.Tools = "", ""
+	}
+	req.Prepared = p
+	return nil
+}
+
+func (e *Engine) validate(req *engine.Request) error {
+	sp := &req.Sampling
+	switch {
+	case sp.N < 0 || sp.N > MaxN || sp.N > e.cfg.MaxNumSeqs:
+		return invalid("n", "n must be between 1 and "+strconv.Itoa(min(MaxN, e.cfg.MaxNumSeqs))+", got "+strconv.Itoa(sp.N))
+	case sp.Temperature < 0:
+		return invalid("temperature", "temperature must not be negative, got "+strconv.FormatFloat(sp.Temperature, 'g', -1, 64))
+	case sp.TopP < 0 || sp.TopP > 1:
+		return invalid("top_p", "top_p must be in [0, 1], got "+strconv.FormatFloat(sp.TopP, 'g', -1, 64))
+	case sp.TopK < 0:
+		return invalid("top_k", "top_k must not be negative, got "+strconv.Itoa(sp.TopK))
+	case sp.MaxTokens < 0:
+		return invalid("max_tokens", "max_tokens must be at least 1, got "+strconv.Itoa(sp.MaxTokens))
+	case sp.TopLogprobs < 0 || sp.TopLogprobs > engine.MaxTopLogprobs:
+		return invalid("top_logprobs", "top_logprobs must be between 0 and 20, got "+strconv.Itoa(sp.TopLogprobs))
+	case sp.TopLogprobs > 0 && !sp.Logprobs:
+		return invalid("top_logprobs", "top_logprobs requires logprobs")
+	case req.PromptLogprobs < -1 || req.PromptLogprobs > engine.MaxTopLogprobs:
+		return invalid("logprobs", "prompt logprobs must be between 0 and 20, got "+strconv.Itoa(req.PromptLogprobs))
+	case len(sp.Stop) > MaxStopStrings:
+		return invalid("stop", "at most "+strconv.Itoa(MaxStopStrings)+" stop strings are allowed, got "+strconv.Itoa(len(sp.Stop)))
+	case req.ToolChoice.Mode == engine.ToolChoiceRequired && len(req.Tools) == 0:
+		return invalid("tool_choice", "tool_choice required needs at least one tool")
+	}
+	for _, b := range sp.LogitBias {
+		if b.TokenID < 0 || b.TokenID >= e.vocabN {
+			return invalid("logit_bias", "logit_bias names token "+strconv.Itoa(b.TokenID)+", outside the vocabulary (0.."+strconv.Itoa(e.vocabN-1)+")")
+		}
+	}
+	for _, id := range sp.StopTokenIDs {
+		if id < 0 || id >= e.vocabN {
+			return invalid("stop_token_ids", "stop token id "+strconv.Itoa(id)+" is outside the vocabulary (0.."+strconv.Itoa(e.vocabN-1)+")")
+		}
+	}
+	return nil
+}
+
+func invalid(param, msg string) error {
+	return &engine.Error{Kind: engine.KindInvalid, Param: param, Message: msg}
+}
