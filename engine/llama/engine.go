@@ -22,11 +22,11 @@ import (
 // continuous-batching scheduler. It implements engine.Engine; every
 // exported method is safe for concurrent use.
 type Engine struct {
-	cfg   Config
-	model *capi.Model
-	ctx   *capi.Context
-	tmpl  *chattemplate.Template
-	bos   string // the BOS token's text, "" when the model has none
+	cfg    Config
+	model  *capi.Model
+	ctx    *capi.Context
+	tmpl   *chattemplate.Template
+	bos    string // the BOS token's text, "" when the model has none
 	addBOS bool
 
 	vocabN int
@@ -341,4 +341,3 @@ func mix(a, b uint64) uint64 {
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
-

@@ -35,11 +35,11 @@ type scheduler struct {
 	kvUsed int
 	tick   uint64
 
-	delta     engine.Delta
-	start     engine.Start
-	choiceEnd engine.ChoiceEnd
-	logits    []float32 // scratch for log-softmax
-	tops      []engine.TopLogprob
+	delta                                                           engine.Delta
+	start                                                           engine.Start
+	choiceEnd                                                       engine.ChoiceEnd
+	logits                                                          []float32 // scratch for log-softmax
+	tops                                                            []engine.TopLogprob
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
 }
 
