@@ -1,11 +1,12 @@
 package tinymodel
 
 import (
+	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
 
 func TestVocabShape(t *testing.T) {
@@ -166,4 +167,31 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
-var _ = utf8.RuneError
+// TestLlamaCppTokens checks the Go encoder against the token ids llama.cpp
+// v0.5.0 (the release `make llama` installs) gave for the same texts with
+// parse_special on, recorded in testdata/llamacpp_tokens.json by a C
+// program that loaded a tiny model. The texts cover the corpus, the chat
+// template, contractions, white space runs, numbers and non-ASCII
+// letters, digits and spaces.
+func TestLlamaCppTokens(t *testing.T) {
+	b, err := os.ReadFile("testdata/llamacpp_tokens.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Text string  `json:"text"`
+		IDs  []int32 `json:"ids"`
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 10 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	v := DefaultVocab()
+	for _, c := range cases {
+		if got := v.Encode(c.Text, true); !slices.Equal(got, c.IDs) {
+			t.Errorf("Encode(%.40q):\n got %v\nwant %v", c.Text, got, c.IDs)
+		}
+	}
+}
