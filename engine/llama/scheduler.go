@@ -52,7 +52,9 @@ type cached struct {
 
 func (s *scheduler) init(e *Engine, seqMax int) {
 	s.e = e
-	s.batch = capi.NewBatch(e.cfg.MaxNumBatchedTokens)
+	// llama.cpp clamps n_batch to the context size and asserts (aborting
+	// the process) on a larger batch: the batch holds what it accepts.
+	s.batch = capi.NewBatch(min(e.cfg.MaxNumBatchedTokens, e.ctx.BatchSize()))
 	s.cand = capi.NewCandidates(e.model)
 	for id := seqMax - 1; id >= 0; id-- {
 		s.freeIDs = append(s.freeIDs, id)
