@@ -37,10 +37,14 @@ type Request struct {
 	// own logprob only.
 	PromptLogprobs int
 
-	// Stream selects streamed output: Formatter must then be set, and each
-	// step's frames reach the Sink. Without it only the final Result does.
-	Stream    bool
-	Formatter Formatter
+	// Stream selects streamed output: each step's frames reach the Sink.
+	// Without it only the final Result does. A streamed request carries
+	// both a Formatter (the dialect's Go frame writer) and StreamInfo (the
+	// constant parts of its frames, for an engine that writes its own; see
+	// StreamInfo); an engine uses one or the other.
+	Stream     bool
+	Formatter  Formatter
+	StreamInfo StreamInfo
 	// StreamInterval coalesces up to this many tokens per frame (vLLM's
 	// --stream-interval); 0 or 1 means one frame per token.
 	StreamInterval int
