@@ -26,8 +26,11 @@ build:
 run: build
 	./$(BIN) serve $(ARGS)
 
-## test: every test (with the race detector), fuzz seeds included
+## test: every test (with the race detector), fuzz seeds included; installs
+## the llama.cpp libraries first when npm is there (their tests skip without)
 test: vet
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory llama; \
+	else echo "npm not found: the llama.cpp engine's tests will skip (make llama installs its libraries)"; fi
 	$(GO) test -race -count=1 ./...
 
 ## test-short: skip the long tests

@@ -26,6 +26,7 @@ import (
 
 	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"
@@ -56,6 +57,10 @@ type Config struct {
 	// MaxModelLen and MaxNumSeqs are vLLM's --max-model-len and
 	// --max-num-seqs.
 	Sim sim.Config
+	// Llama serves a GGUF model with llama.cpp in process (engine/llama)
+	// when its ModelPath is set and Engine is nil; the simulated engine is
+	// not started then.
+	Llama llama.Config
 	// Engine, when set, is used instead of the embedded simulated engine.
 	// Vajra closes it on Stop.
 	Engine engine.Engine
@@ -133,6 +138,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.ServedModelNames = []string{DefaultModelName}
 	}
 	eng := cfg.Engine
+	if eng == nil && cfg.Llama.ModelPath != "" {
+		lc := cfg.Llama
+		lc.Logger = cfg.Logger.Named("llama")
+		e, err := llama.New(lc)
+		if err != nil {
+			return nil, fmt.Errorf("vajra: engine: %w", err)
+		}
+		eng = e
+	}
 	if eng == nil {
 		sc := cfg.Sim
 		sc.Logger = cfg.Logger.Named("sim")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -100,6 +101,17 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&cfg.Sim.Mode, "sim-mode", cfg.Sim.Mode, "simulated output: text (pseudo-text) or echo (repeat the last user message)")
 	fs.IntVar(&cfg.Sim.KVCacheTokens, "kv-cache-tokens", cfg.Sim.KVCacheTokens, "simulated KV cache capacity in tokens (blocks of 16)")
 	fs.Int64Var(&cfg.Sim.Seed, "seed", cfg.Sim.Seed, "engine-wide seed mixed into every request's")
+	// The llama.cpp engine (engine/llama), used when --model is given.
+	lc := &cfg.Llama
+	fs.StringVar(&lc.ModelPath, "model", "", "serve this GGUF model with llama.cpp in process instead of the simulated engine (needs `make llama`)")
+	fs.StringVar(&lc.LibDir, "llama-lib", "", "directory of the llama.cpp libraries (default: .llama/linux-x64 from `make llama`; a CUDA or Vulkan build of the same release for a GPU)")
+	fs.IntVar(&lc.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "llama: token budget of one engine step, decode tokens plus prefill chunks (default 2048)")
+	fs.StringVar(&lc.ChatTemplate, "chat-template", "", "llama: Jinja chat template, a file or the template itself (default: the model's own)")
+	fs.BoolVar(&lc.PrefixCaching, "enable-prefix-caching", true, "llama: reuse the KV cache of the longest cached prompt prefix across requests")
+	fs.IntVar(&lc.Threads, "threads", 0, "llama: compute threads (default: half the CPUs; more than the free cores slows every step)")
+	fs.IntVar(&lc.GPULayers, "n-gpu-layers", -1, "llama: layers to offload to the GPU of a CUDA or Vulkan build (-1: all)")
+	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
+	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,
@@ -210,7 +222,8 @@ func readKeyFile(path string) ([]string, error) {
 
 const serveUsage = `Usage: vajra serve [flags]
 
-Serves the OpenAI and Anthropic APIs on the embedded simulated engine.
+Serves the OpenAI and Anthropic APIs on the embedded simulated engine, or on
+a GGUF model with llama.cpp (--model FILE.gguf, after "make llama").
 
 Every flag can also be given as an environment variable VAJRA_<NAME>
 (upper case, '-' as '_', e.g. VAJRA_MAX_CONCURRENT_REQUESTS=64) and as a
@@ -264,6 +277,24 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 	}
 	if len(st.models.vals) > 0 {
 		st.cfg.ServedModelNames = st.models.vals
+	}
+	if lc := &st.cfg.Llama; lc.ModelPath != "" {
+		// Settings shared with the simulated engine, where they were given;
+		// the llama engine's own defaults otherwise.
+		if set["max-model-len"] {
+			lc.MaxModelLen = st.cfg.Sim.MaxModelLen
+		}
+		if set["max-num-seqs"] {
+			lc.MaxNumSeqs = st.cfg.Sim.MaxNumSeqs
+		}
+		if set["kv-cache-tokens"] {
+			lc.KVCacheTokens = st.cfg.Sim.KVCacheTokens
+		}
+		lc.Seed = st.cfg.Sim.Seed
+		if len(st.models.vals) == 0 {
+			// vLLM serves a model under the name it was given by.
+			st.cfg.ServedModelNames = []string{strings.TrimSuffix(filepath.Base(lc.ModelPath), ".gguf")}
+		}
 	}
 	st.cfg.AllowedOrigins = st.origins.vals
 	return st, nil
