@@ -12,8 +12,9 @@ import (
 
 // This file holds the request schema of POST /v1/chat/completions, as the
 // OpenAI API documents it plus vLLM's extensions (top_k, ignore_eos,
-// stop_token_ids). Codecs for the structs marked easyjson:json are generated
-// into chat_easyjson.go; the union types decode by hand below.
+// stop_token_ids, repetition_penalty, min_p). Codecs for the structs marked
+// easyjson:json are generated into chat_easyjson.go; the union types decode
+// by hand below.
 
 // ChatRequest is the body of POST /v1/chat/completions.
 //
@@ -29,6 +30,10 @@ type ChatRequest struct {
 	Seed             opt.Int64   `json:"seed"`
 	FrequencyPenalty opt.Float64 `json:"frequency_penalty"`
 	PresencePenalty  opt.Float64 `json:"presence_penalty"`
+	// RepetitionPenalty and MinP are vLLM extensions.
+	RepetitionPenalty opt.Float64 `json:"repetition_penalty"`
+	MinP              opt.Float64 `json:"min_p"`
+	LogitBias         LogitBias   `json:"logit_bias"`
 
 	MaxTokens           opt.Int `json:"max_tokens"`
 	MaxCompletionTokens opt.Int `json:"max_completion_tokens"`
@@ -51,7 +56,6 @@ type ChatRequest struct {
 
 	// Accepted and not used: known to the API, no effect on this engine.
 	User        string  `json:"user"`
-	LogitBias   Ignored `json:"logit_bias"`
 	Metadata    Ignored `json:"metadata"`
 	Store       Ignored `json:"store"`
 	ServiceTier Ignored `json:"service_tier"`
@@ -297,7 +301,7 @@ func (t ChatToolChoice) MarshalEasyJSON(w *jwriter.Writer) {
 	}
 }
 
-// Ignored is a parameter accepted and skipped (logit_bias, metadata, ...).
+// Ignored is a parameter accepted and skipped (metadata, store, ...).
 // Set records that it was present and not null.
 type Ignored struct{ Set bool }
 

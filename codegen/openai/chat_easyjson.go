@@ -637,6 +637,24 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.PresencePenalty).UnmarshalEasyJSON(in)
 			}
+		case "repetition_penalty":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.RepetitionPenalty).UnmarshalEasyJSON(in)
+			}
+		case "min_p":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.MinP).UnmarshalEasyJSON(in)
+			}
+		case "logit_bias":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.LogitBias).UnmarshalEasyJSON(in)
+			}
 		case "max_tokens":
 			if in.IsNull() {
 				in.Skip()
@@ -777,12 +795,6 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.User = string(in.String())
 			}
-		case "logit_bias":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				(out.LogitBias).UnmarshalEasyJSON(in)
-			}
 		case "metadata":
 			if in.IsNull() {
 				in.Skip()
@@ -870,6 +882,21 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"presence_penalty\":"
 		out.RawString(prefix)
 		(in.PresencePenalty).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"repetition_penalty\":"
+		out.RawString(prefix)
+		(in.RepetitionPenalty).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"min_p\":"
+		out.RawString(prefix)
+		(in.MinP).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"logit_bias\":"
+		out.RawString(prefix)
+		(in.LogitBias).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"max_tokens\":"
@@ -971,11 +998,6 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"user\":"
 		out.RawString(prefix)
 		out.String(string(in.User))
-	}
-	{
-		const prefix string = ",\"logit_bias\":"
-		out.RawString(prefix)
-		(in.LogitBias).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"metadata\":"

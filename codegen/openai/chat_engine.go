@@ -117,10 +117,8 @@ func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 	if err := samplingRanges(s, r.Temperature, r.TopP, r.TopK); err != nil {
 		return err
 	}
-	if err := checkPenalty("frequency_penalty", r.FrequencyPenalty); err != nil {
-		return err
-	}
-	if err := checkPenalty("presence_penalty", r.PresencePenalty); err != nil {
+	if err := toEnginePenalties(s, penaltyParams{r.FrequencyPenalty, r.PresencePenalty,
+		r.RepetitionPenalty, r.MinP, &r.LogitBias}); err != nil {
 		return err
 	}
 	if r.Seed.Defined {

@@ -28,6 +28,10 @@ type CompletionRequest struct {
 	Seed             opt.Int64   `json:"seed"`
 	FrequencyPenalty opt.Float64 `json:"frequency_penalty"`
 	PresencePenalty  opt.Float64 `json:"presence_penalty"`
+	// RepetitionPenalty and MinP are vLLM extensions.
+	RepetitionPenalty opt.Float64 `json:"repetition_penalty"`
+	MinP              opt.Float64 `json:"min_p"`
+	LogitBias         LogitBias   `json:"logit_bias"`
 
 	MaxTokens opt.Int `json:"max_tokens"`
 	IgnoreEOS bool    `json:"ignore_eos"` // vLLM extension
@@ -42,8 +46,7 @@ type CompletionRequest struct {
 	StreamOptions *StreamOptions `json:"stream_options"`
 
 	// Accepted and not used.
-	User      string  `json:"user"`
-	LogitBias Ignored `json:"logit_bias"`
+	User string `json:"user"`
 
 	// Unknown lists the unknown top-level keys (see ChatRequest.Unknown).
 	Unknown []string `json:"-"`

@@ -97,6 +97,24 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.PresencePenalty).UnmarshalEasyJSON(in)
 			}
+		case "repetition_penalty":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.RepetitionPenalty).UnmarshalEasyJSON(in)
+			}
+		case "min_p":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.MinP).UnmarshalEasyJSON(in)
+			}
+		case "logit_bias":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.LogitBias).UnmarshalEasyJSON(in)
+			}
 		case "max_tokens":
 			if in.IsNull() {
 				in.Skip()
@@ -180,12 +198,6 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				out.User = string(in.String())
 			}
-		case "logit_bias":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				(out.LogitBias).UnmarshalEasyJSON(in)
-			}
 		default:
 			out.UnmarshalUnknown(in, key)
 		}
@@ -256,6 +268,21 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		(in.PresencePenalty).MarshalEasyJSON(out)
 	}
 	{
+		const prefix string = ",\"repetition_penalty\":"
+		out.RawString(prefix)
+		(in.RepetitionPenalty).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"min_p\":"
+		out.RawString(prefix)
+		(in.MinP).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"logit_bias\":"
+		out.RawString(prefix)
+		(in.LogitBias).MarshalEasyJSON(out)
+	}
+	{
 		const prefix string = ",\"max_tokens\":"
 		out.RawString(prefix)
 		(in.MaxTokens).MarshalEasyJSON(out)
@@ -314,11 +341,6 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"user\":"
 		out.RawString(prefix)
 		out.String(string(in.User))
-	}
-	{
-		const prefix string = ",\"logit_bias\":"
-		out.RawString(prefix)
-		(in.LogitBias).MarshalEasyJSON(out)
 	}
 	out.RawByte('}')
 }
