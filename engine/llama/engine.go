@@ -54,6 +54,7 @@ type Engine struct {
 		prefixQueries, prefixHits atomic.Uint64
 		preemptions               atomic.Uint64
 		promptTokens, genTokens   atomic.Uint64
+		compute                   atomic.Int64
 	}
 
 	sched scheduler // loop-only
@@ -255,6 +256,13 @@ func (e *Engine) Stats() engine.Stats {
 		Healthy:          !e.closed.Load(),
 	}
 }
+
+// ComputeCPU is the CPU time the scheduler's thread spent in llama.cpp so
+// far: llama_decode (the forward passes) and the samplers. With --threads
+// 1 that is all of the model's work; with more, ggml's worker threads add
+// theirs on other threads. Process CPU minus this is the front door's own
+// cost: HTTP, sessions, scheduling, detokenizing and framing. Lock-free.
+func (e *Engine) ComputeCPU() time.Duration { return time.Duration(e.st.compute.Load()) }
 
 // statBlock is the number of KV cells reported as one block in Stats, as
 // engine/sim's block size.

@@ -1,8 +1,11 @@
 package llama
 
 import (
+	"runtime"
 	"slices"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/capi"
@@ -41,6 +44,9 @@ type scheduler struct {
 	logits                                                          []float32 // scratch for log-softmax
 	tops                                                            []engine.TopLogprob
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
+	// compute is the scheduler thread's CPU time in llama_decode and in
+	// llama.cpp's samplers.
+	compute time.Duration
 }
 
 // cached is a finished sequence kept in the KV cache for its prefix.
@@ -64,6 +70,9 @@ func (s *scheduler) init(e *Engine, seqMax int) {
 // run is the scheduler goroutine.
 func (e *Engine) run() {
 	s := &e.sched
+	// The scheduler keeps its thread: llama.cpp's compute (with one
+	// thread, on this one) is measured by the thread's CPU clock.
+	runtime.LockOSThread()
 	defer close(e.done)
 	defer s.batch.Free()
 	defer s.cand.Free()
@@ -305,7 +314,9 @@ func (s *scheduler) step() {
 		if s.batch.Len() == 0 {
 			return
 		}
+		t0 := threadCPU()
 		rc := e.ctx.Decode(s.batch)
+		s.compute += threadCPU() - t0
 		if rc == 0 {
 			break
 		}
@@ -401,7 +412,7 @@ func (s *scheduler) afterDecode() {
 		if q.out < 0 {
 			continue
 		}
-		tok := q.sampler.Sample(e.ctx, q.out, s.cand)
+		tok := s.sample(q, q.out)
 		s.accept(q, tok, q.out)
 		if q.index == 0 && len(q.gen) <= 1 {
 			// A fresh request's other choices share this prompt and its
@@ -414,7 +425,7 @@ func (s *scheduler) afterDecode() {
 				e.ctx.SeqCopy(q.id, o.id, 0, g.promptLen())
 				o.shadow, o.kv = false, g.promptLen()
 				s.kvUsed += o.kv
-				s.accept(o, o.sampler.Sample(e.ctx, q.out, s.cand), q.out)
+				s.accept(o, s.sample(o, q.out), q.out)
 			}
 		}
 	}
@@ -438,6 +449,24 @@ func (s *scheduler) publish() {
 	st.preemptions.Store(s.preemptions)
 	st.promptTokens.Store(s.promptTokens)
 	st.genTokens.Store(s.genTokens)
+	st.compute.Store(int64(s.compute))
+}
+
+// sample draws q's next token from batch output idx.
+func (s *scheduler) sample(q *seq, idx int) int32 {
+	t0 := threadCPU()
+	tok := q.sampler.Sample(s.e.ctx, idx, s.cand)
+	s.compute += threadCPU() - t0
+	return tok
+}
+
+// threadCPU is the calling thread's CPU time.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 func itoa(n int) string {
