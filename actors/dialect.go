@@ -14,18 +14,28 @@ import (
 )
 
 // dialect is one API's side of a session: it decodes and validates the body
-// into the engine request, builds the stream's formatter, encodes the
-// non-streamed body, and renders errors in the API's shape. A dialect value
-// belongs to one session.
+// into the engine request, decides the stream's constant parts and builds
+// its formatter, encodes the non-streamed body, and renders errors in the
+// API's shape. A dialect value belongs to one session.
 type dialect interface {
 	// decode fills ss.ereq from ss.req.Body, or says why it cannot.
 	decode(ss *session) *apiError
-	// formatter builds the stream's frame writer (ss.framing is set).
-	formatter(ss *session) engine.Formatter
+	// stream readies a streamed response: it completes ss.ereq.StreamInfo
+	// (the session set Model and Chunked; the dialect sets Dialect, ID,
+	// Created and its own fields) and returns the stream's Go frame writer,
+	// built from those same values, so that an engine that formats with it
+	// and one that writes its own frames from StreamInfo agree.
+	stream(ss *session) engine.Formatter
 	// appendResponse appends the non-streamed body of a finished request.
 	appendResponse(dst []byte, ss *session, res *engine.Result) []byte
 	// appendError appends the error body in the API's shape.
 	appendError(dst []byte, e *apiError) []byte
+	// appendStreamError appends the in-stream error event that ends a
+	// stream the session must end itself (it failed after the 200), and
+	// the end of the body. It uses what the session knows, never the
+	// engine's Formatter: the engine may write its own frames, and may be
+	// using its Formatter on its own goroutine still.
+	appendStreamError(dst []byte, ss *session, e *engine.Error) []byte
 	// engineError maps an engine error to the API's error.
 	engineError(e *engine.Error, req *engine.Request) *apiError
 	streamContentType() string
@@ -188,10 +198,13 @@ func (d *chatDialect) started(ss *session) {
 // collector.
 var chatRequests = sync.Pool{New: func() any { return new(openai.ChatRequest) }}
 
-func (d *chatDialect) formatter(ss *session) engine.Formatter {
+func (d *chatDialect) stream(ss *session) engine.Formatter {
 	o := d.req.ChatStreamOptions()
 	o.Framing = ss.framing
-	d.fmt.Reset(d.id, ss.ereq.Model, d.created, o)
+	si := &ss.ereq.StreamInfo
+	si.Dialect, si.ID, si.Created = engine.DialectChat, d.id, d.created
+	si.IncludeUsage, si.ContinuousUsage = o.IncludeUsage, o.IncludeUsage && o.ContinuousUsage
+	d.fmt.Reset(si.ID, si.Model, si.Created, o)
 	return &d.fmt
 }
 
@@ -201,6 +214,11 @@ func (d *chatDialect) appendResponse(dst []byte, ss *session, res *engine.Result
 }
 
 func (d *chatDialect) appendError(dst []byte, e *apiError) []byte { return appendOpenAIError(dst, e) }
+
+func (d *chatDialect) appendStreamError(dst []byte, ss *session, e *engine.Error) []byte {
+	ae := openai.FromEngineError(e, "messages")
+	return ae.AppendStreamError(dst, ss.framing)
+}
 
 func (d *chatDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
 	return openaiError(openai.FromEngineError(e, "messages"))
@@ -214,11 +232,14 @@ type unknownDialect struct{}
 func (unknownDialect) decode(*session) *apiError {
 	return &apiError{Status: 404, Type: "not_found_error", Message: "Unknown endpoint."}
 }
-func (unknownDialect) formatter(*session) engine.Formatter { return nil }
+func (unknownDialect) stream(*session) engine.Formatter { return nil }
 func (unknownDialect) appendResponse(dst []byte, _ *session, _ *engine.Result) []byte {
 	return dst
 }
 func (unknownDialect) appendError(dst []byte, e *apiError) []byte { return appendOpenAIError(dst, e) }
+func (unknownDialect) appendStreamError(dst []byte, _ *session, _ *engine.Error) []byte {
+	return dst // never streams
+}
 func (unknownDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {
 	return openaiError(openai.FromEngineError(e, ""))
 }

@@ -52,11 +52,14 @@ func echoText(eng engine.Engine, p *openai.Prompt, ids []int) string {
 	return eng.Detokenize(ids)
 }
 
-func (d *completionsDialect) formatter(ss *session) engine.Formatter {
+func (d *completionsDialect) stream(ss *session) engine.Formatter {
 	o := d.req.CompletionStreamOptions()
 	o.Framing = ss.framing
 	o.EchoPrompt = d.echoPrompt(ss)
-	d.fmt.Reset(d.id, ss.ereq.Model, d.created, o)
+	si := &ss.ereq.StreamInfo
+	si.Dialect, si.ID, si.Created = engine.DialectCompletions, d.id, d.created
+	si.IncludeUsage, si.ContinuousUsage = o.IncludeUsage, o.IncludeUsage && o.ContinuousUsage
+	d.fmt.Reset(si.ID, si.Model, si.Created, o)
 	return &d.fmt
 }
 
@@ -68,6 +71,11 @@ func (d *completionsDialect) appendResponse(dst []byte, ss *session, res *engine
 
 func (d *completionsDialect) appendError(dst []byte, e *apiError) []byte {
 	return appendOpenAIError(dst, e)
+}
+
+func (d *completionsDialect) appendStreamError(dst []byte, ss *session, e *engine.Error) []byte {
+	ae := openai.FromEngineError(e, "prompt")
+	return ae.AppendStreamError(dst, ss.framing)
 }
 
 func (d *completionsDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {

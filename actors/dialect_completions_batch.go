@@ -19,9 +19,10 @@ import (
 //
 // Streamed, each prompt's frames come from its own CompletionFormatter
 // (with ChoiceOffset), which neither ends the stream nor writes errors: the
-// batch writes the single end (usage chunk, data: [DONE]) with the first
-// formatter once every prompt finished, or the error event if one failed
-// (the others are then aborted).
+// batch writes the single end (usage chunk, data: [DONE]) with the
+// dialect's own formatter once every prompt finished, or the error event if
+// one failed (the others are then aborted). The parts' StreamInfo stays
+// zero (DialectNone): an engine must format them with their Formatters.
 
 // maxBatchSequences bounds prompts × n of one request, like n alone
 // (openai.MaxChoices): one request must not fan out without bound.
@@ -176,12 +177,11 @@ func (d *completionsDialect) startBatch(ss *session) *apiError {
 	d.batch = b
 	ss.es = b
 	if stream {
-		// The first prompt's own formatter writes the stream's end (and,
-		// should the session fail, its error).
+		// The dialect's own formatter writes the stream's end; an error
+		// (a prompt's, or the session's) is appendStreamError's.
 		o := d.req.CompletionStreamOptions()
 		o.Framing = ss.framing
 		d.fmt.Reset(d.id, b.parts[0].req.Model, d.created, o)
-		ss.ereq.Formatter = &d.fmt
 		ss.conn.StartStream(d.streamContentType(), nil)
 		ss.streaming = true
 	}
@@ -222,7 +222,7 @@ func (d *completionsDialect) receive(ss *session, ctx actor.Context) {
 	merged := b.merge(n)
 	switch {
 	case ss.streaming && failed != nil:
-		ss.body = d.fmt.AppendError(ss.body[:0], failed)
+		ss.body = d.appendStreamError(ss.body[:0], ss, failed)
 		ss.conn.EndStream(ss.body)
 	case ss.streaming:
 		ss.body = d.fmt.AppendEnd(ss.body[:0], merged)

@@ -31,7 +31,11 @@ func (d *countTokensDialect) decode(ss *session) *apiError {
 	return errPending
 }
 
-func (d *countTokensDialect) formatter(*session) engine.Formatter { return nil }
+func (d *countTokensDialect) stream(*session) engine.Formatter { return nil }
+
+func (d *countTokensDialect) appendStreamError(dst []byte, _ *session, _ *engine.Error) []byte {
+	return dst // never streams
+}
 
 func (d *countTokensDialect) appendResponse(dst []byte, _ *session, _ *engine.Result) []byte {
 	return dst

@@ -37,8 +37,10 @@ func decodeAnthropic(ss *session, r *anthropic.MessagesRequest) *apiError {
 	return nil
 }
 
-func (d *messagesDialect) formatter(ss *session) engine.Formatter {
-	d.fmt.Reset(anthropic.StreamConfig{ID: d.id, Model: ss.ereq.Model, Framing: ss.framing, Ping: true})
+func (d *messagesDialect) stream(ss *session) engine.Formatter {
+	si := &ss.ereq.StreamInfo
+	si.Dialect, si.ID = engine.DialectMessages, d.id
+	d.fmt.Reset(anthropic.StreamConfig{ID: si.ID, Model: si.Model, Framing: ss.framing, Ping: true})
 	return &d.fmt
 }
 
@@ -48,6 +50,10 @@ func (d *messagesDialect) appendResponse(dst []byte, ss *session, res *engine.Re
 
 func (d *messagesDialect) appendError(dst []byte, e *apiError) []byte {
 	return appendAnthropicError(dst, e)
+}
+
+func (d *messagesDialect) appendStreamError(dst []byte, ss *session, e *engine.Error) []byte {
+	return anthropic.AppendStreamError(dst, ss.framing, e)
 }
 
 func (d *messagesDialect) engineError(e *engine.Error, _ *engine.Request) *apiError {

@@ -131,7 +131,11 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 	}
 }
 
-func (d *responseOpDialect) formatter(*session) engine.Formatter { return nil }
+func (d *responseOpDialect) stream(*session) engine.Formatter { return nil }
+
+func (d *responseOpDialect) appendStreamError(dst []byte, _ *session, _ *engine.Error) []byte {
+	return dst // never streams
+}
 
 func (d *responseOpDialect) appendResponse(dst []byte, _ *session, _ *engine.Result) []byte {
 	return dst

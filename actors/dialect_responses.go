@@ -16,10 +16,11 @@ import (
 // previous_response_id first asks the response store for that response
 // (decode returns errPending; the reply comes to receive) and continues with
 // its conversation as history. A response with store (the default) is put
-// in the store once it is complete: from appendResponse for a non-streamed
-// one, from the stream formatter's AppendEnd for a streamed one, both
-// before the client can see the end, so the client's next request finds it.
-// Failed responses are not stored.
+// in the store once it is complete, by the session from the final Result
+// (whoever wrote the stream's frames): from appendResponse for a
+// non-streamed one, from streamEnded for a streamed one, both before the
+// client can see the end, so the client's next request finds it. Failed
+// responses are not stored.
 type responsesDialect struct {
 	req     openai.ResponsesRequest
 	id      string
@@ -27,7 +28,10 @@ type responsesDialect struct {
 	meta    openai.ResponseMeta
 	history []engine.Message
 	lookup  storeRequest
-	fmt     responsesStream
+	fmt     openai.ResponsesFormatter
+	// nextSeq is the sequence_number after the last event the session
+	// forwarded: the number of an error event the session writes itself.
+	nextSeq int
 }
 
 func (d *responsesDialect) decode(ss *session) *apiError {
@@ -74,10 +78,23 @@ func (d *responsesDialect) build(ss *session) *apiError {
 	return nil
 }
 
-func (d *responsesDialect) formatter(ss *session) engine.Formatter {
-	d.fmt.ResponsesFormatter.Reset(d.meta, ss.framing)
-	d.fmt.d, d.fmt.ss = d, ss
+// stream decides the stream's constant parts: d.meta holds the same id,
+// creation time and model (build made it from the same request).
+func (d *responsesDialect) stream(ss *session) engine.Formatter {
+	si := &ss.ereq.StreamInfo
+	si.Dialect, si.ID, si.Created, si.FirstSequence = engine.DialectResponses, d.id, d.created, 0
+	d.nextSeq = si.FirstSequence
+	d.fmt.Reset(d.meta, ss.framing)
+	d.fmt.SetSequence(si.FirstSequence)
 	return &d.fmt
+}
+
+// sent notes where the forwarded stream stopped (streamWatcher): frames
+// hold whole events, the last of which carries the highest number.
+func (d *responsesDialect) sent(frames []byte) {
+	if n, ok := openai.LastSequenceNumber(frames); ok {
+		d.nextSeq = n + 1
+	}
 }
 
 func (d *responsesDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
@@ -87,12 +104,33 @@ func (d *responsesDialect) appendResponse(dst []byte, ss *session, res *engine.R
 	return dst
 }
 
-// save puts the finished response in the store (when the request asked
-// for storing). body is copied. Runs in the session actor or, for a
-// stream, on the engine's goroutine inside AppendEnd: it reads only what
-// is fixed once the engine started.
+// streamEnded saves a finished stream's response (streamEnder): the same
+// object the non-streamed body would be, built from the final Result, so
+// it does not matter what wrote the stream's frames. Its completed_at is
+// the session's clock now, which is the stream's end to the second.
+func (d *responsesDialect) streamEnded(ss *session, res *engine.Result) {
+	if !d.storing(res) {
+		return
+	}
+	ss.body = openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
+	d.save(ss, res, ss.body)
+	ss.releaseBody()
+}
+
+func (d *responsesDialect) appendStreamError(dst []byte, ss *session, e *engine.Error) []byte {
+	return openai.AppendResponseFailed(dst, &d.meta, ss.framing, d.nextSeq, e)
+}
+
+// storing says whether the finished response res goes in the store: the
+// request asked for storing (the default) and the response did not fail.
+func (d *responsesDialect) storing(res *engine.Result) bool {
+	return d.req.StoreEnabled() && res.Err == nil
+}
+
+// save puts the finished response, encoded in body, in the store when
+// storing says so. body is copied. Runs in the session actor.
 func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
-	if !d.req.StoreEnabled() || res.Err != nil {
+	if !d.storing(res) {
 		return
 	}
 	rec := &storedResponse{id: d.id, body: slices.Clone(body), input: d.req.InputItems(d.id)}
@@ -127,21 +165,6 @@ func (d *responsesDialect) engineError(e *engine.Error, _ *engine.Request) *apiE
 }
 
 func (d *responsesDialect) streamContentType() string { return "text/event-stream" }
-
-// responsesStream is the stream's formatter: codegen's, plus the store put
-// when the stream ends.
-type responsesStream struct {
-	openai.ResponsesFormatter
-	d  *responsesDialect
-	ss *session
-}
-
-// AppendEnd implements engine.Formatter.
-func (f *responsesStream) AppendEnd(dst []byte, res *engine.Result) []byte {
-	dst = f.ResponsesFormatter.AppendEnd(dst, res)
-	f.d.save(f.ss, res, f.ResponsesFormatter.Response()) // save checks store and res.Err
-	return dst
-}
 
 // quoteID renders an id from the client for an error message: quoted,
 // escaped and cut short, so nothing the client sent is echoed raw.

@@ -27,7 +27,10 @@ type session struct {
 	es   engine.Session
 	sink sink
 
-	framing   codegen.Framing
+	framing codegen.Framing
+	// watch reads each forwarded batch of a stream, for a dialect that
+	// must know where the stream stopped (streamWatcher); nil for others.
+	watch     streamWatcher
 	streaming bool // the stream's head was sent
 	finished  bool // the response ended (or was abandoned)
 	stopped   bool // stop requested
@@ -123,7 +126,12 @@ func (ss *session) proceed(ctx actor.Context) {
 	ss.ereq.StreamInterval = ss.owner.cfg.StreamInterval
 	ss.framing = ss.req.framing()
 	if ss.ereq.Stream {
-		ss.ereq.Formatter = ss.d.formatter(ss)
+		// The stream's constant parts are the session's: the dialect
+		// decides them, hands them to the engine in StreamInfo and builds
+		// the Go Formatter from the same values.
+		ss.ereq.StreamInfo = engine.StreamInfo{Model: ss.ereq.Model, Chunked: ss.framing == codegen.FramingChunked}
+		ss.ereq.Formatter = ss.d.stream(ss)
+		ss.watch, _ = ss.d.(streamWatcher)
 	}
 	es, err := eng.Start(&ss.ereq, &ss.sink)
 	if err != nil {
@@ -147,6 +155,21 @@ type startedDialect interface {
 	started(ss *session)
 }
 
+// streamWatcher is a dialect that reads every batch of a stream the
+// session forwards (the Responses API's, for the sequence_number an error
+// event of the session's own would take). sent must be cheap: it runs once
+// per batch, in the session actor.
+type streamWatcher interface {
+	sent(frames []byte)
+}
+
+// streamEnder is a dialect with work of its own when a stream ends (the
+// Responses store's save). streamEnded runs in the session actor with the
+// final Result, before the stream's last frames go to the connection.
+type streamEnder interface {
+	streamEnded(ss *session, res *engine.Result)
+}
+
 // forward moves what the engine delivered to the connection, untouched.
 func (ss *session) forward(ctx actor.Context) {
 	var final *engine.Result
@@ -157,6 +180,9 @@ func (ss *session) forward(ctx actor.Context) {
 	if final == nil || !ss.streaming {
 		if len(ss.out) > 0 {
 			ss.conn.Send(ss.out)
+			if ss.watch != nil {
+				ss.watch.sent(ss.out)
+			}
 		}
 		if final == nil {
 			return
@@ -165,8 +191,13 @@ func (ss *session) forward(ctx actor.Context) {
 	ss.finished = true
 	switch {
 	case ss.streaming:
-		// The formatter already wrote the end (or the in-stream error)
-		// into the last frames.
+		// The engine already wrote the end (or its in-stream error) into
+		// the last frames. What the session owns at the end (the store's
+		// save) happens before they leave, so that a client that saw the
+		// end finds the response with its next request.
+		if e, ok := ss.d.(streamEnder); ok {
+			e.streamEnded(ss, final)
+		}
 		ss.conn.EndStream(ss.out)
 	case final.Err != nil:
 		ae := ss.d.engineError(final.Err, &ss.ereq)
@@ -233,8 +264,11 @@ func (ss *session) stop(ctx actor.Context) {
 }
 
 // cleanup runs once when the actor stopped, also after a panic: a response
-// that did not end gets the dialect's error (in-stream if the head is out)
-// or the connection is abandoned.
+// that did not end gets the dialect's error (in-stream if the head is out,
+// after the last whole event forwarded) or the connection is abandoned.
+// The in-stream error is the dialect's own rendering, not the engine's
+// Formatter: an engine may write its own frames, and the engine's
+// goroutine may still be in the Formatter when the session fails.
 func (ss *session) cleanup() {
 	if !ss.finished {
 		ss.logger().Error("session stopped without ending its response", zap.Bool("streaming", ss.streaming))
@@ -242,8 +276,8 @@ func (ss *session) cleanup() {
 		ss.abort()
 		ae := &apiError{Status: 500, Type: "server_error", Message: "The session failed; see the server log."}
 		if ss.streaming {
-			if ss.ereq.Formatter != nil {
-				ss.body = ss.ereq.Formatter.AppendError(ss.body[:0], &engine.Error{Kind: engine.KindInternal, Message: ae.Message})
+			ss.body = ss.d.appendStreamError(ss.body[:0], ss, &engine.Error{Kind: engine.KindInternal, Message: ae.Message})
+			if len(ss.body) > 0 {
 				ss.conn.EndStream(ss.body)
 			} else {
 				ss.conn.Abandon()

@@ -5,11 +5,16 @@
 // Engine.Prepare before it writes any status line (so a prompt that does not
 // fit fails with a clean 400), then Engine.Start with a Sink. From then on the
 // engine emits, once per scheduler step, the already-framed wire bytes of that
-// step for the session (written by the request's Formatter, which the dialect
-// supplies), and finally a Result with usage.
+// step for the session, and finally a Result with usage.
 //
 // Formatting happens on the engine side, once per token, into buffers the
-// engine reuses: the actor forwards the bytes untouched.
+// engine reuses: the actor forwards the bytes untouched. A Go engine writes
+// them with the request's Formatter, which the dialect supplies; an engine
+// with formatters of its own (a native engine) ignores the Formatter and
+// writes them from Request.StreamInfo, which holds the constant parts of the
+// frames. Either way the session owns what is not the engine's: the ids and
+// times of the response, the Responses store's save (from the final Result)
+// and the error event that ends a stream the session itself must end.
 package engine
 
 import (
@@ -60,7 +65,8 @@ type Sink interface {
 	// wire bytes the session produced in one step (possibly empty) and is
 	// valid only during the call: the sink copies what it keeps. final is
 	// non-nil on the last call only; after it the sink is never called
-	// again and owns final. Deliver must not block.
+	// again and owns final. The frames that end a stream come in that
+	// last call, with final. Deliver must not block.
 	Deliver(frames []byte, final *Result)
 }
 
@@ -73,7 +79,9 @@ type Sink interface {
 // Formatter from one goroutine at a time. The *Start, *Delta and *ChoiceEnd
 // arguments (and the slices they hold) are valid only during the call: the
 // engine reuses them; a Formatter copies what it keeps. AppendEnd's *Result
-// is the final one, owned by the sink after Deliver.
+// is the final one, owned by the sink after Deliver. A Formatter writes
+// frames only: saving or reporting the response is the session's, from the
+// final Result.
 type Formatter interface {
 	// AppendStart appends the frames that open the stream, once, before any
 	// delta (Anthropic message_start, Responses response.created, ...).
@@ -86,7 +94,9 @@ type Formatter interface {
 	// data: [DONE], message_stop, response.completed, ...).
 	AppendEnd(dst []byte, res *Result) []byte
 	// AppendError appends the dialect's in-stream error event and whatever
-	// ends the stream cleanly after it. Used for failures after the 200.
+	// ends the stream cleanly after it: for failures the engine detects
+	// after the 200. (A stream the session must end itself gets its error
+	// event from the session's dialect, not from here.)
 	AppendError(dst []byte, err *Error) []byte
 }
 

@@ -224,12 +224,20 @@ func (f *StreamFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
 	return codegen.AppendLastChunk(dst, f.cfg.Framing)
 }
 
-// AppendError appends an `event: error` with the Anthropic error object
-// ({"type":"error","error":{"type","message"}}, as the SDKs parse it) and
-// ends the chunked body.
+// AppendError appends the stream's error event and ends the chunked body
+// (AppendStreamError).
 func (f *StreamFormatter) AppendError(dst []byte, err *engine.Error) []byte {
+	return AppendStreamError(dst, f.cfg.Framing, err)
+}
+
+// AppendStreamError appends an `event: error` with the Anthropic error
+// object ({"type":"error","error":{"type","message"}}, as the SDKs parse
+// it) and ends the chunked body. It needs nothing of the stream before it:
+// StreamFormatter.AppendError writes it, and so does a session that must
+// end a stream itself, whoever wrote the events before.
+func AppendStreamError(dst []byte, framing codegen.Framing, err *engine.Error) []byte {
 	k := engineKind(err.Kind)
-	dst, mark := codegen.BeginFrame(dst, f.cfg.Framing)
+	dst, mark := codegen.BeginFrame(dst, framing)
 	dst = append(dst, "event: error\ndata: "...)
 	msg := err.Message
 	if msg == "" {
@@ -237,6 +245,6 @@ func (f *StreamFormatter) AppendError(dst []byte, err *engine.Error) []byte {
 	}
 	dst = AppendErrorBody(dst, k.Type(), msg)
 	dst = append(dst, "\n\n"...)
-	dst = codegen.EndFrame(dst, f.cfg.Framing, mark)
-	return codegen.AppendLastChunk(dst, f.cfg.Framing)
+	dst = codegen.EndFrame(dst, framing, mark)
+	return codegen.AppendLastChunk(dst, framing)
 }

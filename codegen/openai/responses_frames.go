@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"bytes"
+
 	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/engine"
 )
@@ -15,9 +17,9 @@ const (
 	respCall
 )
 
-// respIDPrefix is each item kind's id prefix, as BuildResponse gives the
-// stored items.
-var respIDPrefix = [...]string{respReasoning: "rs_", respMessage: "msg_", respCall: "fc_"}
+// respIDPrefix is each item kind's id prefix (engine.ItemID), as
+// BuildResponse gives the stored items.
+var respIDPrefix = [...]string{respReasoning: engine.ItemReasoning, respMessage: engine.ItemMessage, respCall: engine.ItemCall}
 
 // ResponsesFormatter writes the SSE events of one streamed Responses API
 // response. Each event is
@@ -52,7 +54,6 @@ type ResponsesFormatter struct {
 	lps     []byte // the open message's logprob entries so far, comma-joined
 	callID  []byte
 	name    []byte
-	obj     []byte // scratch for rendered response objects
 }
 
 var _ engine.Formatter = (*ResponsesFormatter)(nil)
@@ -66,7 +67,7 @@ func NewResponsesFormatter(meta ResponseMeta, framing codegen.Framing) *Response
 // Reset readies f for another response, keeping its buffers.
 func (f *ResponsesFormatter) Reset(meta ResponseMeta, framing codegen.Framing) {
 	*f = ResponsesFormatter{meta: meta, framing: framing,
-		id: f.id[:0], text: f.text[:0], lps: f.lps[:0], callID: f.callID[:0], name: f.name[:0], obj: f.obj[:0]}
+		id: f.id[:0], text: f.text[:0], lps: f.lps[:0], callID: f.callID[:0], name: f.name[:0]}
 }
 
 // begin opens the frame of event typ (codegen.BeginEvent).
@@ -74,22 +75,32 @@ func (f *ResponsesFormatter) begin(dst []byte, typ string) ([]byte, int) {
 	return codegen.BeginEvent(dst, f.framing, typ)
 }
 
+// SetSequence numbers the next event seq (0 after Reset): a stream whose
+// first sequence_number is not 0 (engine.StreamInfo.FirstSequence).
+func (f *ResponsesFormatter) SetSequence(seq int) { f.seq = seq }
+
 // end appends the event's sequence_number, closes the data object and the
 // event, and ends its frame.
 func (f *ResponsesFormatter) end(dst []byte, mark int) []byte {
-	dst = append(dst, `,"sequence_number":`...)
-	dst = codegen.AppendInt(dst, int64(f.seq))
+	dst = endEvent(dst, f.framing, mark, f.seq)
 	f.seq++
+	return dst
+}
+
+// endEvent appends an event's sequence_number seq, closes the data object
+// and the event, and ends the frame begun at mark.
+func endEvent(dst []byte, framing codegen.Framing, mark, seq int) []byte {
+	dst = append(dst, `,"sequence_number":`...)
+	dst = codegen.AppendInt(dst, int64(seq))
 	dst = append(dst, "}\n\n"...)
-	return codegen.EndFrame(dst, f.framing, mark)
+	return codegen.EndFrame(dst, framing, mark)
 }
 
 // responseEvent appends an event carrying the whole response object r.
 func (f *ResponsesFormatter) responseEvent(dst []byte, typ string, r *ResponseObject) []byte {
-	f.obj = AppendResponse(f.obj[:0], r)
 	dst, mark := f.begin(dst, typ)
 	dst = append(dst, `,"response":`...)
-	dst = append(dst, f.obj...)
+	dst = AppendResponse(dst, r)
 	return f.end(dst, mark)
 }
 
@@ -184,13 +195,13 @@ func (f *ResponsesFormatter) appendItemRef(dst []byte, content bool) []byte {
 // response.content_part.added for one with content).
 func (f *ResponsesFormatter) openItem(dst []byte, k respItemKind, d *engine.Delta) []byte {
 	f.open = k
-	f.id = appendItemID(f.id[:0], respIDPrefix[k], f.meta.ID, f.next)
+	f.id = engine.AppendItemID(f.id[:0], respIDPrefix[k], f.meta.ID, f.next)
 	f.text = f.text[:0]
 	if k == respCall {
 		if d.ToolCallID != "" {
 			f.callID = append(f.callID[:0], d.ToolCallID...)
 		} else {
-			f.callID = appendItemID(f.callID[:0], "call_", f.meta.ID, f.next)
+			f.callID = engine.AppendItemID(f.callID[:0], engine.ItemCallID, f.meta.ID, f.next)
 		}
 		f.name = append(f.name[:0], d.ToolName...)
 	}
@@ -353,21 +364,57 @@ func (f *ResponsesFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
 	return codegen.AppendLastChunk(dst, f.framing)
 }
 
-// Response returns the encoded response object the last AppendEnd (or
-// AppendError) carried, so the caller can store exactly what the stream
-// sent without rendering it again. Valid until f's next call.
-func (f *ResponsesFormatter) Response() []byte { return f.obj }
-
-// AppendError appends response.failed, whose response object has status
-// "failed" and error {code, message}, and ends the chunked body. (An
-// in-stream "error" event would not end the SDKs' streams; response.failed
-// is the terminal event they wait for.)
+// AppendError appends response.failed (AppendResponseFailed) at the
+// stream's next sequence_number.
 func (f *ResponsesFormatter) AppendError(dst []byte, err *engine.Error) []byte {
-	r := BuildResponse(&f.meta, &engine.Result{Err: err})
+	dst = AppendResponseFailed(dst, &f.meta, f.framing, f.seq, err)
+	f.seq++
+	return dst
+}
+
+// AppendResponseFailed appends the response.failed event, numbered seq,
+// that ends a Responses stream after an error: its response object (meta's)
+// has status "failed" and error {code, message} from err; then it ends the
+// chunked body. (An in-stream "error" event would not end the SDKs'
+// streams; response.failed is the terminal event they wait for.)
+// ResponsesFormatter.AppendError writes it at its own next number; a session
+// that must end a stream itself writes it at the number after the last
+// event it forwarded (LastSequenceNumber), whoever wrote the events.
+func AppendResponseFailed(dst []byte, meta *ResponseMeta, framing codegen.Framing, seq int, err *engine.Error) []byte {
+	r := BuildResponse(meta, &engine.Result{Err: err})
 	if err.Kind == engine.KindAborted {
 		r.Status = ResponseFailed // a stream has no "cancelled" terminal event
 		r.Error = &ResponseErrorObject{Code: "server_error", Message: orDefault(err.Message, "The request was aborted.")}
 	}
-	dst = f.responseEvent(dst, "response.failed", r)
-	return codegen.AppendLastChunk(dst, f.framing)
+	dst, mark := codegen.BeginEvent(dst, framing, "response.failed")
+	dst = append(dst, `,"response":`...)
+	dst = AppendResponse(dst, r)
+	dst = endEvent(dst, framing, mark, seq)
+	return codegen.AppendLastChunk(dst, framing)
+}
+
+// sequenceKey is the member every Responses stream event carries its number in.
+var sequenceKey = []byte(`"sequence_number":`)
+
+// LastSequenceNumber returns the sequence_number of the last Responses
+// stream event in frames (whole events, as a stream's deliveries hold
+// them), or false when frames hold none. It reads backwards from the end,
+// usually a few dozen bytes: the last "sequence_number" member in frames is
+// the last event's, since no response object or item has such a member and
+// a JSON string cannot hold its unescaped quotes.
+func LastSequenceNumber(frames []byte) (int, bool) {
+	i := bytes.LastIndex(frames, sequenceKey)
+	if i < 0 {
+		return 0, false
+	}
+	rest := bytes.TrimLeft(frames[i+len(sequenceKey):], " \t")
+	n, digits := 0, 0
+	for _, c := range rest {
+		if c < '0' || c > '9' || digits == 18 { // 18 digits cannot overflow an int64
+			break
+		}
+		n = n*10 + int(c-'0')
+		digits++
+	}
+	return n, digits > 0
 }

@@ -95,7 +95,8 @@ func (r *ResponsesRequest) Meta(id string, createdAt int64) ResponseMeta {
 // "max_output_tokens"), cancelled (aborted) or failed (res.Err, with
 // error.code and error.message). Output items come in the order a stream
 // emits them — reasoning, message, function calls — with ids derived from
-// meta.ID and their output index, so the streamed and stored ids agree.
+// meta.ID and their output index by engine.ItemID, so the streamed and
+// stored ids agree (whoever wrote the stream).
 func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 	r := &ResponseObject{
 		ID: meta.ID, Object: "response", CreatedAt: meta.CreatedAt, Status: ResponseInProgress,
@@ -160,11 +161,11 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 		r.CompletedAt = opt.OInt64(at)
 	}
 	if c.Reasoning != "" {
-		r.Output = append(r.Output, ResponseItem{Type: "reasoning", ID: itemID("rs_", meta.ID, len(r.Output)),
+		r.Output = append(r.Output, ResponseItem{Type: "reasoning", ID: engine.ItemID(engine.ItemReasoning, meta.ID, len(r.Output)),
 			Content: []ResponsesContentPart{{Type: "reasoning_text", Text: c.Reasoning}}})
 	}
 	if c.Text != "" {
-		r.Output = append(r.Output, ResponseItem{Type: "message", ID: itemID("msg_", meta.ID, len(r.Output)),
+		r.Output = append(r.Output, ResponseItem{Type: "message", ID: engine.ItemID(engine.ItemMessage, meta.ID, len(r.Output)),
 			Status: ResponseCompleted, Role: "assistant", Content: []ResponsesContentPart{{Type: "output_text", Text: c.Text, Logprobs: c.Logprobs}}})
 	}
 	for i := range c.ToolCalls {
@@ -172,9 +173,9 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 		n := len(r.Output)
 		callID := tc.ID
 		if callID == "" {
-			callID = itemID("call_", meta.ID, n)
+			callID = engine.ItemID(engine.ItemCallID, meta.ID, n)
 		}
-		r.Output = append(r.Output, ResponseItem{Type: "function_call", ID: itemID("fc_", meta.ID, n),
+		r.Output = append(r.Output, ResponseItem{Type: "function_call", ID: engine.ItemID(engine.ItemCall, meta.ID, n),
 			Status: ResponseCompleted, CallID: callID, Name: tc.Name, Arguments: tc.Arguments})
 	}
 	// Only the last item can have been cut off; the ones before it were
@@ -195,21 +196,6 @@ func responseErrorCode(k engine.ErrorKind) string {
 		return "rate_limit_exceeded"
 	}
 	return "server_error"
-}
-
-// itemID derives an item id from the response id: prefix + the response
-// id's random part + "_" + the item's index ("msg_abc123_1" for output 1
-// of "resp_abc123").
-func itemID(prefix, respID string, index int) string {
-	return string(appendItemID(nil, prefix, respID, index))
-}
-
-// appendItemID appends itemID's text (unquoted) without allocating.
-func appendItemID(dst []byte, prefix, respID string, index int) []byte {
-	dst = append(dst, prefix...)
-	dst = append(dst, strings.TrimPrefix(respID, "resp_")...)
-	dst = append(dst, '_')
-	return codegen.AppendInt(dst, int64(index))
 }
 
 // inputItemID derives the id of input item i ("msg_abc123_in0").
