@@ -63,6 +63,7 @@ type seq struct {
 
 	sampler *capi.Sampler
 	parser  *text.Parser
+	forced  *forcedState // set when tool_choice forces a call
 	events  []text.Event
 
 	gen  []int   // generated tokens
@@ -124,6 +125,9 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) (*
 			return nil, &engine.Error{Kind: engine.KindInternal, Message: err.Error()}
 		}
 		s.parser = pr
+		if p.forced != nil {
+			s.forced = &forcedState{}
+		}
 		s.hist = append(make([]int32, 0, len(p.prompt)+min(p.maxTokens, 256)), p.prompt...)
 		if sp.Logprobs {
 			s.lps = make([]engine.TokenLogprob, 0, min(p.maxTokens, 1024))

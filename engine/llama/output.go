@@ -41,6 +41,8 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 		q.finish = engine.FinishStop
 	case slices.Contains(sp.StopTokenIDs, int(tok)):
 		q.finish, q.stopTokenID = engine.FinishStop, int(tok)
+	case q.forced != nil:
+		s.feedForced(q, e.piece(tok))
 	default:
 		var stopped bool
 		q.events, stopped = q.parser.Feed(q.events[:0], e.piece(tok))
@@ -111,6 +113,9 @@ func (s *scheduler) emit(q *seq, events []text.Event) {
 // sequence; the request ends with its last choice.
 func (s *scheduler) endChoice(q *seq) {
 	g := q.g
+	if q.forced != nil {
+		s.finishForced(q)
+	}
 	q.events = q.parser.Finish(q.events[:0])
 	s.emit(q, q.events)
 	if g.req.Stream && q.lps != nil && q.pend < len(q.gen) {
@@ -118,7 +123,7 @@ func (s *scheduler) endChoice(q *seq) {
 		// carry their logprobs.
 		s.emit(q, []text.Event{{Kind: engine.DeltaText}})
 	}
-	if q.finish == engine.FinishStop && q.parser.ToolCalled() {
+	if q.finish == engine.FinishStop && (q.parser.ToolCalled() || q.forced != nil && len(q.forced.calls) > 0) {
 		q.finish = engine.FinishToolCalls
 	}
 	q.done = true
@@ -186,6 +191,9 @@ func (s *scheduler) finishGroup(g *group, err *engine.Error) {
 		}
 		if calls := q.parser.ToolCalls(); len(calls) > 0 {
 			c.ToolCalls = slices.Clone(calls)
+		}
+		if f := q.forced; f != nil {
+			c.ToolCalls, c.Text = f.calls, f.content
 		}
 	}
 	g.free()

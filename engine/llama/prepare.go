@@ -18,6 +18,7 @@ type prepared struct {
 	maxTokens int
 	grammar   string
 	parse     text.Options
+	forced    *forcedTool // tool_choice required or named, else nil
 }
 
 // Prepare renders the prompt (the chat template for Messages), tokenizes
@@ -82,6 +83,11 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		mt = limit - n
 	}
 	p.maxTokens = mt
+	fg, forced, ferr := forcedGrammar(req)
+	if ferr != nil {
+		return ferr
+	}
+	p.forced = forced
 	switch req.ResponseFormat.Type {
 	case engine.FormatJSONObject:
 		p.grammar = grammar.JSONObject
@@ -91,6 +97,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 			return invalid("response_format", "the JSON schema cannot be enforced: "+gerr.Error())
 		}
 		p.grammar = g
+	}
+	if forced != nil {
+		p.grammar = fg // a forced call's grammar wins over response_format
 	}
 	if p.grammar != "" {
 		// Parse it once here, off the scheduler, so that a grammar
