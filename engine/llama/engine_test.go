@@ -99,3 +99,26 @@ func TestAbortFreesTheSlot(t *testing.T) {
 	}
 	t.Logf("abort to final result: %v", time.Since(t0))
 }
+
+// TestStreamInterval: with an interval of 4 the same text arrives in about
+// a quarter of the deltas, each carrying its tokens.
+func TestStreamInterval(t *testing.T) {
+	e := newTestEngine(t, Config{}, tinymodel.Config{})
+	mk := func(interval int) *engine.Request {
+		r := chatReq("Tell me about the sea.", 32)
+		r.Sampling.IgnoreEOS, r.Stream, r.StreamInterval = true, true, interval
+		return r
+	}
+	_, one := run(t, e, mk(1))
+	_, four := run(t, e, mk(4))
+	if a, b := one.text(0, engine.DeltaText), four.text(0, engine.DeltaText); a != b {
+		t.Fatalf("interval 4 text %q, interval 1 %q", b, a)
+	}
+	ids := 0
+	for _, d := range four.deltas {
+		ids += len(d.ids)
+	}
+	if ids != 32 || len(four.deltas) > 9 || len(one.deltas) < 24 {
+		t.Fatalf("interval 4: %d deltas carrying %d ids; interval 1: %d deltas", len(four.deltas), ids, len(one.deltas))
+	}
+}

@@ -71,6 +71,9 @@ type seq struct {
 	lps  []engine.TokenLogprob
 	tops []engine.TopLogprob
 	pend int // gen[pend:] not yet delivered in a Delta
+	// hold is text kept back for the stream interval, of kind holdKind.
+	hold     []byte
+	holdKind engine.DeltaKind
 	// reasoning counts generated tokens while the parser was in reasoning.
 	reasoning int
 

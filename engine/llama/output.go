@@ -82,7 +82,9 @@ func (s *scheduler) appendStart(g *group) {
 }
 
 // emit writes the frames of q's parser events. Text events carry the
-// tokens generated since the last one (and their logprobs).
+// tokens generated since the last one (and their logprobs). With a stream
+// interval above 1 (vLLM's --stream-interval), text is held until that
+// many tokens are due, or its kind changes, or the choice ends.
 func (s *scheduler) emit(q *seq, events []text.Event) {
 	g := q.g
 	if !g.req.Stream {
@@ -90,23 +92,50 @@ func (s *scheduler) emit(q *seq, events []text.Event) {
 	}
 	for i := range events {
 		ev := &events[i]
-		d := &s.delta
-		*d = engine.Delta{Choice: q.index, Kind: ev.Kind, Text: ev.Text, Usage: &g.usage}
-		switch ev.Kind {
-		case engine.DeltaToolCallStart:
-			d.ToolCallIndex, d.ToolCallID, d.ToolName = ev.ToolIndex, ev.ToolID, ev.ToolName
-		case engine.DeltaToolCallArgs:
-			d.ToolCallIndex = ev.ToolIndex
-		default:
-			d.TokenIDs = q.gen[q.pend:]
-			if q.lps != nil {
-				d.Logprobs = q.lps[q.pend:]
+		text := ev.Kind == engine.DeltaText || ev.Kind == engine.DeltaReasoning
+		if g.interval > 1 && text {
+			if len(q.hold) > 0 && q.holdKind != ev.Kind {
+				s.flushHeld(q)
 			}
-			q.pend = len(q.gen)
+			q.hold, q.holdKind = append(q.hold, ev.Text...), ev.Kind
+			continue
 		}
-		d.First, q.first = !q.first, true
-		g.buf = g.req.Formatter.AppendDelta(g.buf, d)
+		s.flushHeld(q)
+		s.writeDelta(q, ev.Kind, ev.Text, ev)
 	}
+	if len(q.hold) > 0 && len(q.gen)-q.pend >= g.interval {
+		s.flushHeld(q)
+	}
+}
+
+// flushHeld writes the text held for the stream interval.
+func (s *scheduler) flushHeld(q *seq) {
+	if len(q.hold) == 0 {
+		return
+	}
+	s.writeDelta(q, q.holdKind, q.hold, nil)
+	q.hold = q.hold[:0]
+}
+
+// writeDelta appends one Delta's frames; ev carries a tool call's fields.
+func (s *scheduler) writeDelta(q *seq, kind engine.DeltaKind, txt []byte, ev *text.Event) {
+	g := q.g
+	d := &s.delta
+	*d = engine.Delta{Choice: q.index, Kind: kind, Text: txt, Usage: &g.usage}
+	switch kind {
+	case engine.DeltaToolCallStart:
+		d.ToolCallIndex, d.ToolCallID, d.ToolName = ev.ToolIndex, ev.ToolID, ev.ToolName
+	case engine.DeltaToolCallArgs:
+		d.ToolCallIndex = ev.ToolIndex
+	default:
+		d.TokenIDs = q.gen[q.pend:]
+		if q.lps != nil {
+			d.Logprobs = q.lps[q.pend:]
+		}
+		q.pend = len(q.gen)
+	}
+	d.First, q.first = !q.first, true
+	g.buf = g.req.Formatter.AppendDelta(g.buf, d)
 }
 
 // endChoice flushes q's parser, writes its closing frame and frees its
@@ -118,10 +147,13 @@ func (s *scheduler) endChoice(q *seq) {
 	}
 	q.events = q.parser.Finish(q.events[:0])
 	s.emit(q, q.events)
-	if g.req.Stream && q.lps != nil && q.pend < len(q.gen) {
-		// Tokens whose text was held back (a stop string, a tag) still
-		// carry their logprobs.
-		s.emit(q, []text.Event{{Kind: engine.DeltaText}})
+	if g.req.Stream {
+		s.flushHeld(q)
+		if q.lps != nil && q.pend < len(q.gen) {
+			// Tokens whose text was held back (a stop string, a tag)
+			// still carry their logprobs.
+			s.writeDelta(q, engine.DeltaText, nil, nil)
+		}
 	}
 	if q.finish == engine.FinishStop && (q.parser.ToolCalled() || q.forced != nil && len(q.forced.calls) > 0) {
 		q.finish = engine.FinishToolCalls
