@@ -222,14 +222,20 @@ func storeStats(s *actors.Sessions) metrics.StoreStats {
 	return metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes}
 }
 
-// engineStats adapts the engine's figures to the metrics package's.
+// engineStats adapts the engine's figures to the metrics package's. An
+// engine that measures its compute time (the llama engine) reports it
+// through ComputeCPU; for others it stays 0.
 func engineStats(eng engine.Engine) metrics.EngineStats {
 	st := eng.Stats()
-	return metrics.EngineStats{
+	ms := metrics.EngineStats{
 		Running: st.Running, Waiting: st.Waiting, KVUsage: st.KVUsage,
 		PrefixQueries: st.PrefixQueries, PrefixHits: st.PrefixHits, Preemptions: st.Preemptions,
 		PromptTokens: st.PromptTokens, GenerationTokens: st.GenerationTokens,
 	}
+	if c, ok := eng.(interface{ ComputeCPU() time.Duration }); ok {
+		ms.ComputeCPU = c.ComputeCPU()
+	}
+	return ms
 }
 
 // requestObserver feeds each finished request's timings to the metrics,

@@ -41,6 +41,12 @@ type EngineStats struct {
 	Preemptions      uint64
 	PromptTokens     uint64
 	GenerationTokens uint64
+	// ComputeCPU is the CPU time the engine has spent computing the model
+	// so far (the llama engine: its thread's time in llama_decode and the
+	// samplers), exported as vajra_engine_compute_cpu_seconds_total. The
+	// process's CPU minus it is the front door's own cost. 0 for engines
+	// that do not measure it (the simulated engine).
+	ComputeCPU time.Duration
 }
 
 // ServerStats are the network layer's counters read at scrape time.
@@ -318,6 +324,8 @@ var (
 	descPreempt = prometheus.NewDesc("vllm:num_preemptions_total", "Preemptions by the engine's scheduler.", []string{"model_name"}, nil)
 	descPQ      = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", []string{"model_name"}, nil)
 	descPH      = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", []string{"model_name"}, nil)
+	descCompute = prometheus.NewDesc("vajra_engine_compute_cpu_seconds_total",
+		"CPU time the engine spent computing the model (llama: llama_decode and the samplers on the engine's thread); process CPU minus it is the front door's cost. 0 for engines that do not measure it.", nil, nil)
 
 	descConns    = prometheus.NewDesc("vajra_open_connections", "Open client connections.", nil, nil)
 	descBytes    = prometheus.NewDesc("vajra_bytes_written_total", "Bytes written to client sockets.", nil, nil)
@@ -338,7 +346,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH,
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
 		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descHTTP, descRejected, descUnknown, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
 		ch <- d
@@ -364,6 +372,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPreempt, st.Preemptions, model)
 		counter(descPQ, st.PrefixQueries, model)
 		counter(descPH, st.PrefixHits, model)
+		ch <- prometheus.MustNewConstMetric(descCompute, prometheus.CounterValue, st.ComputeCPU.Seconds())
 	}
 	for _, mm := range c.m.models {
 		ch <- mm.itl.metric(c.itlDesc, mm.name)
