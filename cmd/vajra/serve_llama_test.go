@@ -64,7 +64,9 @@ func TestServeModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cc struct {
-		Usage struct{ CompletionTokens int `json:"completion_tokens"` }
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
 	}
 	err = json.NewDecoder(res.Body).Decode(&cc)
 	res.Body.Close()
