@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,8 +87,12 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	gpu := cfg.GPULayers
-	if gpu < 0 && !capi.HasGPU() {
+	if !capi.HasGPU() {
 		gpu = 0
+		if m, _ := filepath.Glob(filepath.Join(dir, "libggml-[cv][uu][dl]*.so")); len(m) > 0 && cfg.Logger != nil {
+			cfg.Logger.Warn("the GPU backend of this llama.cpp build did not load (no GPU or driver?): running on the CPU",
+				zap.String("llama_lib", dir))
+		}
 	}
 	m, err := capi.LoadModel(cfg.ModelPath, capi.ModelParams{GPULayers: gpu})
 	if err != nil {
