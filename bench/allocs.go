@@ -33,11 +33,11 @@ func (a *allocWatch) calibrate(ctx context.Context) error {
 	if a.url == "" {
 		return nil
 	}
-	first, err := scrapeAllocs(ctx, a.url)
+	first, err := scrapeMetric(ctx, a.url, allocsMetric)
 	if err != nil {
 		return err
 	}
-	second, err := scrapeAllocs(ctx, a.url)
+	second, err := scrapeMetric(ctx, a.url, allocsMetric)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (a *allocWatch) mark(ctx context.Context, i int) {
 	if a.url == "" {
 		return
 	}
-	v, err := scrapeAllocs(ctx, a.url)
+	v, err := scrapeMetric(ctx, a.url, allocsMetric)
 	a.at[i], a.ok[i] = v, err == nil
 }
 
@@ -63,8 +63,9 @@ func (a *allocWatch) perToken(tokens int64) (allocs float64, perToken float64) {
 	return n, n / float64(tokens)
 }
 
-// scrapeAllocs fetches url and returns the value of allocsMetric.
-func scrapeAllocs(ctx context.Context, url string) (float64, error) {
+// scrapeMetric fetches url (a Prometheus text exposition) and returns the
+// value of the sample called name, which must have no labels.
+func scrapeMetric(ctx context.Context, url, name string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -83,12 +84,12 @@ func scrapeAllocs(ctx context.Context, url string) (float64, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, allocsMetric+" "); ok {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
 			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("%w: %s has no %s", ErrProtocol, url, allocsMetric)
+	return 0, fmt.Errorf("%w: %s has no %s", ErrProtocol, url, name)
 }

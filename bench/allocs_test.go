@@ -42,7 +42,7 @@ func TestAllocWatch(t *testing.T) {
 		fmt.Fprintln(w, "other_metric 1")
 	}))
 	defer bare.Close()
-	if _, err := scrapeAllocs(ctx, bare.URL); err == nil {
+	if _, err := scrapeMetric(ctx, bare.URL, allocsMetric); err == nil {
 		t.Fatal("a /metrics without the allocation count was accepted")
 	}
 }

@@ -40,6 +40,11 @@ type Config struct {
 	DialTimeout    time.Duration
 
 	ServerPID int // server to sample CPU time and RSS from; 0: none
+	// EngineCPU reads the server's engine compute CPU
+	// (vajra_engine_compute_cpu_seconds_total) from its /metrics at the
+	// window's two ends, to report the front door's own CPU: the
+	// process's minus the engine's. Needs ServerPID.
+	EngineCPU bool
 	// ServerAllocs reads the server's heap allocation count from its
 	// /metrics (go_gc_heap_allocs_objects_total) at the window's two ends,
 	// to report allocations per delivered token.
@@ -171,6 +176,8 @@ func (c *Config) validate() error {
 		return bad("-prompt-tokens %d outside [1, %d]", c.PromptTokens, 1<<20)
 	case c.Dialect == DialectRealtime && !c.Stream:
 		return bad("realtime is always streamed; drop -stream=false")
+	case c.EngineCPU && c.ServerPID <= 0:
+		return bad("-engine-cpu needs -server-pid: the front door's CPU is the process's minus the engine's")
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second

@@ -63,7 +63,7 @@ func TestMainHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, fl := range []string{"-c", "-rate", "-warmup", "-duration", "-n", "-prompt-tokens", "-max-tokens",
 		"-dialect", "-model", "-api-key", "-url", "-base-path", "-stream", "-ramp", "-itl", "-server-pid",
-		"-out", "-html", "-compare", "-compare-pid", "-rounds", "-max-time", "-request-timeout"} {
+		"-out", "-html", "-compare", "-compare-pid", "-rounds", "-max-time", "-request-timeout", "-engine-cpu"} {
 		if !strings.Contains(errb.String(), "\n  "+fl+" ") && !strings.Contains(errb.String(), "\n  "+fl+"\n") {
 			t.Errorf("-h does not document %s", fl)
 		}
@@ -88,4 +88,6 @@ func TestConfigValidate(t *testing.T) {
 	f(func(c *Config) { c.MaxTime = 0 }, false)
 	f(func(c *Config) { c.Dialect = "grpc" }, false)
 	f(func(c *Config) { c.Dialect, c.Stream = DialectRealtime, false }, false)
+	f(func(c *Config) { c.EngineCPU = true }, false) // no -server-pid
+	f(func(c *Config) { c.EngineCPU, c.ServerPID = true, 1 }, true)
 }

@@ -59,6 +59,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.ITL, "itl", 0, "the engine's configured inter-token latency; gap minus it is the server-added latency")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of the server (A), to report its CPU µs per token and request and its RSS")
 	fs.BoolVar(&cfg.ServerAllocs, "server-allocs", false, "read the servers' heap allocation counts from their /metrics (go_gc_heap_allocs_objects_total) and report allocations per token (with -server-pid; A only, see -compare-allocs)")
+	fs.BoolVar(&cfg.EngineCPU, "engine-cpu", false, "read the engine's compute CPU (vajra_engine_compute_cpu_seconds_total) from the server's /metrics and report the front door's own CPU, the server's minus the engine's, per token and as a share of the engine's (with -server-pid; A only)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "bound on one request, from its start")
 	fs.DurationVar(&cfg.MaxTime, "max-time", cfg.MaxTime, "hard bound on one run, warm-up and drain included")
 	fs.DurationVar(&cfg.DialTimeout, "dial-timeout", cfg.DialTimeout, "bound on one TCP connect")
@@ -120,6 +121,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *compareURL != "" {
 		cfgB := cfg
 		cfgB.URL, cfgB.ServerPID, cfgB.Label, cfgB.ServerAllocs = *compareURL, *comparePID, *labelB, *cmpAllocs
+		cfgB.EngineCPU = false
 		cmp, err := Compare(ctx, cfg, cfgB, *rounds, stdout)
 		if cmp != nil {
 			cmp.WriteText(stdout)

@@ -60,6 +60,17 @@ type ProcStats struct {
 	// -1 when not measured (-server-allocs).
 	Allocs         float64 `json:"allocs"`
 	AllocsPerToken float64 `json:"allocs_per_token"`
+	// With -engine-cpu: the engine's compute CPU in the window
+	// (vajra_engine_compute_cpu_seconds_total), the front door's CPU
+	// (CPUSeconds minus it), that per delivered token, and the front
+	// door's CPU as a fraction of the engine's. Absent otherwise; the
+	// per-token figure and the share are -1 with no tokens or no engine
+	// CPU.
+	EngineCPUSeconds      float64 `json:"engine_cpu_seconds,omitempty"`
+	FrontDoorCPUSeconds   float64 `json:"front_door_cpu_seconds,omitempty"`
+	FrontDoorMicrosPerTok float64 `json:"front_door_cpu_us_per_token,omitempty"`
+	FrontDoorShare        float64 `json:"front_door_share,omitempty"`
+	engineCPU             bool    // the four above were measured
 }
 
 // TimelinePoint is one bin of the run's timeline.
@@ -220,6 +231,9 @@ func (s *serverWatch) stats(window float64, tokens, reqs int64) *ProcStats {
 	if b.RSSBytes > st.PeakRSSBytes {
 		st.PeakRSSBytes = b.RSSBytes
 	}
+	if engine, ok := s.engine.seconds(); ok {
+		st.frontDoor(engine, tokens)
+	}
 	return st
 }
 
@@ -282,6 +296,10 @@ func (res *Result) WriteText(w io.Writer) {
 			float64(p.s.PeakRSSBytes)/(1<<20), float64(p.s.HWMBytes)/(1<<20))
 		if p.s.AllocsPerToken >= 0 {
 			fmt.Fprintf(w, "%s heap allocations in the window: %.0f, %.4f per token\n", p.name, p.s.Allocs, p.s.AllocsPerToken)
+		}
+		if p.s.engineCPU {
+			fmt.Fprintf(w, "%s engine compute cpu %.3fs; front door (server - engine) cpu %.3fs, %.2f µs/token, %.2f%% of the engine's\n",
+				p.name, p.s.EngineCPUSeconds, p.s.FrontDoorCPUSeconds, p.s.FrontDoorMicrosPerTok, 100*p.s.FrontDoorShare)
 		}
 	}
 }

@@ -141,6 +141,12 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 			return nil, fmt.Errorf("bench: -server-allocs: %w", err)
 		}
 	}
+	if cfg.EngineCPU {
+		srv.engine.url = "http://" + r.t.addr + "/metrics"
+		if err := srv.engine.check(ctx); err != nil {
+			return nil, fmt.Errorf("bench: -engine-cpu: %w", err)
+		}
+	}
 	self.pid = selfPID()
 
 	bg, stopBG := context.WithCancel(ctx)
@@ -468,18 +474,29 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 }
 
 // serverWatch samples one process: CPU at the window's two ends, RSS peak,
-// and (with allocs.url) its heap allocation count.
+// (with allocs.url) its heap allocation count and (with engine.url) its
+// engine's compute CPU.
 type serverWatch struct {
 	pid     int
 	allocs  allocWatch
+	engine  engineCPUWatch
 	mu      sync.Mutex
 	at      [2]*ProcSample
 	peakRSS atomic.Int64
 	errs    int
 }
 
+// mark reads the window's start (i = 0) or end (1). The engine's counter
+// is scraped before the process's CPU is read at the start and after it at
+// the end, so that the scrapes' own CPU stays out of the process's window.
 func (s *serverWatch) mark(i int) {
-	s.allocs.mark(context.Background(), i)
+	ctx := context.Background()
+	s.allocs.mark(ctx, i)
+	if i == 0 {
+		s.engine.mark(ctx, i)
+	} else {
+		defer s.engine.mark(ctx, i)
+	}
 	if s.pid <= 0 {
 		return
 	}
