@@ -45,9 +45,10 @@ func (s *countSink) Deliver(frames []byte, final *engine.Result) {
 // through a formatter that appends a few bytes. One op is one token.
 func BenchmarkEngineTokens(b *testing.B) {
 	for _, bc := range []struct {
-		name     string
-		logprobs bool
-	}{{"plain", false}, {"logprobs5", true}} {
+		name      string
+		logprobs  bool
+		penalties bool
+	}{{"plain", false, false}, {"logprobs5", true, false}, {"penalties", false, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			const seqs = 1000
 			per := (b.N + seqs - 1) / seqs
@@ -63,6 +64,9 @@ func BenchmarkEngineTokens(b *testing.B) {
 				reqs[i] = &engine.Request{PromptTokens: []int{1, 2, 3, i}, Stream: true, Formatter: nopFormatter{},
 					Sampling: engine.Sampling{MaxTokens: per, IgnoreEOS: true, Temperature: 0.7, Seed: int64(i), HasSeed: true,
 						Logprobs: bc.logprobs, TopLogprobs: 5 * b2i(bc.logprobs)}}
+				if bc.penalties {
+					shapeSampling(&reqs[i].Sampling)
+				}
 				if err := e.Prepare(reqs[i]); err != nil {
 					b.Fatal(err)
 				}
@@ -103,8 +107,15 @@ func b2i(v bool) int {
 	return 0
 }
 
+// shapeSampling sets every penalty, min_p and a logit bias (on ",").
+func shapeSampling(s *engine.Sampling) {
+	s.FrequencyPenalty, s.PresencePenalty, s.RepetitionPenalty, s.MinP = 0.3, 0.5, 1.2, 0.05
+	s.LogitBias = []engine.TokenBias{{TokenID: 11, Bias: -5}}
+}
+
 // TestStepAllocs drives scheduler passes by hand over 1,000 decoding
-// sequences and checks that a steady-state pass allocates nothing.
+// sequences, every fourth with penalties and a logit bias, and checks that
+// a steady-state pass allocates nothing.
 func TestStepAllocs(t *testing.T) {
 	e, err := newEngineNoLoop(Config{MaxNumSeqs: 1000, MaxModelLen: 512, KVCacheTokens: 1000 * 512})
 	if err != nil {
@@ -116,6 +127,9 @@ func TestStepAllocs(t *testing.T) {
 		req := &engine.Request{Prompt: "Allocation test number " + itoaT(i), Stream: true, Formatter: nopFormatter{},
 			StreamInterval: 1 + i%3, Sampling: engine.Sampling{MaxTokens: 250, IgnoreEOS: true, Temperature: 1,
 				TopP: 0.9, Stop: []string{"never ever"}}}
+		if i%4 == 0 {
+			shapeSampling(&req.Sampling)
+		}
 		if err := e.Prepare(req); err != nil {
 			t.Fatal(err)
 		}

@@ -42,6 +42,10 @@ type succ struct {
 // bounds the per-step scratch arrays.
 const maxSucc = 32
 
+// maxCand bounds the candidates of one decision: the successors, and for a
+// shaped request (shape.go) the filler pieces besides.
+const maxCand = maxSucc + len(fillerTexts)
+
 // corpus is the word-level Markov chain (bigram) of corpusText, tokenized
 // once. Read-only after buildCorpus.
 type corpus struct {
@@ -51,10 +55,21 @@ type corpus struct {
 	// fillers are common token ids used as low-probability alternatives in
 	// top_logprobs, most frequent first.
 	fillers []int
+	// fillerPieces are the pieces whose text is a filler, in the same
+	// order: a shaped request's alternatives at every decision (shape.go).
+	fillerPieces []int32
+
+	// The candidate tokens are the first tokens of the pieces: the tokens
+	// a decision emits, on which penalties and biases act. candIdx maps a
+	// token id to 1 + its index among them (0 for other tokens), pieceCand
+	// a piece to the index of its first token; ncandTok counts them.
+	candIdx   []uint16
+	pieceCand []uint16
+	ncandTok  int
 }
 
 // fillerTexts are frequent tokens; each must tokenize to a single id.
-var fillerTexts = []string{
+var fillerTexts = [...]string{
 	" the", ",", ".", " and", " of", " to", " a", " in", " is", " that",
 	" it", " for", " was", " on", " with", " as", " be", " at", " by", " this",
 	" not", " are", " from", " or", " have", " an", " but",
@@ -130,7 +145,20 @@ func buildCorpus(v *vocab, text string) *corpus {
 	for _, f := range fillerTexts {
 		if ids := v.encode(f); len(ids) == 1 {
 			c.fillers = append(c.fillers, ids[0])
+			if id, ok := index[f]; ok {
+				c.fillerPieces = append(c.fillerPieces, id)
+			}
 		}
+	}
+	c.candIdx = make([]uint16, len(v.strs))
+	c.pieceCand = make([]uint16, len(c.pieces))
+	for i := range c.pieces {
+		tok := c.pieces[i].toks[0]
+		if c.candIdx[tok] == 0 {
+			c.ncandTok++
+			c.candIdx[tok] = uint16(c.ncandTok)
+		}
+		c.pieceCand[i] = c.candIdx[tok] - 1
 	}
 	return c
 }

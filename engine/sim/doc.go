@@ -28,7 +28,9 @@
 // after top-k and top-p, with a per-choice generator seeded from the request
 // seed, the engine seed and the choice index; without a request seed each
 // choice draws a fresh seed, so output varies between calls as with a real
-// engine. Without ignore_eos an answer ends at the first sentence end after
+// engine. min_p restricts the candidates with top-k and top-p; logit_bias
+// and the repetition, frequency and presence penalties reshape the logits
+// first, in vLLM's order (shape.go). Without ignore_eos an answer ends at the first sentence end after
 // a length drawn from that generator (16 tokens plus an exponential tail of
 // mean 120). Echo mode repeats the last user message (or the prompt), in a
 // loop when ignore_eos asks for exactly max_tokens.
@@ -73,6 +75,16 @@
 //     384, high 1024 tokens, ±25%), capped by the budget and by 3/4 of
 //     max_tokens so that an answer follows. Stop strings and stop tokens
 //     apply to the answer only.
+//   - logit_bias and the penalties act on the walk's decisions: a candidate
+//     word stands for its first token, which is what a bias or a count is
+//     looked up by (the rest of a word follows without a choice, and
+//     scripted output — JSON, tool calls, echo — and each answer's first
+//     word are not affected). A request with any of them also weighs the
+//     filler tokens (" the", ",", " and", ...) as low-probability
+//     alternatives at every decision, so that -100 on a word's token bans
+//     it even where the corpus has no other successor, and +100 on a
+//     filler emits it at every decision. Its logprobs are of the reshaped
+//     logits.
 //   - No EOS token is emitted: a natural end finishes with reason stop on
 //     the last text token. Scripted answers (JSON, tool calls) end when the
 //     value is complete even with ignore_eos.

@@ -50,10 +50,15 @@ type Engine struct {
 	// frames is the one step buffer every request's frames are written
 	// into, in turn: Sink.Deliver copies what it keeps, so a request needs
 	// no buffer of its own between steps (lent as group.buf).
-	frames        []byte
-	logits        [maxSucc]float64
-	order         [maxSucc]int
-	tops          [maxSucc + 2*engine.MaxTopLogprobs]engine.TopLogprob
+	frames []byte
+	// logits and order are the candidates of the decision in progress;
+	// extra holds the filler pieces a shaped request adds (nextra of
+	// them), see shape.go.
+	logits        [maxCand]float64
+	order         [maxCand]int
+	extra         [len(fillerTexts)]int32
+	nextra        int
+	tops          [maxCand + 2*engine.MaxTopLogprobs]engine.TopLogprob
 	prefixQueries uint64
 	prefixHits    uint64
 	preemptions   uint64
@@ -162,9 +167,17 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 	g.usage.PromptTokens = p.promptLen
 	g.live = n
 	sp := &req.Sampling
+	var counts []int32
+	if countsOn(sp) {
+		counts = e.newCounts(n)
+	}
 	for i := range g.seqs {
 		s := &g.seqs[i]
 		s.g, s.index, s.ctx, s.stopTokenID = g, i, p.ctx, -1
+		if counts != nil {
+			nc := e.corpus.ncandTok
+			s.counts = counts[i*nc : (i+1)*nc : (i+1)*nc]
+		}
 		s.rng.s = e.seedFor(req, p, i)
 		// ids, text and blocks come from the engine's free lists at
 		// admission (takeBuffers).

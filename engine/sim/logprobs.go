@@ -38,10 +38,10 @@ func (e *Engine) appendLogprob(s *seq, id int, boundary bool, ncand int) {
 		for _, v := range l {
 			z += math.Exp(v - m)
 		}
-		cands := e.corpus.pieces[s.walk.prev].succ[:ncand]
+		cands := e.corpus.pieces[s.walk.prev].succ
 	next:
-		for i, c := range cands {
-			tok := e.corpus.pieces[c.next].toks[0]
+		for i := range ncand {
+			tok := e.corpus.pieces[e.candPiece(cands, i)].toks[0]
 			p := candMass * math.Exp(l[i]-m) / z
 			for j := range tops {
 				if tops[j].TokenID == tok {

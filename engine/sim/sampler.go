@@ -48,17 +48,24 @@ const modelNoise = 0.8
 
 // pickSucc chooses the successor of the current piece of s. The model
 // logits are the bigram log-counts plus noise drawn from the request's
-// content hash (so they depend on the prompt, not on the sampling seed);
-// temperature 0 takes the argmax (greedy), else the Gumbel-max trick samples
-// softmax(logits/T) restricted by top-k and top-p, with the choice's rng.
-// The logits stay in e.logits for the logprobs of the token.
-func (e *Engine) pickSucc(s *seq, cands []succ) int {
+// content hash (so they depend on the prompt, not on the sampling seed); a
+// shaped request's are then extended and reshaped (shape.go). Temperature 0
+// takes the argmax (greedy), else the Gumbel-max trick samples
+// softmax(logits/T) restricted by min-p, top-k and top-p, with the choice's
+// rng. It returns the index of the choice among the candidates (see
+// candPiece) and their number; the logits stay in e.logits for the logprobs
+// of the token.
+func (e *Engine) pickSucc(s *seq, cands []succ) (k, ncand int) {
 	n := len(cands)
 	l := e.logits[:n]
 	for i, c := range cands {
 		l[i] = float64(c.logw) + modelNoise*gumbel(mix(s.ctx, uint64(s.decisions)<<8|uint64(i)))
 	}
 	s.decisions++
+	if s.g.prep.shaped {
+		n = e.shape(s, cands)
+		l = e.logits[:n]
+	}
 	best := 0
 	sp := &s.g.req.Sampling
 	if sp.Temperature <= 0 {
@@ -67,25 +74,34 @@ func (e *Engine) pickSucc(s *seq, cands []succ) int {
 				best = i
 			}
 		}
-		return best
+		return best, n
 	}
 	allowed := n
 	ord := e.order[:n]
-	if (sp.TopK > 0 && sp.TopK < n) || (sp.TopP > 0 && sp.TopP < 1) {
-		for i := range ord {
-			ord[i] = i
-		}
-		for i := 1; i < n; i++ { // insertion sort by logit, descending; n <= maxSucc
+	for i := range ord {
+		ord[i] = i
+	}
+	if (sp.TopK > 0 && sp.TopK < n) || (sp.TopP > 0 && sp.TopP < 1) || sp.MinP > 0 {
+		for i := 1; i < n; i++ { // insertion sort by logit, descending; n <= maxCand
 			for j := i; j > 0 && l[ord[j]] > l[ord[j-1]]; j-- {
 				ord[j], ord[j-1] = ord[j-1], ord[j]
 			}
 		}
+		if sp.MinP > 0 {
+			// vLLM's min-p: p_i < MinP*p_max at this temperature, that
+			// is l_i/T < l_max/T + ln(MinP), drops candidate i.
+			cut := l[ord[0]] + sp.Temperature*math.Log(sp.MinP)
+			for allowed > 1 && l[ord[allowed-1]] < cut {
+				allowed--
+			}
+		}
+		kept := allowed // top-p's mass is of what min-p kept
 		if sp.TopK > 0 && sp.TopK < allowed {
 			allowed = sp.TopK
 		}
 		if sp.TopP > 0 && sp.TopP < 1 {
 			var z float64
-			for _, i := range ord {
+			for _, i := range ord[:kept] {
 				z += math.Exp((l[i] - l[ord[0]]) / sp.Temperature)
 			}
 			var cum float64
@@ -97,10 +113,6 @@ func (e *Engine) pickSucc(s *seq, cands []succ) int {
 				}
 			}
 		}
-	} else {
-		for i := range ord {
-			ord[i] = i
-		}
 	}
 	bestScore := math.Inf(-1)
 	for _, i := range ord[:allowed] {
@@ -108,7 +120,7 @@ func (e *Engine) pickSucc(s *seq, cands []succ) int {
 			best, bestScore = i, sc
 		}
 	}
-	return best
+	return best, n
 }
 
 // markov produces the next token of the corpus walk of s. boundary reports
@@ -129,10 +141,10 @@ func (e *Engine) markov(s *seq) (id int, boundary bool, ncand int) {
 			m.started = true
 		} else {
 			cands := c.pieces[m.cur].succ
-			k := e.pickSucc(s, cands)
-			next = cands[k].next
+			var k int
+			k, ncand = e.pickSucc(s, cands)
+			next = e.candPiece(cands, k)
 			m.toks = c.pieces[next].toks
-			ncand = len(cands)
 			m.prev = m.cur
 		}
 		m.cur, m.pos = next, 0

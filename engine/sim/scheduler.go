@@ -399,6 +399,9 @@ func (e *Engine) produce(s *seq) {
 		}
 	}
 	s.ids = append(s.ids, id)
+	if s.counts != nil {
+		e.countToken(s, id)
+	}
 	g.usage.CompletionTokens++
 	e.genTokens++
 	if sp.Logprobs {

@@ -94,7 +94,10 @@ type seq struct {
 	spos       int
 	loop       bool // script repeats (echo with ignore_eos)
 
-	ids       []int
+	ids []int
+	// counts is how often the choice emitted each candidate token (see
+	// corpus.candIdx), for the penalties; nil when the request has none.
+	counts    []int32
 	lps       []engine.TokenLogprob
 	slab      []engine.TopLogprob
 	reasoning []byte

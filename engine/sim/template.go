@@ -168,6 +168,11 @@ type prepared struct {
 	toolSchema *schema
 	respSchema *schema
 	echo       []int // echo mode: the tokens to repeat
+	// shaped is set when the request has penalties or a logit bias;
+	// promptSeen marks the candidate tokens the prompt holds, for the
+	// repetition penalty (shape.go).
+	shaped     bool
+	promptSeen []bool
 	// spare is the session of the first Start of a one-choice request,
 	// allocated with the prepared request; spareTaken claims it.
 	spare      *group
@@ -270,6 +275,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if err := e.prepareFormat(req, p, lastUser); err != nil {
 		return err
 	}
+	e.prepareShape(req, p)
 	req.Prepared = p
 	return nil
 }
@@ -358,7 +364,7 @@ func (e *Engine) validate(req *engine.Request) error {
 	case req.Reasoning.BudgetTokens < 0:
 		return invalid("reasoning", "the reasoning budget must not be negative")
 	}
-	return nil
+	return validateShape(sp)
 }
 
 func hasTool(tools []engine.Tool, name string) bool {
