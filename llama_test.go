@@ -3,7 +3,9 @@ package vajra_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +267,96 @@ func TestLlamaDisconnectAbortsAtOnce(t *testing.T) {
 			t.Fatal("the sequence still runs 5 s after the client left")
 		}
 		time.Sleep(time.Millisecond) // polls the engine's own figure
+	}
+}
+
+// TestLlamaManyStreamsAndPreemption: 200 concurrent streams over a KV
+// cache too small for all of them at once; every stream ends with its
+// finish and usage, and the engine preempted some.
+func TestLlamaManyStreamsAndPreemption(t *testing.T) {
+	srv, base := startLlama(t, func(c *vajra.Config) {
+		c.Llama.MaxNumSeqs, c.Llama.MaxModelLen, c.Llama.KVCacheTokens = 32, 256, 1024
+	})
+	client := newClient(base)
+	const n = 200
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+				Model: tinyName, Messages: userMsg("Stream " + strings.Repeat("ab", i%9) + " wants a long answer."),
+				MaxTokens:     openai.Int(40),
+				Temperature:   openai.Float(0.9),
+				StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+			}, greedyEOS...)
+			finish, usage := "", int64(0)
+			for stream.Next() {
+				ch := stream.Current()
+				if len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
+					finish = ch.Choices[0].FinishReason
+				}
+				if ch.Usage.CompletionTokens > 0 {
+					usage = ch.Usage.CompletionTokens
+				}
+			}
+			switch {
+			case stream.Err() != nil:
+				errs <- stream.Err()
+			case finish != "length" || usage != 40:
+				errs <- errors.New("stream " + strconv.Itoa(i) + " ended with finish " + strconv.Quote(finish) + " after " + strconv.FormatInt(usage, 10) + " tokens")
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := srv.Engine().Stats()
+	if st.Preemptions == 0 {
+		t.Fatalf("no preemption with a KV cache of 1024 tokens for 32 sequences of up to ~50: %+v", st)
+	}
+	if st.Running != 0 || st.Waiting != 0 {
+		t.Fatalf("after all streams: %+v", st)
+	}
+}
+
+// TestLlamaReasoningParser: with --reasoning-parser deepseek_r1 the
+// model's text before </think> is reasoning in each dialect. A logit bias
+// on </think> (token 260 of the tiny vocabulary) makes the tag come early.
+func TestLlamaReasoningParser(t *testing.T) {
+	_, base := startLlama(t, func(c *vajra.Config) { c.Llama.ReasoningParser = "deepseek_r1" })
+	client := newClient(base)
+	think := option.WithJSONSet("logit_bias", map[string]int{"260": 4})
+	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: tinyName, Messages: userMsg(question), MaxTokens: openai.Int(64), Seed: openai.Int(5), Temperature: openai.Float(1),
+	}, think, option.WithJSONSet("ignore_eos", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Content          string `json:"content"`
+		ReasoningContent string `json:"reasoning_content"`
+	}
+	if err := json.Unmarshal([]byte(res.Choices[0].Message.RawJSON()), &msg); err != nil {
+		t.Fatal(err)
+	}
+	if msg.ReasoningContent == "" || msg.Content == "" || strings.Contains(msg.ReasoningContent, "</think>") {
+		t.Fatalf("reasoning %q, content %q", msg.ReasoningContent, msg.Content)
+	}
+	if res.Usage.CompletionTokensDetails.ReasoningTokens == 0 || res.Usage.CompletionTokensDetails.ReasoningTokens >= res.Usage.CompletionTokens {
+		t.Fatalf("usage %+v", res.Usage)
+	}
+	// Anthropic: the reasoning comes first, as a thinking block.
+	ac := newAnthropic(base)
+	am, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: tinyName, MaxTokens: 64, Messages: userText(question),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(am.Content) == 0 || am.Content[0].Type != "thinking" || am.Content[0].Thinking == "" {
+		t.Fatalf("anthropic message %s", am.RawJSON())
 	}
 }
