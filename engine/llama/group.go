@@ -57,6 +57,9 @@ type seq struct {
 	// shadow: a choice (index > 0) of a fresh request that shares choice
 	// 0's prompt prefill and samples its first token from the same logits.
 	shadow bool
+	// first0 is a shadow choice's first token, drawn with choice 0's.
+	first0 int32
+	drawn  bool // first0 waits to be taken
 	// out is this step's batch index whose logits it samples, or -1; at
 	// and fed are where its tokens start in the batch and how many.
 	out, at, fed int

@@ -271,8 +271,7 @@ func (s *scheduler) release(q *seq, keep bool) {
 	}
 	s.kvUsed -= q.kv
 	if keep && s.e.cfg.PrefixCaching && q.kv > 0 {
-		max := s.e.cfg.MaxNumSeqs
-		for len(s.cache) >= max {
+		for len(s.cache) >= s.e.cfg.MaxNumSeqs {
 			s.evict()
 		}
 		s.tick++
@@ -413,10 +412,11 @@ func (s *scheduler) afterDecode() {
 			continue
 		}
 		tok := s.sample(q, q.out)
-		s.accept(q, tok, q.out)
-		if q.index == 0 && len(q.gen) <= 1 {
-			// A fresh request's other choices share this prompt and its
-			// logits.
+		if q.index == 0 && len(q.gen) == 0 && len(g.seqs) > 1 {
+			// A fresh request's other choices share this prompt's KV and
+			// draw their first token from the same logits, before choice
+			// 0's token is taken (it may end choice 0 and free its
+			// sequence).
 			for i := 1; i < len(g.seqs); i++ {
 				o := &g.seqs[i]
 				if !o.shadow || o.id < 0 {
@@ -425,9 +425,18 @@ func (s *scheduler) afterDecode() {
 				e.ctx.SeqCopy(q.id, o.id, 0, g.promptLen())
 				o.shadow, o.kv = false, g.promptLen()
 				s.kvUsed += o.kv
-				s.accept(o, s.sample(o, q.out), q.out)
+				o.first0, o.drawn = s.sample(o, q.out), true
 			}
+			s.accept(q, tok, q.out)
+			for i := 1; i < len(g.seqs); i++ {
+				if o := &g.seqs[i]; o.drawn {
+					o.drawn = false
+					s.accept(o, o.first0, q.out)
+				}
+			}
+			continue
 		}
+		s.accept(q, tok, q.out)
 	}
 	// Deliver each request's frames of this step.
 	for _, g := range s.running {

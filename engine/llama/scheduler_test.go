@@ -298,3 +298,33 @@ func countRepeats(ids []int) int {
 	}
 	return n
 }
+
+// TestNChoicesEndingAtOnce: every choice's first token ends it (a bias
+// forces the end-of-sequence token): choice 0's sequence is freed before
+// the others have taken theirs.
+func TestNChoicesEndingAtOnce(t *testing.T) {
+	e := newTestEngine(t, Config{}, tinymodel.Config{})
+	eos := int(e.model.EOS())
+	for _, stream := range []bool{false, true} {
+		req := chatReq("Say nothing.", 8)
+		req.Sampling.N, req.Stream = 3, stream
+		req.Sampling.LogitBias = []engine.TokenBias{{TokenID: eos, Bias: 100}}
+		res, _ := run(t, e, req)
+		if res.Err != nil || len(res.Choices) != 3 || res.Usage.CompletionTokens != 3 {
+			t.Fatalf("err %v, usage %+v", res.Err, res.Usage)
+		}
+		for i, c := range res.Choices {
+			if c.FinishReason != engine.FinishStop || c.Text != "" {
+				t.Fatalf("choice %d: %s %q", i, c.FinishReason, c.Text)
+			}
+		}
+	}
+	if st := e.Stats(); st.Running != 0 {
+		t.Fatalf("running %d", st.Running)
+	}
+	// The engine still serves.
+	res, _ := run(t, e, chatReq("Hello", 4))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+}

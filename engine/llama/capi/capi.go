@@ -344,13 +344,21 @@ func (c *Context) BatchSize() int { return int(C.vjw_llama_n_batch(c.p)) }
 func (c *Context) SeqMax() int    { return int(C.vjw_llama_n_seq_max(c.p)) }
 
 // SeqRemove drops sequence seq's cells in [p0, p1) (p1 < 0: to the end).
+// A negative seq does nothing (llama.cpp would take it for every sequence).
 func (c *Context) SeqRemove(seq int, p0, p1 int) bool {
+	if seq < 0 {
+		return false
+	}
 	return bool(C.vjw_llama_memory_seq_rm(c.mem, C.llama_seq_id(seq), C.llama_pos(p0), C.llama_pos(p1)))
 }
 
 // SeqCopy makes dst share src's cells in [p0, p1): no KV is copied in a
-// unified cache, the cells gain a sequence id.
+// unified cache, the cells gain a sequence id. Ids out of range do nothing
+// (llama.cpp asserts on them, which ends the process).
 func (c *Context) SeqCopy(src, dst int, p0, p1 int) {
+	if n := c.SeqMax(); src < 0 || dst < 0 || src >= n || dst >= n {
+		return
+	}
 	C.vjw_llama_memory_seq_cp(c.mem, C.llama_seq_id(src), C.llama_seq_id(dst), C.llama_pos(p0), C.llama_pos(p1))
 }
 
