@@ -1,0 +1,32 @@
+package grammar
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzFromJSONSchema: any request body's schema either converts or fails
+// with an error; it never panics, and a grammar always has a root rule.
+func FuzzFromJSONSchema(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]}`,
+		`{"type":"array","items":{"anyOf":[{"type":"integer","minimum":-5,"maximum":99},{"type":"null"}]},"minItems":1,"maxItems":4}`,
+		`{"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`,
+		`{"type":"string","pattern":"^[a-z]{2,4}(-[0-9]+)?$"}`,
+		`{"enum":["a",1,null,{"x":[true]}]}`,
+		`{"allOf":[{"type":"object","properties":{"a":{"const":1}}},{"properties":{"b":{"type":"boolean"}}}]}`,
+		`{"type":["string","null"],"format":"date-time"}`,
+		`{"prefixItems":[{"type":"number"}],"items":false}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, schema []byte) {
+		g, err := FromJSONSchema(schema)
+		if err != nil {
+			return
+		}
+		if !strings.Contains(g, Root+" ::=") {
+			t.Fatalf("grammar without a root rule for %q:\n%s", schema, g)
+		}
+	})
+}
