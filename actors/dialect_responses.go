@@ -141,19 +141,33 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 	rec.history = make([]engine.Message, len(msgs), len(msgs)+1)
 	copy(rec.history, msgs)
 	if len(res.Choices) > 0 {
-		c := &res.Choices[0]
-		m := engine.Message{Role: "assistant", Content: c.Text}
-		for i, tc := range c.ToolCalls {
-			if tc.ID == "" {
-				// The id BuildResponse gives the call's output item.
-				tc.ID = "call_" + strings.TrimPrefix(d.id, "resp_") + "_" + strconv.Itoa(i)
-			}
-			m.ToolCalls = append(m.ToolCalls, tc)
-		}
-		rec.history = append(rec.history, m)
+		rec.history = append(rec.history, assistantTurn(d.id, &res.Choices[0]))
 	}
 	rec.size = recordSize(rec)
 	ss.owner.store.put(rec)
+}
+
+// assistantTurn is the history turn of response respID's choice c. A call
+// the engine gave no id gets the call_id its output item has
+// (engine.ItemID by the item's output index, after the reasoning and
+// message items, as BuildResponse numbers them), so that the next turn's
+// function_call_output, which quotes that call_id, pairs with it.
+func assistantTurn(respID string, c *engine.Choice) engine.Message {
+	m := engine.Message{Role: "assistant", Content: c.Text}
+	first := 0 // output index of the first call
+	if c.Reasoning != "" {
+		first++
+	}
+	if c.Text != "" {
+		first++
+	}
+	for i, tc := range c.ToolCalls {
+		if tc.ID == "" {
+			tc.ID = engine.ItemID(engine.ItemCallID, respID, first+i)
+		}
+		m.ToolCalls = append(m.ToolCalls, tc)
+	}
+	return m
 }
 
 func (d *responsesDialect) appendError(dst []byte, e *apiError) []byte {
