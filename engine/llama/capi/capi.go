@@ -407,8 +407,12 @@ func (b *Batch) Len() int { return int(b.b.n_tokens) }
 func (b *Batch) Cap() int { return b.cap }
 
 // Add appends token t at position pos of sequence seq and returns its
-// index in the batch; logits asks for its output.
+// index in the batch; logits asks for its output. A full batch takes
+// nothing and returns -1.
 func (b *Batch) Add(t Token, pos, seq int, logits bool) int {
+	if int(b.b.n_tokens) >= b.cap {
+		return -1
+	}
 	var l C.int8_t
 	if logits {
 		l = 1
