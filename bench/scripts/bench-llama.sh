@@ -27,8 +27,8 @@
 #
 # Everything is on loopback; every run is bounded (-duration, -max-time).
 # Results go to bench/out/llama/. Environment overrides:
-#   CONCURRENCY ("1 8 64") REPS (3) WARMUP (5s) DURATION (15s) RAMP (2s)
-#   MAX_TOKENS (128) PROMPT_TOKENS (32) PROFILE (1) PERF (0: 1 adds a perf
+#   CONCURRENCY ("1 8 64") REPS (3) WARMUP (5s) DURATION (25s) RAMP (2s)
+#   MAX_TOKENS (64) PROMPT_TOKENS (32) PROFILE (1) PERF (0: 1 adds a perf
 #   record of the server, where perf is installed)
 set -euo pipefail
 
@@ -41,9 +41,12 @@ rm -f "$out"/run-*.txt "$out"/run-*.json
 CONCURRENCY=${CONCURRENCY:-1 8 64}
 REPS=${REPS:-3}
 WARMUP=${WARMUP:-5s}
-DURATION=${DURATION:-15s}
+# The window must outlast one request at the highest concurrency (64 x 64
+# tokens at ~230 tokens/s is ~18 s on the reference VM), or no request
+# starts in it and TTFT goes unmeasured there.
+DURATION=${DURATION:-25s}
 RAMP=${RAMP:-2s}
-MAX_TOKENS=${MAX_TOKENS:-128}
+MAX_TOKENS=${MAX_TOKENS:-64}
 PROMPT_TOKENS=${PROMPT_TOKENS:-32}
 PROFILE=${PROFILE:-1}
 max_c=0
@@ -217,7 +220,8 @@ if [[ $PROFILE == 1 && -n $pprof_addr ]]; then
 	echo "server threads' CPU over the profile (ms):"
 	join "$tmp/threads0" "$tmp/threads1" | awk '{ d = ($3 - $2) / 1e6; if (d >= 1) printf "  tid %s %.0f\n", $1, d }' | sort -k3 -n -r | tee "$out/threads-c$c.txt"
 	grep -E '^(throughput|server)' "$out/profile-run.txt"
-	go tool pprof -top -nodecount=40 bin/vajra "$out/cpu-c$c.pprof" 2>/dev/null | tee "$out/cpu-c$c.top.txt" | head -50
+	# sed -n, not head: head's early exit would fail the pipeline (pipefail).
+	go tool pprof -top -nodecount=40 bin/vajra "$out/cpu-c$c.pprof" 2>/dev/null | tee "$out/cpu-c$c.top.txt" | sed -n 1,50p
 fi
 # PERF=1: the same with perf (cpu-clock, call graphs), which also sees
 # what Go's profiler does not: C threads, sysmon, the kernel.
@@ -231,6 +235,6 @@ if [[ ${PERF:-0} == 1 ]] && command -v perf >/dev/null; then
 	wait "$bpid"
 	grep -E '^(throughput|server)' "$out/perf-run.txt"
 	perf report -i "$out/perf-c$c.data" --no-children --sort dso,sym --stdio 2>/dev/null |
-		grep -E '^ +[0-9.]+%' | head -40 | tee "$out/perf-c$c.top.txt"
+		grep -E '^ +[0-9.]+%' | sed -n 1,40p | tee "$out/perf-c$c.top.txt"
 fi
 echo "results: $out/"
