@@ -101,7 +101,7 @@ if [[ -z $addr ]]; then
 	cat "$log" >&2
 	exit 1
 fi
-pprof_addr=$(grep 'profiler listening' "$log" | grep -o '127\.0\.0\.1:[0-9]*' | head -1)
+pprof_addr=$(grep 'profiler listening' "$log" | grep -o '127\.0\.0\.1:[0-9]*' | sed -n 1p)
 url=http://$addr
 echo "server pid $pid on $url, profiler on $pprof_addr"
 
