@@ -112,6 +112,10 @@ type waiter struct {
 	mu    sync.Mutex
 	state waiterState
 	h     actors.Handle
+
+	// startLocal, when set, starts an in-process request (local.go)
+	// instead of Sessions.Start.
+	startLocal func() actors.Handle
 }
 
 // start starts the waiter's session unless its client left. It reports
@@ -123,6 +127,10 @@ func (w *waiter) start() bool {
 		return false
 	}
 	w.state = started
+	if w.startLocal != nil {
+		w.h = w.startLocal()
+		return true
+	}
 	w.h = w.sessions.Start(w.conn, w.req)
 	return true
 }
