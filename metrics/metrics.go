@@ -6,11 +6,13 @@
 // (running, waiting, KV usage, token and prefix-cache counters) and the
 // server's own counters are read at scrape time by a custom collector
 // through the funcs in Sources. Histograms are observed once per request,
-// from the request's final timings. The inter-token-latency histogram is
-// observed once per request too: the request's mean gap between tokens,
-// counted once per gap (ObserveN), so _count is the number of token gaps
-// and _sum their total time, exactly as when every gap is observed; only
-// the spread of one request's gaps around its mean is lost.
+// from the request's final timings. The inter-token-latency histogram
+// holds every real gap: the engine counts each gap of a request (one per
+// engine step with output, as vLLM does) into a fixed per-request array of
+// buckets, and ObserveRequest adds that array to the histogram once, at
+// the request's end, with one atomic add per non-empty bucket. Only for
+// an engine that does not count its gaps is the request's mean gap used,
+// counted once per gap.
 //
 // The package is at the bottom of Vajra's dependency graph: it imports
 // nothing of Vajra. Callers adapt their types to Sources and Request.
@@ -82,13 +84,24 @@ type Request struct {
 	TTFT         time.Duration // 0: no token was produced
 	E2E          time.Duration
 	// Tokens is the number of tokens generated per choice; with TTFT it
-	// gives the mean inter-token gap.
+	// gives the mean inter-token gap when Gaps is nil.
 	Tokens int
+	// Gaps are the request's inter-token gaps as the engine counted them,
+	// per bucket of ITLBuckets (not cumulative; the last bucket is +Inf),
+	// and GapSum their total. Nil when the engine does not count them:
+	// the histogram then gets the mean gap, (E2E-TTFT)/(Tokens-1), counted
+	// Tokens-1 times, which keeps _count and _sum but loses the tail. A
+	// Gaps of another length is ignored (the same fallback). Read only
+	// during ObserveRequest.
+	Gaps   []uint32
+	GapSum time.Duration
 }
 
 // Buckets, in seconds: vLLM's, so that dashboards built for vLLM read the
 // same ranges, with finer buckets below vLLM's first for ITL and TTFT,
-// because a front door measured in microseconds deserves them.
+// because a front door measured in microseconds deserves them. itlBuckets
+// must equal engine.ITLBuckets, the bounds engines count gaps in (a test
+// at the module root checks it; this package imports nothing of Vajra).
 var (
 	ttftBuckets = []float64{0.0005, 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
 		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
@@ -97,6 +110,11 @@ var (
 	latencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
 		120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 )
+
+// ITLBuckets returns the upper bounds, in seconds, of
+// vllm:inter_token_latency_seconds' buckets (the +Inf bucket follows), in
+// the order of Request.Gaps. A copy: for setup and tests.
+func ITLBuckets() []float64 { return append([]float64(nil), itlBuckets...) }
 
 // finishReasons are pre-created so that a request never creates a series.
 var finishReasons = []string{"stop", "length", "tool_calls", "abort", "error"}
@@ -140,7 +158,7 @@ func New(models []string, src Sources) *Metrics {
 	success := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 		Help: "Finished requests, by finish reason."}, []string{"model_name", "finished_reason"})
 	itlDesc := prometheus.NewDesc("vllm:inter_token_latency_seconds",
-		"Time between tokens of a stream. Observed once per request with the request's mean gap, counted once per gap.", label, nil)
+		"Time between successive engine steps that gave a request output (inter-token latency), one observation per gap.", label, nil)
 	for _, name := range models {
 		if m.models[name] != nil {
 			continue
@@ -189,11 +207,15 @@ func (m *Metrics) ObserveRequest(r *Request) {
 	mm.e2e.Observe(r.E2E.Seconds())
 	if r.TTFT > 0 {
 		mm.ttft.Observe(r.TTFT.Seconds())
-		if r.Tokens > 1 && r.E2E > r.TTFT {
-			gaps := uint64(r.Tokens - 1)
-			total := r.E2E - r.TTFT
-			mm.itl.observeN(total.Seconds()/float64(gaps), gaps, uint64(total))
-		}
+	}
+	switch {
+	case len(r.Gaps) == len(mm.itl.counts):
+		mm.itl.merge(r.Gaps, r.GapSum)
+	case r.TTFT > 0 && r.Tokens > 1 && r.E2E > r.TTFT:
+		// The engine does not count its gaps: the mean, once per gap.
+		gaps := uint64(r.Tokens - 1)
+		total := r.E2E - r.TTFT
+		mm.itl.observeN(total.Seconds()/float64(gaps), gaps, uint64(total))
 	}
 }
 
@@ -276,8 +298,13 @@ func (m *Metrics) AppendText(dst []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// gapHistogram is a histogram observed n times at once with one value: a
-// request's mean inter-token gap, once per gap. Atomics only, no lock.
+// gapHistogram is the inter-token-latency histogram: it adds a request's
+// gap counts at its end (merge), or, for an engine that does not count
+// them, its mean gap n times (observeN). Atomics only, no lock, no
+// allocation. (client_golang's Histogram.Observe is lock- and
+// allocation-free too, see BenchmarkPrometheusObserve, but it adds one
+// observation at a time: merging a request's counts through it would cost
+// an Observe per gap.)
 type gapHistogram struct {
 	upper  []float64
 	counts []atomic.Uint64 // per bucket, not cumulative; last is +Inf
@@ -294,6 +321,23 @@ func (h *gapHistogram) observeN(v float64, n, totalNs uint64) {
 	h.counts[i].Add(n)
 	h.count.Add(n)
 	h.sumNs.Add(totalNs)
+}
+
+// merge adds one request's gap counts (per bucket, len(h.counts) of them)
+// and their total: an atomic add per non-empty bucket, then count and sum.
+func (h *gapHistogram) merge(counts []uint32, sum time.Duration) {
+	var n uint64
+	for i, c := range counts {
+		if c != 0 {
+			h.counts[i].Add(uint64(c))
+			n += uint64(c)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	h.count.Add(n)
+	h.sumNs.Add(uint64(max(0, sum)))
 }
 
 func (h *gapHistogram) metric(desc *prometheus.Desc, labels ...string) prometheus.Metric {

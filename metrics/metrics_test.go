@@ -1,9 +1,12 @@
 package metrics
 
 import (
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestObserveRequestAndRender(t *testing.T) {
@@ -60,12 +63,113 @@ func TestComputeCPUZero(t *testing.T) {
 	}
 }
 
-// BenchmarkObserveRequest is the whole per-request metrics cost.
+// gapCounts counts gaps into buckets as an engine does (engine.Gaps):
+// per bucket of ITLBuckets, the first bound >= the gap.
+func gapCounts(gaps ...time.Duration) ([]uint32, time.Duration) {
+	ub := ITLBuckets()
+	counts := make([]uint32, len(ub)+1)
+	var sum time.Duration
+	for _, g := range gaps {
+		counts[sort.SearchFloat64s(ub, g.Seconds())]++
+		sum += g
+	}
+	return counts, sum
+}
+
+// TestITLGapsTail: a request with 49 gaps of 1 ms and one of 180 ms shows
+// the slow one in the (0.15, 0.2] bucket, and _count is the number of
+// gaps. The mean-based estimate of the same request (4.58 ms, 50 times)
+// puts every gap in (0.0025, 0.005].
+func TestITLGapsTail(t *testing.T) {
+	gaps := make([]time.Duration, 50)
+	for i := range gaps {
+		gaps[i] = time.Millisecond
+	}
+	gaps[30] = 180 * time.Millisecond
+	counts, sum := gapCounts(gaps...)
+	r := Request{Model: "m", FinishReason: "length", TTFT: 10 * time.Millisecond, E2E: 10*time.Millisecond + sum, Tokens: 51}
+	f := func(name string, r Request, want ...string) {
+		t.Helper()
+		m := New([]string{"m"}, Sources{})
+		m.ObserveRequest(&r)
+		out, err := m.AppendText(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(out), "vllm:inter_token_latency_seconds"+w+"\n") {
+				t.Errorf("%s: missing %q", name, w)
+			}
+		}
+	}
+	withGaps := r
+	withGaps.Gaps, withGaps.GapSum = counts, sum
+	f("counted gaps", withGaps,
+		`_bucket{model_name="m",le="0.0005"} 0`,
+		`_bucket{model_name="m",le="0.001"} 49`,
+		`_bucket{model_name="m",le="0.15"} 49`,
+		`_bucket{model_name="m",le="0.2"} 50`,
+		`_bucket{model_name="m",le="+Inf"} 50`,
+		`_count{model_name="m"} 50`,
+		`_sum{model_name="m"} 0.229`)
+	// Without counted gaps (an engine that does not count them): the
+	// mean, with the same count and sum but no tail.
+	f("mean fallback", r,
+		`_bucket{model_name="m",le="0.0025"} 0`,
+		`_bucket{model_name="m",le="0.005"} 50`,
+		`_bucket{model_name="m",le="0.15"} 50`,
+		`_count{model_name="m"} 50`,
+		`_sum{model_name="m"} 0.229`)
+	// Counted gaps win over the mean, even when there are none (one token).
+	one := Request{Model: "m", FinishReason: "stop", TTFT: time.Millisecond, E2E: time.Second, Tokens: 2, Gaps: make([]uint32, len(counts))}
+	f("no gaps", one, `_count{model_name="m"} 0`)
+}
+
+// TestObserveRequestAllocs: merging a request's gap counts allocates
+// nothing.
+func TestObserveRequestAllocs(t *testing.T) {
+	m := New([]string{"m"}, Sources{})
+	counts, sum := gapCounts(time.Millisecond, 2*time.Millisecond, 200*time.Millisecond)
+	r := &Request{Model: "m", FinishReason: "stop", TTFT: time.Millisecond, E2E: time.Second, Tokens: 4, Gaps: counts, GapSum: sum}
+	if n := testing.AllocsPerRun(100, func() { m.ObserveRequest(r) }); n != 0 {
+		t.Fatalf("%v allocations per request", n)
+	}
+}
+
+// BenchmarkObserveRequest is the whole per-request metrics cost: with the
+// gap counts an engine measured (a merge), and with the mean estimate.
 func BenchmarkObserveRequest(b *testing.B) {
 	m := New([]string{"m"}, Sources{})
-	r := &Request{Model: "m", FinishReason: "stop", Queue: time.Millisecond, TTFT: 10 * time.Millisecond, E2E: time.Second, Tokens: 100}
+	gaps := make([]time.Duration, 99)
+	for i := range gaps {
+		gaps[i] = time.Duration(i%7+1) * time.Millisecond
+	}
+	counts, sum := gapCounts(gaps...)
+	base := Request{Model: "m", FinishReason: "stop", Queue: time.Millisecond, TTFT: 10 * time.Millisecond, E2E: time.Second, Tokens: 100}
+	b.Run("gaps", func(b *testing.B) {
+		r := base
+		r.Gaps, r.GapSum = counts, sum
+		b.ReportAllocs()
+		for b.Loop() {
+			m.ObserveRequest(&r)
+		}
+	})
+	b.Run("mean", func(b *testing.B) {
+		r := base
+		b.ReportAllocs()
+		for b.Loop() {
+			m.ObserveRequest(&r)
+		}
+	})
+}
+
+// BenchmarkPrometheusObserve checks that client_golang's Histogram.Observe
+// is allocation-free (atomic adds): the alternative to merging counts,
+// one call per gap.
+func BenchmarkPrometheusObserve(b *testing.B) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h", Buckets: itlBuckets})
 	b.ReportAllocs()
 	for b.Loop() {
-		m.ObserveRequest(r)
+		h.Observe(0.0123)
 	}
 }
