@@ -36,7 +36,9 @@ type Engine interface {
 	// own goroutine once per step in which the session produced output, and
 	// exactly once with a non-nil final Result (also after Abort or Close).
 	// Start fails with KindOverloaded when the waiting queue is full and with
-	// KindClosed after Close.
+	// KindClosed after Close. A panic in what the engine runs for this
+	// request alone (its Formatter, its Sink) ends this session only, with
+	// a final Result whose Panicked is set; the engine goes on.
 	Start(req *Request, sink Sink) (Session, error)
 
 	// Tokenize and Detokenize expose the engine's tokenizer.
@@ -207,6 +209,12 @@ type Result struct {
 	// Err is nil on success; an *Error otherwise (KindAborted when the
 	// session was aborted).
 	Err *Error
+	// Panicked says the engine ended the session because code it ran for
+	// this request alone (its Formatter, its Sink) panicked. Err is then
+	// an *Error of KindInternal, the engine logged the panic, and it
+	// wrote no frame after it: a stream is left open, after its last
+	// whole event, for the session to end with the dialect's error event.
+	Panicked bool
 	// Timing, for metrics.
 	Queued       time.Duration // from Start to admission
 	FirstToken   time.Duration // from Start to the first token
@@ -281,6 +289,13 @@ var (
 	ErrClosed        = &Error{Kind: KindClosed}
 	ErrInternal      = &Error{Kind: KindInternal}
 )
+
+// PanicError returns the error of a session the engine ended because code it
+// ran for that request panicked (Result.Panicked). Its message names no
+// detail of the panic: the engine logs that.
+func PanicError() *Error {
+	return &Error{Kind: KindInternal, Message: "internal error while writing the response; see the server log"}
+}
 
 // AsError returns err as an *Error, wrapping unknown errors as KindInternal.
 func AsError(err error) *Error {

@@ -36,7 +36,10 @@ type group struct {
 	first    time.Time
 	admitted bool
 	started  bool // AppendStart written
-	live     int  // choices not finished
+	// broken: the request's own code (its Formatter, its Sink) panicked;
+	// the engine calls neither again but to deliver the final Result.
+	broken   bool
+	live     int // choices not finished
 	usage    engine.Usage
 	buf      []byte // this step's frames
 	interval int    // tokens per Delta (StreamInterval, at least 1)

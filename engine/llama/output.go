@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/text"
 )
@@ -206,10 +208,18 @@ func (s *scheduler) finishGroup(g *group, err *engine.Error) {
 		q := &g.seqs[i]
 		if !q.done {
 			q.done, q.finish = true, engine.FinishAbort
-			q.parser.Finish(q.events[:0])
+			if !g.broken {
+				q.parser.Finish(q.events[:0])
+			}
 			s.release(q, false)
 		}
 		c := &res.Choices[i]
+		if g.broken {
+			// The parser may be what panicked: the Result keeps what the
+			// engine itself holds.
+			*c = engine.Choice{Index: i, TokenIDs: q.gen, FinishReason: q.finish, StopTokenID: q.stopTokenID}
+			continue
+		}
 		*c = engine.Choice{
 			Index:          i,
 			Text:           q.parser.Content(),
@@ -229,19 +239,56 @@ func (s *scheduler) finishGroup(g *group, err *engine.Error) {
 		}
 	}
 	g.free()
+	res.Panicked = g.broken
 	var frames []byte
 	if g.req.Stream {
-		if err != nil {
-			if err.Message != abortedByClient {
-				frames = g.req.Formatter.AppendError(g.buf, err)
-			}
-		} else {
-			frames = g.req.Formatter.AppendEnd(g.buf, res)
-		}
+		frames = s.endFrames(g, res)
 	}
 	s.publish()
-	g.sink.Deliver(frames, res)
+	s.deliverFinal(g, frames, res)
 	g.buf = nil
+}
+
+// endFrames appends the frames that end g's stream for its final Result
+// res: the end, or the error event of a failure the engine detected; none
+// after the client's abort or once g is broken. A panic in the Formatter
+// here leaves the stream open, after its last whole event, and makes res a
+// panicked Result (see engine.Result.Panicked).
+func (s *scheduler) endFrames(g *group, res *engine.Result) (frames []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.e.logPanic(g, r)
+			res.Err, res.Panicked, frames = engine.PanicError(), true, nil
+		}
+	}()
+	switch {
+	case g.broken:
+		return nil
+	case res.Err == nil:
+		return g.req.Formatter.AppendEnd(g.buf, res)
+	case res.Err.Message != abortedByClient:
+		return g.req.Formatter.AppendError(g.buf, res.Err)
+	}
+	return nil
+}
+
+// deliverFinal hands g's sink its final Result. A panic in the sink ends
+// nothing more (g is done): it is logged, and the engine goes on.
+func (s *scheduler) deliverFinal(g *group, frames []byte, res *engine.Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.e.logPanic(g, r)
+		}
+	}()
+	g.sink.Deliver(frames, res)
+}
+
+// logPanic logs a panic of g's own code once, with its request id and the
+// stack. Called in the deferred function that recovered it, so the stack
+// still holds the panicking frames.
+func (e *Engine) logPanic(g *group, r any) {
+	e.cfg.Logger.Error("panic in a request's output; the request is ended, the engine goes on",
+		zap.String("request_id", g.req.ID), zap.Any("panic", r), zap.Stack("stack"))
 }
 
 // logprob returns the logprob of tok under the raw logits of batch output

@@ -393,59 +393,100 @@ func (s *scheduler) build() {
 // afterDecode advances every sequence of the batch: its KV count, the
 // prompt logprobs, and a sampled token where its chunk reached the end.
 func (s *scheduler) afterDecode() {
-	e := s.e
 	for _, q := range s.stepSeqs {
-		g := q.g
-		if g.state != stateRunning {
-			continue
+		if q.g.state == stateRunning && !q.g.broken {
+			s.advance(q)
 		}
-		start, n := q.kv, q.fed
-		if g.promptLP != nil && q.index == 0 {
-			s.promptLogprobs(g, q.at, start, n)
-		}
-		q.kv += n
-		s.kvUsed += n
-		if start < g.promptLen() {
-			s.promptTokens += uint64(min(q.kv, g.promptLen()) - start)
-		}
-		if q.out < 0 {
-			continue
-		}
-		tok := s.sample(q, q.out)
-		if q.index == 0 && len(q.gen) == 0 && len(g.seqs) > 1 {
-			// A fresh request's other choices share this prompt's KV and
-			// draw their first token from the same logits, before choice
-			// 0's token is taken (it may end choice 0 and free its
-			// sequence).
-			for i := 1; i < len(g.seqs); i++ {
-				o := &g.seqs[i]
-				if !o.shadow || o.id < 0 {
-					continue
-				}
-				e.ctx.SeqCopy(q.id, o.id, 0, g.promptLen())
-				o.shadow, o.kv = false, g.promptLen()
-				s.kvUsed += o.kv
-				o.first0, o.drawn = s.sample(o, q.out), true
-			}
-			s.accept(q, tok, q.out)
-			for i := 1; i < len(g.seqs); i++ {
-				if o := &g.seqs[i]; o.drawn {
-					o.drawn = false
-					s.accept(o, o.first0, q.out)
-				}
-			}
-			continue
-		}
-		s.accept(q, tok, q.out)
 	}
 	// Deliver each request's frames of this step.
 	for _, g := range s.running {
-		if g.state == stateRunning && len(g.buf) > 0 {
-			g.sink.Deliver(g.buf, nil)
-			g.buf = g.buf[:0]
+		if g.state == stateRunning && !g.broken && len(g.buf) > 0 {
+			s.deliver(g)
+		}
+	}
+	// End the requests whose own code panicked in this step (from the
+	// back: finishGroup takes each out of s.running).
+	for i := len(s.running) - 1; i >= 0; i-- {
+		if g := s.running[i]; g.broken && g.state == stateRunning {
+			s.finishGroup(g, engine.PanicError())
 		}
 	}
 	s.running = slices.DeleteFunc(s.running, func(g *group) bool { return g.state != stateRunning })
+}
+
+// advance takes q's part of the step just decoded: its KV count, the
+// prompt logprobs, and a sampled token when its chunk reached its end. The
+// request's own code (its Formatter) runs here; a panic in it marks the
+// request broken (failed), for afterDecode to end it. The guard is one
+// open-coded defer per sequence per step, nothing per token.
+func (s *scheduler) advance(q *seq) {
+	e := s.e
+	g := q.g
+	defer func() {
+		if r := recover(); r != nil {
+			s.failed(g, r)
+		}
+	}()
+	start, n := q.kv, q.fed
+	if g.promptLP != nil && q.index == 0 {
+		s.promptLogprobs(g, q.at, start, n)
+	}
+	q.kv += n
+	s.kvUsed += n
+	if start < g.promptLen() {
+		s.promptTokens += uint64(min(q.kv, g.promptLen()) - start)
+	}
+	if q.out < 0 {
+		return
+	}
+	tok := s.sample(q, q.out)
+	if q.index == 0 && len(q.gen) == 0 && len(g.seqs) > 1 {
+		// A fresh request's other choices share this prompt's KV and
+		// draw their first token from the same logits, before choice
+		// 0's token is taken (it may end choice 0 and free its
+		// sequence).
+		for i := 1; i < len(g.seqs); i++ {
+			o := &g.seqs[i]
+			if !o.shadow || o.id < 0 {
+				continue
+			}
+			e.ctx.SeqCopy(q.id, o.id, 0, g.promptLen())
+			o.shadow, o.kv = false, g.promptLen()
+			s.kvUsed += o.kv
+			o.first0, o.drawn = s.sample(o, q.out), true
+		}
+		s.accept(q, tok, q.out)
+		for i := 1; i < len(g.seqs); i++ {
+			if o := &g.seqs[i]; o.drawn {
+				o.drawn = false
+				s.accept(o, o.first0, q.out)
+			}
+		}
+		return
+	}
+	s.accept(q, tok, q.out)
+}
+
+// deliver hands g's sink the frames of this step. A panic in the sink
+// marks g broken (failed), for afterDecode to end it.
+func (s *scheduler) deliver(g *group) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.failed(g, r)
+		}
+	}()
+	g.sink.Deliver(g.buf, nil)
+	g.buf = g.buf[:0]
+}
+
+// failed marks g broken after a panic in its own code, logged once with
+// the request id and the stack. The step's frames so far are dropped (the
+// stream stays after its last whole event delivered); afterDecode ends g
+// with engine.PanicError, which frees its sequences.
+func (s *scheduler) failed(g *group, r any) {
+	s.e.logPanic(g, r)
+	g.broken = true
+	g.buf = g.buf[:0]
 }
 
 // publish makes the loop's figures visible to Stats.

@@ -274,32 +274,9 @@ func (e *Engine) pass(now time.Time) {
 	due := decoding && !now.Before(e.nextStep)
 	started := false
 	for i := 0; i < len(e.running); i++ {
-		g := e.running[i]
-		if !g.active() {
-			continue
-		}
-		g.buf = e.lendFrames()
-		switch g.state {
-		case statePrefill:
-			if now.Before(g.readyAt) {
-				e.returnFrames(g)
-				continue
-			}
-			e.firstToken(g, now)
+		if g := e.running[i]; g.active() && e.step(g, now, due) {
 			started = true
-		case stateDecode:
-			if !due {
-				e.returnFrames(g)
-				continue
-			}
-			e.decode(g)
 		}
-		if g.live == 0 {
-			e.finishGroup(g, nil, now)
-		} else if g.req.Stream && len(g.buf) > 0 {
-			g.sink.Deliver(g.buf, nil)
-		}
-		e.returnFrames(g)
 	}
 	if due {
 		d := e.stepDur()
@@ -311,6 +288,41 @@ func (e *Engine) pass(now time.Time) {
 		e.nextStep = now.Add(e.stepDur())
 	}
 	e.dropInactive()
+}
+
+// step runs g's part of a pass, in the engine's step buffer: its first
+// token when its prefill is over, or a decode step when one is due, then
+// one delivery of what it produced. It reports whether g's prefill ended.
+// The request's own code (its Formatter, its Sink) runs here; a panic in
+// it ends g alone (failed). The guard is one open-coded defer per request
+// per step, nothing per token.
+func (e *Engine) step(g *group, now time.Time, due bool) (started bool) {
+	g.buf = e.lendFrames()
+	defer func() {
+		if r := recover(); r != nil {
+			e.failed(g, r, now)
+		}
+		e.returnFrames(g)
+	}()
+	switch g.state {
+	case statePrefill:
+		if now.Before(g.readyAt) {
+			return false
+		}
+		e.firstToken(g, now)
+		started = true
+	case stateDecode:
+		if !due {
+			return false
+		}
+		e.decode(g)
+	}
+	if g.live == 0 {
+		e.finishGroup(g, nil, now)
+	} else if g.req.Stream && len(g.buf) > 0 {
+		g.sink.Deliver(g.buf, nil)
+	}
+	return started
 }
 
 // firstToken ends g's prefill: the stream opens (once) and every live choice
@@ -451,9 +463,11 @@ func (e *Engine) produce(s *seq) {
 		s.end(engine.FinishLength)
 	}
 	if s.done {
-		e.endChoice(s)
+		// The slot goes first: endChoice runs the request's Formatter,
+		// and a panic there must find the books straight (failed).
 		e.releaseSeq(s)
 		e.runningSeqs--
+		e.endChoice(s)
 		return
 	}
 	if len(s.ids)-s.pend >= g.interval {

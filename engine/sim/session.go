@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"go.uber.org/zap"
+
 	"github.com/vajra-go/vajra/engine"
 )
 
@@ -38,7 +40,10 @@ type group struct {
 	first    time.Time // first token
 	admitted bool      // admitted at least once (admit is set)
 	started  bool      // first token produced (AppendStart written)
-	live     int       // choices not finished
+	// broken: the request's own code (its Formatter, its Sink) panicked;
+	// the engine calls neither again but to deliver the final Result.
+	broken bool
+	live   int // choices not finished
 	// promptBlocks are the blocks of the prompt's full blocks, shared by
 	// the choices; each seq holds the blocks of the rest.
 	promptBlocks []int32
@@ -251,22 +256,71 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 		}
 	}
 	e.giveBuffers(g) // the Result holds copies
+	res.Panicked = g.broken
 	var frames []byte
 	if g.req.Stream {
-		if err != nil {
-			if err.Message != abortedByClient {
-				frames = g.req.Formatter.AppendError(g.buf[:0], err)
-			}
-		} else {
-			frames = g.req.Formatter.AppendEnd(g.buf, res)
-		}
+		frames = e.endFrames(g, res)
 	}
 	// The caller takes the step buffer back after this delivery (pass), or
 	// it was never lent (abort, shutdown): then frames is the request's own.
 	// Publish first, so that a caller woken by this final delivery already
 	// sees the freed slot and blocks in Stats.
 	e.publish()
+	e.deliverFinal(g, frames, res)
+}
+
+// endFrames appends the frames that end g's stream for its final Result
+// res: the end, or the error event of a failure the engine detected; none
+// after the client's abort or once g is broken. A panic in the Formatter
+// here leaves the stream open, after its last whole event, and makes res a
+// panicked Result (see engine.Result.Panicked).
+func (e *Engine) endFrames(g *group, res *engine.Result) (frames []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.logPanic(g, r)
+			res.Err, res.Panicked, frames = engine.PanicError(), true, nil
+		}
+	}()
+	switch {
+	case g.broken:
+		return nil
+	case res.Err == nil:
+		return g.req.Formatter.AppendEnd(g.buf, res)
+	case res.Err.Message != abortedByClient:
+		return g.req.Formatter.AppendError(g.buf[:0], res.Err)
+	}
+	return nil
+}
+
+// deliverFinal hands g's sink its final Result. A panic in the sink ends
+// nothing more (g is done): it is logged, and the engine goes on.
+func (e *Engine) deliverFinal(g *group, frames []byte, res *engine.Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.logPanic(g, r)
+		}
+	}()
 	g.sink.Deliver(frames, res)
+}
+
+// failed ends g after a panic in its own code during a step: the frames
+// of the step so far are dropped (the stream stays after its last whole
+// event delivered), its KV blocks and slots are freed, and its sink gets a
+// final Result with engine.PanicError and Panicked set. Other requests
+// are not touched.
+func (e *Engine) failed(g *group, r any, now time.Time) {
+	e.logPanic(g, r)
+	g.broken = true
+	g.buf = g.buf[:0]
+	e.finishGroup(g, engine.PanicError(), now)
+}
+
+// logPanic logs a panic of g's own code once, with its request id and the
+// stack. Called in the deferred function that recovered it, so the stack
+// still holds the panicking frames.
+func (e *Engine) logPanic(g *group, r any) {
+	e.cfg.Logger.Error("panic in a request's output; the request is ended, the engine goes on",
+		zap.String("request_id", g.req.ID), zap.Any("panic", r), zap.Stack("stack"))
 }
 
 // copyIDsAndText returns copies of ids and text in one allocation: an array
