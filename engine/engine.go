@@ -220,6 +220,11 @@ type Result struct {
 	FirstToken   time.Duration // from Start to the first token
 	EndToEnd     time.Duration // from Start to the end
 	PromptTokens []int         // the prompt's token ids
+	// Gaps are the request's inter-token gaps, one per engine step with
+	// output after the first, for vllm:inter_token_latency_seconds. An
+	// engine that does not count them leaves them empty (not Recorded):
+	// the metric then estimates them from the timings above.
+	Gaps Gaps
 }
 
 // Choice is one finished choice.
