@@ -239,7 +239,9 @@ func engineStats(eng engine.Engine) metrics.EngineStats {
 }
 
 // requestObserver feeds each finished request's timings to the metrics,
-// once per request.
+// once per request: with the inter-token gaps the engine counted
+// (engine.Result.Gaps, in the buckets both packages share), or, from an
+// engine that counts none, the token count for the metrics' estimate.
 type requestObserver struct{ m *metrics.Metrics }
 
 func (o requestObserver) RequestDone(_ actors.Endpoint, model string, res *engine.Result) {
@@ -254,6 +256,9 @@ func (o requestObserver) RequestDone(_ actors.Endpoint, model string, res *engin
 	}
 	if n := len(res.Choices); n > 0 {
 		r.Tokens = res.Usage.CompletionTokens / n
+	}
+	if res.Gaps.Recorded() {
+		r.Gaps, r.GapSum = res.Gaps.Counts[:], res.Gaps.Sum
 	}
 	o.m.ObserveRequest(&r)
 }
