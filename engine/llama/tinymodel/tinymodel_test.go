@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/vajra-go/vajra/engine/llama/gguf"
 )
@@ -23,16 +22,11 @@ func write(t testing.TB, cfg Config) []byte {
 }
 
 func TestDefaultModel(t *testing.T) {
-	DefaultVocab() // trained once per process; not part of the write time
-	start := time.Now()
+	// Its speed (milliseconds) is BenchmarkWrite's to show: a timed
+	// assertion here would flake on a loaded machine.
 	b := write(t, Config{})
-	elapsed := time.Since(start)
-	t.Logf("default model: %d bytes in %v", len(b), elapsed)
 	if len(b) > 1<<20 {
 		t.Errorf("default model is %d bytes, want under 1 MiB", len(b))
-	}
-	if elapsed > time.Second { // milliseconds normally; generous for loaded CI
-		t.Errorf("writing took %v", elapsed)
 	}
 	f, err := gguf.Read(bytes.NewReader(b))
 	if err != nil {
