@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"errors"
+
 	"github.com/vajra-go/vajra/codegen/anthropic"
 	"github.com/vajra-go/vajra/engine"
 )
@@ -29,6 +31,10 @@ func (d *messagesDialect) decode(ss *session) *apiError {
 // unknown fields.
 func decodeAnthropic(ss *session, r *anthropic.MessagesRequest) *apiError {
 	if err := anthropic.DecodeMessagesRequest(ss.req.Body, r); err != nil {
+		var e *anthropic.Error
+		if errors.As(err, &e) { // a body that is not UTF-8 text: says where
+			return anthropicError(e)
+		}
 		// The lexer's text quotes the client's bytes: keep it out.
 		return &apiError{Status: 400, Type: anthropic.KindInvalidRequest.Type(),
 			Message: "The request body is not valid JSON, or a field has the wrong JSON type."}

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/httpparse"
@@ -167,6 +168,11 @@ type tokenizeTool struct {
 // engine's own chat template (Engine.Prepare renders and tokenizes, and
 // neither queues nor generates). Off-loop.
 func (s *Server) serveTokenize(body []byte) (int, string, []byte) {
+	// encoding/json would turn invalid UTF-8 and lone surrogates into
+	// U+FFFD: refuse them as the API endpoints do (codegen.CheckText).
+	if te := codegen.CheckText(body); te != nil {
+		return badRequest("", te.Message())
+	}
 	var req tokenizeRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return badRequest("", "The body is not valid JSON for /tokenize.")
@@ -227,6 +233,9 @@ func (s *Server) serveDetokenize(body []byte) (int, string, []byte) {
 	var req struct {
 		Model  string `json:"model"`
 		Tokens []int  `json:"tokens"`
+	}
+	if te := codegen.CheckText(body); te != nil {
+		return badRequest("", te.Message())
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return badRequest("", "The body is not valid JSON for /detokenize: tokens must be an array of integers.")

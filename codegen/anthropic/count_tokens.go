@@ -17,6 +17,9 @@ type CountTokensRequest struct {
 // DecodeCountTokensRequest decodes the body of POST
 // /v1/messages/count_tokens into r, like DecodeMessagesRequest.
 func DecodeCountTokensRequest(body []byte, r *CountTokensRequest) error {
+	if e := checkText(body); e != nil {
+		return e
+	}
 	in := jlexer.Lexer{Data: body}
 	r.MessagesRequest.UnmarshalEasyJSON(&in)
 	return in.Error()

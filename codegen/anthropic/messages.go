@@ -182,9 +182,25 @@ type RawJSON = codegen.RawJSON
 // DecodeMessagesRequest decodes the body of POST /v1/messages into r, which
 // should be zero (or reset). It fails only on malformed JSON or a value of
 // the wrong JSON type; ToEngine does the semantic checks. Strings are copied:
-// r does not keep body.
+// r does not keep body. A body that is not UTF-8 or escapes a lone
+// surrogate is refused first with an *Error whose message says where
+// (codegen.CheckText); other errors are the lexer's, whose text quotes the
+// client's bytes.
 func DecodeMessagesRequest(body []byte, r *MessagesRequest) error {
+	if e := checkText(body); e != nil {
+		return e
+	}
 	in := jlexer.Lexer{Data: body}
 	r.UnmarshalEasyJSON(&in)
 	return in.Error()
+}
+
+// checkText refuses a body that is not UTF-8 or escapes a lone surrogate
+// (codegen.CheckText) with a 400 invalid_request_error; nil when the body's
+// text is sound.
+func checkText(body []byte) *Error {
+	if te := codegen.CheckText(body); te != nil {
+		return &Error{Kind: KindInvalidRequest, Message: te.Message()}
+	}
+	return nil
 }

@@ -321,6 +321,9 @@ func (g Ignored) MarshalEasyJSON(w *jwriter.Writer) { w.RawString("null") }
 func DecodeChatRequest(body []byte, r *ChatRequest) error {
 	msgs, unk := r.Messages[:0], r.Unknown[:0]
 	*r = ChatRequest{Messages: msgs, Unknown: unk}
+	if pe := checkText(body); pe != nil {
+		return pe
+	}
 	in := jlexer.Lexer{Data: body}
 	r.UnmarshalEasyJSON(&in)
 	if err := in.Error(); err != nil {

@@ -162,6 +162,9 @@ func (p Prompt) MarshalEasyJSON(w *jwriter.Writer) {
 func DecodeCompletionRequest(body []byte, r *CompletionRequest) error {
 	unk := r.Unknown[:0]
 	*r = CompletionRequest{Unknown: unk}
+	if pe := checkText(body); pe != nil {
+		return pe
+	}
 	in := jlexer.Lexer{Data: body}
 	r.UnmarshalEasyJSON(&in)
 	if err := in.Error(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mailru/easyjson/jlexer"
 	"github.com/mailru/easyjson/jwriter"
@@ -102,6 +103,22 @@ func errorOffset(body []byte, off int) int {
 		off--
 	}
 	return off
+}
+
+// checkText refuses a body that is not UTF-8 or escapes a lone surrogate
+// (codegen.CheckText), with a ParamError naming the JSON path of the string
+// at fault, or no path when the fault is in a key. Every Decode function
+// calls it before the lexer, which would let both through.
+func checkText(body []byte) *ParamError {
+	te := codegen.CheckText(body)
+	if te == nil {
+		return nil
+	}
+	path := jsonPathAt(body, te.Offset)
+	if !utf8.ValidString(path) { // the fault is in the innermost key
+		path = ""
+	}
+	return &ParamError{Param: path, Code: CodeInvalidJSON, Message: te.Message()}
 }
 
 // decodeError turns the lexer's error into a ParamError naming the JSON path

@@ -338,6 +338,9 @@ func (m ResponsesMetadata) MarshalEasyJSON(w *jwriter.Writer) {
 // error, when not nil, is a *ParamError naming the field at fault.
 func DecodeResponsesRequest(body []byte, r *ResponsesRequest) error {
 	*r = ResponsesRequest{Unknown: r.Unknown[:0]}
+	if pe := checkText(body); pe != nil {
+		return pe
+	}
 	in := jlexer.Lexer{Data: body}
 	r.UnmarshalEasyJSON(&in)
 	if err := in.Error(); err != nil {
