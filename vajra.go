@@ -78,6 +78,10 @@ type Config struct {
 	MaxConcurrentRequests int
 	MaxQueuedRequests     int
 	RetryAfter            time.Duration
+	// MaxQueueWait bounds a queued request's wait: past it the request is
+	// refused as a full queue refuses. 0: no deadline; DefaultConfig sets
+	// netio.DefaultMaxQueueWait.
+	MaxQueueWait time.Duration
 	// MaxConnections caps open connections (0: the open-file limit minus
 	// a reserve, see netio.DefaultMaxConnections).
 	MaxConnections int
@@ -113,6 +117,7 @@ func DefaultConfig() Config {
 		Sim:                sim.DefaultConfig(),
 		IdleTimeout:        netio.DefaultIdleTimeout,
 		RequestReadTimeout: netio.DefaultRequestReadTimeout,
+		MaxQueueWait:       netio.DefaultMaxQueueWait,
 	}
 }
 
@@ -191,6 +196,7 @@ func New(cfg Config) (*Server, error) {
 		Version:               Version(),
 		MaxConcurrentRequests: cfg.MaxConcurrentRequests,
 		MaxQueuedRequests:     cfg.MaxQueuedRequests,
+		MaxQueueWait:          cfg.MaxQueueWait,
 		RetryAfter:            cfg.RetryAfter,
 		MaxConnections:        cfg.MaxConnections,
 		MaxOutboundBytes:      cfg.MaxOutboundBytes,

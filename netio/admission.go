@@ -2,6 +2,7 @@ package netio
 
 import (
 	"sync"
+	"time"
 
 	"github.com/vajra-go/vajra/actors"
 )
@@ -14,6 +15,12 @@ import (
 // is refused at once with 429 (529 on Anthropic routes) and Retry-After,
 // before any stream starts. A released permit goes straight to the oldest
 // waiter, whose session is started by whoever released it.
+//
+// A waiter has a deadline, MaxQueueWait after it arrived: the loop's
+// once-a-second sweep (timeouts.go) refuses a waiter past it with the same
+// 429/529 and Retry-After as a full queue, and takes it out of the queue.
+// A waiter whose client disconnects leaves the queue at once (ConnClosed,
+// from OnClose), whether or not it is past its deadline.
 //
 // The lock is taken once per request to acquire and once to release, never
 // per token.
@@ -106,8 +113,9 @@ const (
 type waiter struct {
 	adm      *admission
 	sessions *actors.Sessions
-	conn     actors.Conn
+	conn     *tracked
 	req      *actors.Request
+	queuedAt time.Time // when the request arrived (its deadline runs from here)
 
 	mu    sync.Mutex
 	state waiterState
@@ -159,4 +167,20 @@ func (w *waiter) holdsPermit() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.state == started
+}
+
+// expire takes a waiter still waiting past its deadline out of the queue
+// and reports whether it did; the caller then answers its request. A
+// waiter that started or whose client left is left alone. Safe for
+// concurrent use.
+func (w *waiter) expire() bool {
+	w.mu.Lock()
+	if w.state != waiting {
+		w.mu.Unlock()
+		return false
+	}
+	w.state = gone
+	w.mu.Unlock()
+	w.adm.remove(w)
+	return true
 }

@@ -188,7 +188,7 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 	}
 	if s.adm != nil {
 		res, w := s.adm.acquire(func() *waiter {
-			return &waiter{adm: s.adm, sessions: s.sessions, conn: t, req: newRequest()}
+			return &waiter{adm: s.adm, sessions: s.sessions, conn: t, req: newRequest(), queuedAt: t.start}
 		})
 		switch res {
 		case refusedFull:

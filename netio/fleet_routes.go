@@ -66,6 +66,7 @@ func (s *Server) setupFleet() {
 	s.rejected.maxConns = m.Rejected("max_connections")
 	s.rejected.unauthorized = m.Rejected("unauthorized")
 	s.rejected.timeout = m.Rejected("request_timeout")
+	s.rejected.queueTimeout = m.Rejected("queue_timeout")
 	s.routeMetrics = map[*route]*metrics.Route{notFound: m.Route(notFound.name)}
 	add := func(r *route) { s.routeMetrics[r] = m.Route(r.name) }
 	for _, rs := range s.routes.exact {

@@ -73,6 +73,11 @@ type Options struct {
 	// MaxConcurrentRequests wait for a slot (FIFO) before the next is
 	// refused with 429 (529 on Anthropic routes). 0 means none wait.
 	MaxQueuedRequests int
+	// MaxQueueWait is how long a request may wait in that queue: past it,
+	// it is refused as a full queue refuses (429/529 with Retry-After),
+	// at the next once-a-second sweep. 0 means no deadline;
+	// DefaultMaxQueueWait is what `vajra serve` sets.
+	MaxQueueWait time.Duration
 	// RetryAfter is what a refused request is told to wait (Retry-After,
 	// retry-after-ms). Default DefaultRetryAfter.
 	RetryAfter time.Duration
@@ -150,7 +155,7 @@ type Server struct {
 
 	routeMetrics map[*route]*metrics.Route
 	rejected     struct {
-		overloaded, draining, maxConns, unauthorized, timeout *metrics.Counter
+		overloaded, draining, maxConns, unauthorized, timeout, queueTimeout *metrics.Counter
 	}
 	idleClosed atomic.Uint64 // connections closed by IdleTimeout
 }
@@ -230,7 +235,7 @@ func (s *Server) Start() error {
 			}()
 		}
 	}
-	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 {
+	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 || (s.adm != nil && s.opts.MaxQueueWait > 0) {
 		go s.sweeper()
 	}
 	go func() {

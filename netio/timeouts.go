@@ -16,12 +16,21 @@ import (
 //
 // A connection whose exchange is in flight (a session is answering it, for
 // however long a stream lasts) is never timed out here: a client that stops
-// reading a stream is the slow-consumer limit's business.
+// reading a stream is the slow-consumer limit's business. The exception is
+// a request parked in the admission queue (admission.go) for longer than
+// MaxQueueWait: it is refused with 429 (529 on Anthropic routes) and
+// Retry-After, as a full queue refuses, and the connection stays open.
 
 // Defaults of the timeouts.
 const (
 	DefaultIdleTimeout        = 90 * time.Second // above the usual 60 s of load balancers, which then close first
 	DefaultRequestReadTimeout = 60 * time.Second
+	// DefaultMaxQueueWait bounds a request's wait in the admission queue:
+	// the OpenAI and Anthropic SDKs time a request out after 10 minutes, a
+	// load balancer's idle timeout is usually 60 s, and a client that has
+	// waited a minute for its first byte is better told to retry (perhaps
+	// elsewhere) than kept waiting.
+	DefaultMaxQueueWait = 60 * time.Second
 )
 
 // sweepPeriod is how often the loops look for timed-out connections.
@@ -57,7 +66,14 @@ func (l *loop) sweep(now time.Time) {
 	for c := l.conns; c != nil; {
 		next := c.nextConn
 		switch {
-		case c.busy || c.closing || c.closed:
+		case c.closing || c.closed:
+		case c.busy:
+			if t := s.opts.MaxQueueWait; t > 0 {
+				if w, ok := c.handle.(*waiter); ok && now.Sub(w.queuedAt) > t && w.expire() {
+					s.rejected.queueTimeout.Inc()
+					w.conn.refuseQueued()
+				}
+			}
 		case c.reading:
 			if t := s.opts.RequestReadTimeout; t > 0 && now.Sub(c.since) > t {
 				s.rejected.timeout.Inc()

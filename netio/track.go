@@ -52,6 +52,20 @@ func (t *tracked) Abandon() {
 	t.x.Abandon()
 }
 
+// refuseQueued answers a request that waited in the admission queue past
+// MaxQueueWait: 429 (529 on Anthropic routes) with the retry hints, as a
+// full queue answers. Loop-only (the sweep); the request's session never
+// started, so nothing else calls t.
+func (t *tracked) refuseQueued() {
+	status := 429
+	if t.rt.dialect == dialectAnthropic {
+		status = 529
+	}
+	body := appendErrorBody(nil, t.rt.dialect, status, "queue_timeout",
+		"The request waited longer than the server's queue deadline (--max-queue-wait) for a free slot; retry after the time in Retry-After.")
+	t.Respond(status, contentTypeJSON, nil, body)
+}
+
 // headers adds the CORS lines and, on an overload answer, the retry hints.
 func (t *tracked) headers(status int, h []byte) []byte {
 	retry := status == 429 || status == 529

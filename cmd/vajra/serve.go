@@ -79,6 +79,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.Sim.MaxNumSeqs, "max-num-seqs", cfg.Sim.MaxNumSeqs, "most sequences the engine runs at once")
 	fs.IntVar(&cfg.MaxConcurrentRequests, "max-concurrent-requests", 0, "most generation requests in flight (0: no cap); beyond it and the queue: 429 (Anthropic: 529) with Retry-After")
 	fs.IntVar(&cfg.MaxQueuedRequests, "max-queued-requests", 0, "generation requests that wait, in order, for a free slot beyond --max-concurrent-requests")
+	fs.DurationVar(&cfg.MaxQueueWait, "max-queue-wait", cfg.MaxQueueWait, "refuse a queued request (429/529 with Retry-After) once it has waited this long for a slot (0: never)")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", time.Second, "how long a refused request is told to wait (Retry-After, retry-after-ms)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most open connections; more get 503 and are closed (0: the open-file limit minus a reserve)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle between requests for longer (0: never)")
