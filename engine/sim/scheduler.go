@@ -304,6 +304,7 @@ func (e *Engine) step(g *group, now time.Time, due bool) (started bool) {
 		}
 		e.returnFrames(g)
 	}()
+	produced := g.usage.CompletionTokens
 	switch g.state {
 	case statePrefill:
 		if now.Before(g.readyAt) {
@@ -316,6 +317,9 @@ func (e *Engine) step(g *group, now time.Time, due bool) (started bool) {
 			return false
 		}
 		e.decode(g)
+	}
+	if g.usage.CompletionTokens != produced {
+		g.gaps.Step(now) // one inter-token gap per step with output
 	}
 	if g.live == 0 {
 		e.finishGroup(g, nil, now)

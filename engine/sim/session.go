@@ -53,6 +53,9 @@ type group struct {
 	buf      []byte // this step's frames, reused
 	interval int    // tokens per Delta (Request.StreamInterval, at least 1)
 	promptLP []engine.TokenLogprob
+	// gaps counts the time between the passes that gave g output (its
+	// inter-token latencies), for the Result.
+	gaps engine.Gaps
 }
 
 // active reports whether g is admitted and running (prefill or decode): it
@@ -222,6 +225,7 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 		Err:          err,
 		EndToEnd:     now.Sub(g.arrival),
 		PromptTokens: g.req.PromptTokens,
+		Gaps:         g.gaps,
 	}
 	if g.admitted {
 		res.Queued = g.admit.Sub(g.arrival)
