@@ -141,13 +141,14 @@ for rep in $(seq 1 "$REPS"); do
 		tok1=$(metric vllm:generation_tokens_total)
 		awk -v c="$c" -v rep="$rep" -v cpu0="$cpu0" -v cpu1="$cpu1" -v eng0="$eng0" -v eng1="$eng1" -v tok0="$tok0" -v tok1="$tok1" '
 			/^throughput:/ { tps = $2 }
-			/^ttft / { ttft50 = $4; ttft99 = $6 }
+			# No request started in the window: TTFT unmeasured ("na").
+			/^ttft / { if ($2 > 0) { ttft50 = $4; ttft99 = $6 } else { ttft50 = ttft99 = "na" } }
 			/^gap / { gap50 = $4; gap99 = $6 }
 			/^server pid/ { wcpu = $5; sub(/s$/, "", wcpu) }
 			/^server engine compute cpu/ { weng = $5; sub(/s;$/, "", weng); wfd = $12; sub(/s,$/, "", wfd); wus = $13; wshare = $15; sub(/%$/, "", wshare) }
 			END {
 				cpu = cpu1 - cpu0; eng = eng1 - eng0; tok = tok1 - tok0; fd = cpu - eng
-				printf "c=%d rep=%d tokens/s=%.1f ttft_p50_ms=%.1f ttft_p99_ms=%.1f gap_p50_ms=%.2f gap_p99_ms=%.2f", c, rep, tps, ttft50, ttft99, gap50, gap99
+				printf "c=%d rep=%d tokens/s=%.1f ttft_p50_ms=%s ttft_p99_ms=%s gap_p50_ms=%.2f gap_p99_ms=%.2f", c, rep, tps, ttft50, ttft99, gap50, gap99
 				printf " window: cpu_s=%.3f engine_s=%.3f front_s=%.3f front_us_per_token=%.1f front_share_pct=%.2f", wcpu, weng, wfd, wus, wshare
 				printf " run: cpu_s=%.2f engine_s=%.3f tokens=%d front_us_per_token=%.1f front_share_pct=%.2f", cpu, eng, tok, (tok > 0 ? fd * 1e6 / tok : -1), (eng > 0 ? 100 * fd / eng : -1)
 				printf " loadavg1=%s\n", load
@@ -168,9 +169,12 @@ echo
 echo "=== medians of $REPS runs (window: vajra bench's measured window; run: idle to idle)"
 for c in $CONCURRENCY; do
 	grep "^c=$c " "$summary" | awk -v c="$c" '
+		# med: the median of column k over the runs that measured it
+		# ("na" where none did).
 		function med(k,    n, i, j, t, a) {
 			n = 0
-			for (i = 1; i <= NR; i++) a[++n] = v[i, k]
+			for (i = 1; i <= NR; i++) if (v[i, k] != "na") a[++n] = v[i, k] + 0
+			if (n == 0) return "na"
 			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 			return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 		}
@@ -183,7 +187,7 @@ for c in $CONCURRENCY; do
 			}
 		}
 		END {
-			printf "c=%d tokens/s %.1f | ttft p50 %.1f p99 %.1f ms | gap p50 %.2f p99 %.2f ms", c, med("tokens/s"), med("ttft_p50_ms"), med("ttft_p99_ms"), med("gap_p50_ms"), med("gap_p99_ms")
+			printf "c=%d tokens/s %.1f | ttft p50 %s p99 %s ms | gap p50 %.2f p99 %.2f ms", c, med("tokens/s"), med("ttft_p50_ms"), med("ttft_p99_ms"), med("gap_p50_ms"), med("gap_p99_ms")
 			printf " | window: server %.3fs engine %.3fs front %.1f us/token %.2f%%", med("window:cpu_s"), med("window:engine_s"), med("window:front_us_per_token"), med("window:front_share_pct")
 			printf " | run: front %.1f us/token %.2f%%\n", med("run:front_us_per_token"), med("run:front_share_pct")
 		}'
