@@ -217,6 +217,7 @@ func New(cfg Config) (*Server, error) {
 			Server:        n.ServerStats,
 			Store:         func() metrics.StoreStats { return storeStats(sessions) },
 			UnknownFields: sessions.UnknownFields,
+			SessionPanics: sessions.Panics,
 		})
 	}
 	return &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}, nil

@@ -34,6 +34,7 @@ type session struct {
 	streaming bool // the stream's head was sent
 	finished  bool // the response ended (or was abandoned)
 	stopped   bool // stop requested
+	panicked  bool // the actor's code panicked (logged by recoverPanic)
 
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
@@ -65,6 +66,7 @@ func (ss *session) ConnClosed() {
 
 // Receive implements actor.Actor.
 func (ss *session) Receive(ctx actor.Context) {
+	defer ss.recoverPanic()
 	switch ctx.Message().(type) {
 	case *framesReady:
 		ss.forward(ctx)
@@ -87,6 +89,22 @@ func (ss *session) Receive(ctx actor.Context) {
 		if r, ok := ss.d.(receiver); ok && !ss.finished {
 			r.receive(ss, ctx)
 		}
+	}
+}
+
+// recoverPanic logs a panic of the session's own code once, with its
+// request id and the stack, counts it, and panics again: the mailbox hands
+// it to the session's supervisor, which stops the session, and cleanup ends
+// its response. Deferred by Receive (an open-coded defer: no cost unless a
+// panic happens).
+func (ss *session) recoverPanic() {
+	if r := recover(); r != nil {
+		if !ss.panicked {
+			ss.panicked = true
+			ss.owner.panics.Add(1)
+			ss.logger().Error("session panicked; its request is ended", zap.Any("panic", r), zap.Stack("stack"))
+		}
+		panic(r)
 	}
 }
 
@@ -192,9 +210,18 @@ func (ss *session) forward(ctx actor.Context) {
 	switch {
 	case ss.streaming:
 		// The engine already wrote the end (or its in-stream error) into
-		// the last frames. What the session owns at the end (the store's
-		// save) happens before they leave, so that a client that saw the
-		// end finds the response with its next request.
+		// the last frames, unless code it ran for this request panicked:
+		// then the stream stops after its last whole event and the
+		// session ends it with the dialect's error event. What the
+		// session owns at the end (the store's save) happens before they
+		// leave, so that a client that saw the end finds the response
+		// with its next request.
+		if final.Panicked {
+			if ss.watch != nil && len(ss.out) > 0 {
+				ss.watch.sent(ss.out)
+			}
+			ss.out = ss.d.appendStreamError(ss.out, ss, final.Err)
+		}
 		if e, ok := ss.d.(streamEnder); ok {
 			e.streamEnded(ss, final)
 		}
@@ -271,7 +298,9 @@ func (ss *session) stop(ctx actor.Context) {
 // goroutine may still be in the Formatter when the session fails.
 func (ss *session) cleanup() {
 	if !ss.finished {
-		ss.logger().Error("session stopped without ending its response", zap.Bool("streaming", ss.streaming))
+		if !ss.panicked { // a panic was logged already
+			ss.logger().Error("session stopped without ending its response", zap.Bool("streaming", ss.streaming))
+		}
 		ss.finished = true
 		ss.abort()
 		ae := &apiError{Status: 500, Type: "server_error", Message: "The session failed; see the server log."}
@@ -310,10 +339,14 @@ type sink struct {
 // Deliver implements engine.Sink.
 func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	if final != nil {
+		if final.Panicked {
+			// The engine logged it; the session ends the stream.
+			k.ss.owner.panics.Add(1)
+		}
 		if o := k.ss.owner.cfg.Observer; o != nil {
 			// Once per request, also when the session already left (a
 			// client disconnect counts as an abort).
-			o.RequestDone(k.ss.req.Endpoint, k.ss.ereq.Model, final)
+			k.observe(o, final)
 		}
 	}
 	k.mu.Lock()
@@ -331,6 +364,21 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	if post {
 		k.ss.owner.root.Send(k.ss.self, &k.msg)
 	}
+}
+
+// observe tells the Observer about the final Result. A panic in it is the
+// session's (logged once with the request id and stack, and counted): it
+// must neither reach the engine's goroutine nor keep the final from the
+// session.
+func (k *sink) observe(o Observer, final *engine.Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			k.ss.owner.panics.Add(1)
+			k.ss.owner.log.Error("panic in the request observer", zap.String("request_id", k.ss.req.RequestID),
+				zap.Any("panic", r), zap.Stack("stack"))
+		}
+	}()
+	o.RequestDone(k.ss.req.Endpoint, k.ss.ereq.Model, final)
 }
 
 // take swaps out what was delivered: the pending bytes are appended to dst

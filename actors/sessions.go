@@ -60,8 +60,12 @@ type Sessions struct {
 	active   atomic.Int64
 	idle     chan struct{} // signalled when active drops to 0
 	failures atomic.Uint64 // sessions stopped by a panic
-	unknown  unknownFields
-	store    *ResponseStore // stored Responses API responses (store.go)
+	// panics counts panics of per-session code: in the session actor, in
+	// the Observer, or (reported by a Result's Panicked) in the request's
+	// Formatter or Sink on the engine's goroutine.
+	panics  atomic.Uint64
+	unknown unknownFields
+	store   *ResponseStore // stored Responses API responses (store.go)
 	// withMailbox is the props option that gives a session its mailbox on
 	// the worker pool, built once rather than per spawn.
 	withMailbox actor.PropsOption
@@ -94,7 +98,10 @@ func NewSessions(cfg Config) (*Sessions, error) {
 	// is already half written.
 	stop := actor.NewOneForOneStrategy(0, 0, func(reason any) actor.Directive {
 		s.failures.Add(1)
-		s.log.Error("session failed", zap.Any("reason", reason))
+		// The session logged the panic, with its request id and stack.
+		if ce := s.log.Check(zap.DebugLevel, "session failed; stopping it"); ce != nil {
+			ce.Write(zap.Any("reason", reason))
+		}
 		return actor.StopDirective
 	})
 	s.root = s.system.Root.WithGuardian(stop)
@@ -127,6 +134,12 @@ func (s *Sessions) Active() int64 { return s.active.Load() }
 
 // Failures is the number of sessions stopped by a panic.
 func (s *Sessions) Failures() uint64 { return s.failures.Load() }
+
+// Panics is the number of panics in per-session code, each of which ended
+// its session only: in a session actor, in the Observer, or in a request's
+// Formatter or Sink on the engine's goroutine (a Result with Panicked).
+// Safe for concurrent use.
+func (s *Sessions) Panics() uint64 { return s.panics.Load() }
 
 func (s *Sessions) sessionEnded() {
 	if s.active.Add(-1) == 0 {

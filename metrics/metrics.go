@@ -74,6 +74,9 @@ type Sources struct {
 	Server        func() ServerStats
 	Store         func() StoreStats
 	UnknownFields func(fn func(endpoint, field string, n uint64))
+	// SessionPanics is the number of panics in per-session code so far,
+	// each of which ended its own session only (vajra_session_panics_total).
+	SessionPanics func() uint64
 }
 
 // Request is what one finished request reports, once.
@@ -381,6 +384,7 @@ var (
 	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
 	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
 	descUnknown  = prometheus.NewDesc("vajra_unknown_request_fields_total", "Request fields no dialect knows, by endpoint and field.", []string{"endpoint", "field"}, nil)
+	descPanics   = prometheus.NewDesc("vajra_session_panics_total", "Panics in per-session code (session actor, request formatter or sink), each of which ended its own request only.", nil, nil)
 
 	descStored     = prometheus.NewDesc("vajra_responses_stored_total", "Responses API objects stored.", nil, nil)
 	descEvicted    = prometheus.NewDesc("vajra_responses_evicted_total", "Stored responses evicted by the count or byte bound (least recently used first).", nil, nil)
@@ -391,7 +395,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
-		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descHTTP, descRejected, descUnknown, c.itlDesc,
+		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
 		ch <- d
 	}
@@ -430,6 +434,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAborts, st.ClientAborts)
 		counter(descWakes, st.LoopWakes)
 		counter(descIdle, st.IdleClosed)
+	}
+	if f := src.SessionPanics; f != nil {
+		counter(descPanics, f())
 	}
 	if f := src.Store; f != nil {
 		st := f()
