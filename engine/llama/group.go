@@ -47,6 +47,9 @@ type group struct {
 	// promptLP holds the prompt's logprobs (completions echo), filled as
 	// its prefill runs; nil when not asked for.
 	promptLP []engine.TokenLogprob
+	// gaps counts the time between the steps that gave the request a
+	// token (its inter-token latencies), for the Result.
+	gaps engine.Gaps
 }
 
 // seq is one choice: a llama.cpp sequence id while admitted, its own

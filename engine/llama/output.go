@@ -28,6 +28,7 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 	if g.first.IsZero() {
 		g.first = time.Now()
 	}
+	g.gaps.Step(s.stepAt) // once per step: the request's other choices share stepAt
 	if !g.started {
 		s.appendStart(g)
 	}
@@ -197,6 +198,7 @@ func (s *scheduler) finishGroup(g *group, err *engine.Error) {
 		Err:          err,
 		EndToEnd:     now.Sub(g.arrival),
 		PromptTokens: g.req.PromptTokens,
+		Gaps:         g.gaps,
 	}
 	if g.admitted {
 		res.Queued = g.admit.Sub(g.arrival)

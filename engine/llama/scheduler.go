@@ -47,6 +47,10 @@ type scheduler struct {
 	// compute is the scheduler thread's CPU time in llama_decode and in
 	// llama.cpp's samplers.
 	compute time.Duration
+	// stepAt is when this step's llama_decode returned: every token of the
+	// step is stamped with it, for the requests' inter-token gaps (one
+	// clock read per step).
+	stepAt time.Time
 }
 
 // cached is a finished sequence kept in the KV cache for its prefix.
@@ -393,6 +397,7 @@ func (s *scheduler) build() {
 // afterDecode advances every sequence of the batch: its KV count, the
 // prompt logprobs, and a sampled token where its chunk reached the end.
 func (s *scheduler) afterDecode() {
+	s.stepAt = time.Now()
 	for _, q := range s.stepSeqs {
 		if q.g.state == stateRunning && !q.g.broken {
 			s.advance(q)
