@@ -19,6 +19,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -130,6 +131,12 @@ type Server struct {
 	net      *netio.Server
 	metrics  *metrics.Metrics
 
+	// The in-process protocol (embed.go): the gateway actor at PID and
+	// the live requests, for cancels.
+	gateway *actor.PID
+	local   localTable
+	started atomic.Bool // Start succeeded: the network layer must stop
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -217,10 +224,11 @@ func New(cfg Config) (*Server, error) {
 			Server:        n.ServerStats,
 			Store:         func() metrics.StoreStats { return storeStats(sessions) },
 			UnknownFields: sessions.UnknownFields,
-			SessionPanics: sessions.Panics,
 		})
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}, nil
+	srv := &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}
+	srv.startGateway()
+	return srv, nil
 }
 
 // storeStats adapts the response store's figures to the metrics package's.
@@ -286,6 +294,7 @@ func (s *Server) Start() error {
 	if err := s.net.Start(); err != nil {
 		return fmt.Errorf("vajra: listen: %w", err)
 	}
+	s.started.Store(true)
 	s.log.Info("serving", zap.Stringer("addr", s.net.Addr()), zap.Strings("models", s.cfg.ServedModelNames))
 	return nil
 }
@@ -349,7 +358,11 @@ const shutdownGrace = 5 * time.Second
 // result.
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
-		errNet := s.net.Stop(ctx)
+		s.stopGateway() // cancels the in-process requests
+		var errNet error
+		if s.started.Load() {
+			errNet = s.net.Stop(ctx)
+		}
 		errWait := s.sessions.Wait(ctx)
 		errEng := s.eng.Close()
 		s.sessions.Close()

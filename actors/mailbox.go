@@ -106,7 +106,7 @@ func (m *mailbox) UserMessageCount() int {
 
 func (m *mailbox) schedule() {
 	if m.scheduled.CompareAndSwap(false, true) {
-		m.pool.queue <- m
+		m.pool.submit(m)
 	}
 }
 
@@ -175,10 +175,15 @@ func (m *mailbox) drain() {
 	}
 }
 
-// WorkerPool runs woken mailboxes on a fixed set of goroutines.
+// WorkerPool runs woken mailboxes on a fixed set of goroutines. After
+// Stop, a mailbox that is woken runs on the goroutine that woke it (as with
+// protoactor's synchronized dispatcher): actors of an embedding program
+// that use the pool's mailboxes (Sessions.Mailbox) may outlive it.
 type WorkerPool struct {
-	queue chan *mailbox
-	wg    sync.WaitGroup
+	queue   chan *mailbox // never closed: a nil tells one worker to end
+	n       int
+	stopped atomic.Bool
+	wg      sync.WaitGroup
 }
 
 // workerQueue bounds the number of mailboxes waiting for a worker. A
@@ -191,17 +196,45 @@ func NewWorkerPool(n int) *WorkerPool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &WorkerPool{queue: make(chan *mailbox, workerQueue)}
+	p := &WorkerPool{queue: make(chan *mailbox, workerQueue), n: n}
 	p.wg.Add(n)
 	for i := 0; i < n; i++ {
 		go func() {
 			defer p.wg.Done()
 			for m := range p.queue {
+				if m == nil {
+					return
+				}
 				m.run()
 			}
 		}()
 	}
 	return p
+}
+
+// submit hands a woken mailbox to a worker. Once the pool stopped, the
+// mailbox (and any other left in the queue) runs here instead: a wake
+// queued after the workers took their end would otherwise be lost. The
+// check costs one atomic load per wake.
+func (p *WorkerPool) submit(m *mailbox) {
+	p.queue <- m
+	if p.stopped.Load() {
+		p.runQueued()
+	}
+}
+
+// runQueued runs the mailboxes left in the queue on the caller's goroutine.
+func (p *WorkerPool) runQueued() {
+	for {
+		select {
+		case m := <-p.queue:
+			if m != nil {
+				m.run()
+			}
+		default:
+			return
+		}
+	}
 }
 
 // Producer returns a MailboxProducer for actor props whose mailboxes run on
@@ -214,9 +247,15 @@ func (p *WorkerPool) Producer() actor.MailboxProducer {
 	}
 }
 
-// Stop ends the workers after the queued mailboxes ran. No mailbox may be
-// scheduled after Stop.
+// Stop ends the workers after the queued mailboxes ran. Mailboxes woken
+// later run on the goroutine that wakes them. Idempotent.
 func (p *WorkerPool) Stop() {
-	close(p.queue)
+	if p.stopped.Swap(true) {
+		return
+	}
+	for i := 0; i < p.n; i++ {
+		p.queue <- nil
+	}
 	p.wg.Wait()
+	p.runQueued()
 }

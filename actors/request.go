@@ -23,6 +23,8 @@ const (
 	EndpointResponseDelete
 	EndpointResponseCancel
 	EndpointResponseInputItems
+	// EndpointInProcess is an in-process request (inproc.go): no HTTP.
+	EndpointInProcess
 )
 
 var endpointNames = [...]string{
@@ -36,6 +38,7 @@ var endpointNames = [...]string{
 	EndpointResponseDelete:     "response_delete",
 	EndpointResponseCancel:     "response_cancel",
 	EndpointResponseInputItems: "response_input_items",
+	EndpointInProcess:          "in_process",
 }
 
 // String returns the endpoint's metric and log name.
