@@ -1,6 +1,9 @@
 package llama
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -120,5 +123,37 @@ func TestStreamInterval(t *testing.T) {
 	}
 	if ids != 32 || len(four.deltas) > 9 || len(one.deltas) < 24 {
 		t.Fatalf("interval 4: %d deltas carrying %d ids; interval 1: %d deltas", len(four.deltas), ids, len(one.deltas))
+	}
+}
+
+// TestChatTemplateOverride: --chat-template, as text or a file, replaces
+// the model's own template.
+func TestChatTemplateOverride(t *testing.T) {
+	const tmpl = "{% for m in messages %}<|im_start|>{{ m.role }}: {{ m.content }}<|im_end|>{% endfor %}{% if add_generation_prompt %}<|im_start|>bot:{% endif %}"
+	file := filepath.Join(t.TempDir(), "t.jinja")
+	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := newTestEngine(t, Config{}, tinymodel.Config{})
+	for _, src := range []string{tmpl, file} {
+		e := newTestEngine(t, Config{ChatTemplate: src}, tinymodel.Config{})
+		req := chatReq("Hi there", 1)
+		if err := e.Prepare(req); err != nil {
+			t.Fatal(err)
+		}
+		want := tinymodel.DefaultVocab().Encode("<|im_start|>user: Hi there<|im_end|><|im_start|>bot:", true)
+		if got := fmt.Sprint(req.PromptTokens); got != fmt.Sprint(want) {
+			t.Fatalf("template %q: prompt %v, want %v", src[:min(len(src), 20)], got, want)
+		}
+		ownReq := chatReq("Hi there", 1)
+		if err := own.Prepare(ownReq); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(ownReq.PromptTokens) == fmt.Sprint(want) {
+			t.Fatal("the model's own template renders the same prompt: the test proves nothing")
+		}
+	}
+	if _, err := New(Config{ModelPath: "x.gguf", ChatTemplate: "{% if %}"}); err == nil {
+		t.Fatal("a missing model and a broken template started")
 	}
 }
