@@ -6,8 +6,13 @@ BIN      := bin/vajra
 # Flags for `make run`, e.g. make run ARGS="--sim-itl 5ms --api-key secret".
 ARGS     ?=
 FUZZTIME ?= 30s
+# `make soak`: the load (after a 30 s warm-up), the concurrent clients, and
+# the test timeout that bounds the whole run (raise both for hours).
+SOAK_DURATION ?= 9m
+SOAK_TIMEOUT  ?= 11m
+SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream clean llama
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -69,6 +74,12 @@ bench:
 ## bench-stream: the streaming protocol of bench/RESULTS.md against floor and baseline
 bench-stream:
 	bash bench/scripts/bench-stream.sh
+
+## soak: the bounded soak (soak/), 9 min of load after a 30 s warm-up, at
+## most 10 min in all; its 20 s short form runs in `make test`
+soak:
+	$(GO) test -count=1 -v -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) ./soak \
+		-soak.duration $(SOAK_DURATION) -soak.warmup 30s -soak.workers $(SOAK_WORKERS)
 
 ## llama: install the pinned llama.cpp libraries into $(LLAMA_DIR) (idempotent)
 llama:
