@@ -34,6 +34,7 @@ type conn struct {
 	sent100 bool          // "100 Continue" sent for the request being read
 	closing bool          // a close is under way: serve nothing more
 	closed  bool          // OnClose ran
+	paused  bool          // out of the loop's epoll read set (backpressure.go)
 
 	// Timeouts (timeouts.go): reading is true while a request has started
 	// arriving and is not complete; since is when that began or, when not
@@ -68,7 +69,11 @@ func (c *conn) serve() (closeConn bool) {
 			return true
 		}
 		if n == 0 {
-			// Mid-request: the parser keeps its place for the next read.
+			// Mid-request: the parser keeps its place for the next read,
+			// which a paused connection must get.
+			if c.paused {
+				c.setReading(true)
+			}
 			if c.parser.HeadersDone() && c.req.Expect100 && !c.sent100 {
 				return c.answerExpect()
 			}
@@ -89,6 +94,7 @@ func (c *conn) serve() (closeConn bool) {
 	}
 	c.since = c.loop.now // idle from now (or busy: not timed)
 	c.releaseParser()
+	c.backpressure()
 	return false
 }
 
@@ -282,10 +288,12 @@ func (c *conn) flushOutbox() {
 	o.mu.Unlock()
 	c.spare = buf
 	if len(buf) > 0 {
+		outBefore := c.gc.OutboundBuffered()
 		c.write(buf) // on failure gnet closes the connection (OnClose runs)
 		if c.closed {
 			return
 		}
+		c.repause(outBefore)
 		if c.gc.OutboundBuffered() > c.srv.opts.MaxOutboundBytes {
 			// Slow consumer: the client does not read as fast as the
 			// engine produces. Close; OnClose aborts the session.

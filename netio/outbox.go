@@ -57,6 +57,11 @@ type loop struct {
 	conns    *conn
 	now      time.Time
 	sweepDue atomic.Bool
+
+	// Back-pressure (backpressure.go): the loop's epoll descriptor (-1:
+	// unknown, nothing pauses) and the most input a busy connection held.
+	epfd          int
+	peakPipelined atomic.Int64
 }
 
 // maxFreeParsers bounds each loop's free list: enough for the connections

@@ -52,6 +52,11 @@ type Options struct {
 	// unsent output exceeds it is closed and its session aborted.
 	// Default DefaultMaxOutboundBytes.
 	MaxOutboundBytes int
+	// MaxPipelinedBytes is how much pipelined input a connection may hold
+	// while its exchange is in flight before it is no longer read (TCP
+	// flow control then holds the client back). Default
+	// DefaultMaxPipelinedBytes; see backpressure.go.
+	MaxPipelinedBytes int
 	// Sessions runs generation requests.
 	Sessions *actors.Sessions
 	// Engine is asked for health and load, and tokenizes for /tokenize.
@@ -113,7 +118,9 @@ type Server struct {
 	keys     keySet
 	routes   routeTable
 
-	maxBuffered int // inbound bytes one connection may hold while busy
+	maxBuffered  int // inbound bytes one connection may hold at all
+	maxPipelined int // inbound bytes a busy connection holds before it is paused
+	readPauses   atomic.Uint64
 
 	// Bodies of the model routes, rendered once.
 	modelsBody  []byte
@@ -177,6 +184,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.MaxPipelinedBytes <= 0 {
+		opts.MaxPipelinedBytes = DefaultMaxPipelinedBytes
+	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = DefaultRetryAfter
 	}
@@ -197,6 +207,7 @@ func New(opts Options) (*Server, error) {
 		offloop:  make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
 	s.maxBuffered = opts.Limits.MaxHeaderBytes + int(opts.Limits.MaxBody) + 4096
+	s.maxPipelined = opts.MaxPipelinedBytes
 	s.routes = newRouteTable()
 	s.renderModels(time.Now().Unix())
 	s.setupFleet()
@@ -370,10 +381,12 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	if c.busy {
 		// A session owns the exchange; later pipelined requests wait in
-		// gnet's buffer, but not without bound.
+		// gnet's buffer, and past MaxPipelinedBytes the connection is no
+		// longer read (backpressure.go). maxBuffered is the last resort.
 		if gc.InboundBuffered() > s.maxBuffered {
 			return gnet.Close
 		}
+		c.backpressure()
 		return gnet.None
 	}
 	if c.serve() {
@@ -403,7 +416,7 @@ func (s *Server) loopOf(el gnet.EventLoop) *loop {
 	if l, ok := s.loops.Load(el); ok {
 		return l.(*loop)
 	}
-	nl := &loop{el: el, srv: s, now: time.Now()}
+	nl := &loop{el: el, srv: s, now: time.Now(), epfd: epollOf(el)}
 	nl.bell.Store(-1)
 	l, loaded := s.loops.LoadOrStore(el, nl)
 	if !loaded {
