@@ -6,10 +6,11 @@ BIN      := bin/vajra
 # Flags for `make run`, e.g. make run ARGS="--sim-itl 5ms --api-key secret".
 ARGS     ?=
 FUZZTIME ?= 30s
-# `make soak`: the load (after a 30 s warm-up), the concurrent clients, and
-# the test timeout that bounds the whole run (raise both for hours).
+# `make soak`: the load, the test timeout that bounds the whole run (raise
+# both for hours), the warm-up and the concurrent clients.
 SOAK_DURATION ?= 9m
 SOAK_TIMEOUT  ?= 11m
+SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
 .PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama
@@ -79,7 +80,7 @@ bench-stream:
 ## most 10 min in all; its 20 s short form runs in `make test`
 soak:
 	$(GO) test -count=1 -v -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) ./soak \
-		-soak.duration $(SOAK_DURATION) -soak.warmup 30s -soak.workers $(SOAK_WORKERS)
+		-soak.duration $(SOAK_DURATION) -soak.warmup $(SOAK_WARMUP) -soak.workers $(SOAK_WORKERS)
 
 ## llama: install the pinned llama.cpp libraries into $(LLAMA_DIR) (idempotent)
 llama:
