@@ -28,7 +28,11 @@ type Request struct {
 
 	ResponseFormat ResponseFormat
 	Reasoning      Reasoning
-	Sampling       Sampling
+	// ChatTemplateKwargs is a JSON object of extra variables for the chat
+	// template (vLLM's chat_template_kwargs, e.g. {"enable_thinking":
+	// false}); nil when none. Read in Prepare only, like Messages.
+	ChatTemplateKwargs []byte
+	Sampling           Sampling
 
 	// Echo puts the prompt before the completion (completions API).
 	Echo bool

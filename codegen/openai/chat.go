@@ -53,6 +53,9 @@ type ChatRequest struct {
 	ParallelToolCalls opt.Bool           `json:"parallel_tool_calls"`
 	ResponseFormat    ChatResponseFormat `json:"response_format"`
 	ReasoningEffort   string             `json:"reasoning_effort"`
+	// ChatTemplateKwargs (vLLM extension) are extra variables for the
+	// model's chat template, e.g. {"enable_thinking": false}.
+	ChatTemplateKwargs RawJSON `json:"chat_template_kwargs"`
 
 	// Accepted and not used: known to the API, no effect on this engine.
 	User        string  `json:"user"`

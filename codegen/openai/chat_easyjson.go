@@ -789,6 +789,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.ReasoningEffort = string(in.String())
 			}
+		case "chat_template_kwargs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ChatTemplateKwargs).UnmarshalEasyJSON(in)
+			}
 		case "user":
 			if in.IsNull() {
 				in.Skip()
@@ -993,6 +999,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"reasoning_effort\":"
 		out.RawString(prefix)
 		out.String(string(in.ReasoningEffort))
+	}
+	{
+		const prefix string = ",\"chat_template_kwargs\":"
+		out.RawString(prefix)
+		(in.ChatTemplateKwargs).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"user\":"

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/mailru/easyjson/opt"
@@ -66,6 +67,14 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	default:
 		return &ParamError{Param: "reasoning_effort", Code: CodeInvalidValue,
 			Message: "'reasoning_effort' must be one of \"minimal\", \"low\", \"medium\", \"high\" (got " + quoteValue(r.ReasoningEffort) + ")."}
+	}
+	if len(r.ChatTemplateKwargs) > 0 {
+		if !r.ChatTemplateKwargs.IsObject() {
+			return &ParamError{Param: "chat_template_kwargs", Code: CodeInvalidType,
+				Message: "'chat_template_kwargs' must be an object."}
+		}
+		// A copy: the decoded request is pooled once the engine starts.
+		dst.ChatTemplateKwargs = bytes.Clone(r.ChatTemplateKwargs)
 	}
 	return r.toEngineMessages(dst)
 }

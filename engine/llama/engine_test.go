@@ -157,3 +157,31 @@ func TestChatTemplateOverride(t *testing.T) {
 		t.Fatal("a missing model and a broken template started")
 	}
 }
+
+// TestChatTemplateKwargs: chat_template_kwargs reach the template, and
+// enable_thinking false turns the reasoning parser off (vLLM's behaviour).
+func TestChatTemplateKwargs(t *testing.T) {
+	const tmpl = "{% for m in messages %}{{ m.content }}{% endfor %}{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n{% endif %}{{ greeting | default('') }}"
+	e := newTestEngine(t, Config{ChatTemplate: tmpl, ReasoningParser: "qwen3"}, tinymodel.Config{})
+	req := chatReq("Hi", 8)
+	req.ChatTemplateKwargs = []byte(`{"enable_thinking": false, "greeting": "Ahoy"}`)
+	req.Sampling.IgnoreEOS = true
+	res, _ := run(t, e, req)
+	want := tinymodel.DefaultVocab().Encode("Hi<think>\n\n</think>\n\nAhoy", true)
+	if fmt.Sprint(res.PromptTokens) != fmt.Sprint(want) {
+		t.Fatalf("prompt %v, want %v", res.PromptTokens, want)
+	}
+	if c := res.Choices[0]; c.Reasoning != "" || c.Text == "" {
+		t.Fatalf("thinking off: reasoning %q, text %q", c.Reasoning, c.Text)
+	}
+	// Without the kwarg the qwen3 parser reads the output as reasoning.
+	res, _ = run(t, e, func() *engine.Request { r := chatReq("Hi", 8); r.Sampling.IgnoreEOS = true; return r }())
+	if res.Choices[0].Reasoning == "" {
+		t.Fatalf("thinking on: no reasoning in %+v", res.Choices[0])
+	}
+	bad := chatReq("Hi", 1)
+	bad.ChatTemplateKwargs = []byte(`[1]`)
+	if err := e.Prepare(bad); err == nil {
+		t.Fatal("chat_template_kwargs [1] accepted")
+	}
+}

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	}
 	p := &prepared{e: e}
 	var err error
+	thinkingOff := false
 	switch {
 	case len(req.Messages) > 0:
 		tools := req.Tools
@@ -38,6 +40,16 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		}
 		var ro chattemplate.RenderOptions
 		ro.AddGenerationPrompt = true
+		if len(req.ChatTemplateKwargs) > 0 {
+			if jerr := json.Unmarshal(req.ChatTemplateKwargs, &ro.Extra); jerr != nil {
+				return invalid("chat_template_kwargs", "chat_template_kwargs must be a JSON object: "+jerr.Error())
+			}
+			// vLLM: with enable_thinking false the template closes the
+			// think block itself and the output is all answer.
+			if v, ok := ro.Extra["enable_thinking"].(bool); ok && !v {
+				thinkingOff = true
+			}
+		}
 		s, rerr := e.tmpl.Render(req.Messages, tools, ro)
 		if rerr != nil {
 			return &engine.Error{Kind: engine.KindInvalid, Param: "messages", Message: "the model's chat template refused the conversation: " + rerr.Error()}
@@ -111,10 +123,11 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		s.Free()
 	}
 	p.parse = text.Options{
-		Stop:      req.Sampling.Stop,
-		Reasoning: e.cfg.ReasoningParser,
-		Tools:     e.cfg.ToolCallParser,
-		ToolsOff:  len(req.Tools) == 0 || req.ToolChoice.Mode == engine.ToolChoiceNone,
+		Stop:         req.Sampling.Stop,
+		Reasoning:    e.cfg.ReasoningParser,
+		ReasoningOff: thinkingOff,
+		Tools:        e.cfg.ToolCallParser,
+		ToolsOff:     len(req.Tools) == 0 || req.ToolChoice.Mode == engine.ToolChoiceNone,
 	}
 	if len(req.Messages) == 0 {
 		// Completions: the prompt is raw text, the output is too.
