@@ -1,15 +1,3 @@
-// Package vajra is the public API to build, start, embed and stop a Vajra
-// server: an HTTP/1.1 front door that speaks the OpenAI and Anthropic APIs
-// and drives an LLM engine (by default the embedded simulated engine).
-//
-//	srv, err := vajra.New(vajra.DefaultConfig())
-//	if err != nil { ... }
-//	if err := srv.Start(); err != nil { ... }
-//	defer srv.Stop(context.Background())
-//
-// To run inside an existing protoactor system, set Config.ActorSystem: the
-// session actors are then spawned there (under Vajra's own stop-on-failure
-// guardian), and Vajra leaves the system running when it stops.
 package vajra
 
 import (
