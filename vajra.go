@@ -212,6 +212,7 @@ func New(cfg Config) (*Server, error) {
 			Server:        n.ServerStats,
 			Store:         func() metrics.StoreStats { return storeStats(sessions) },
 			UnknownFields: sessions.UnknownFields,
+			SessionPanics: sessions.Panics,
 		})
 	}
 	srv := &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}
