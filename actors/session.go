@@ -35,6 +35,14 @@ type session struct {
 	finished  bool // the response ended (or was abandoned)
 	stopped   bool // stop requested
 	panicked  bool // the actor's code panicked (logged by recoverPanic)
+	// bodyLen is the request body's size, kept after the body goes back
+	// to its pool: a large one is prepared on the prepare pool.
+	bodyLen int
+	// preparing: the prepare pool owns ereq until prepMsg arrives, with
+	// Prepare's error in prepErr.
+	preparing bool
+	prepErr   error
+	prepMsg   prepDone
 
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
@@ -72,6 +80,13 @@ func (ss *session) Receive(ctx actor.Context) {
 		ss.forward(ctx)
 	case *actor.Started:
 		ss.begin(ctx)
+	case *prepDone:
+		ss.preparing = false
+		if ss.finished { // the client left meanwhile
+			ss.stop(ctx)
+			return
+		}
+		ss.prepared(ctx, ss.prepErr)
 	case *connClosed:
 		// Disconnect means abort: free the engine slot now.
 		if !ss.finished {
@@ -81,7 +96,9 @@ func (ss *session) Receive(ctx actor.Context) {
 		}
 		ss.finished = true
 		ss.abort()
-		ss.stop(ctx)
+		if !ss.preparing { // else prepDone stops it: ereq is the pool's till then
+			ss.stop(ctx)
+		}
 	case *actor.Stopped:
 		ss.cleanup()
 	default:
@@ -112,6 +129,7 @@ func (ss *session) recoverPanic() {
 // that can fail runs before the status line is written.
 func (ss *session) begin(ctx actor.Context) {
 	ss.self = ctx.Self()
+	ss.bodyLen = len(ss.req.Body)
 	ae := ss.d.decode(ss)
 	// Decoded requests hold copies (codegen's decoders never alias the
 	// body), so the body's pooled buffer goes back now rather than at the
@@ -134,11 +152,23 @@ func (ss *session) proceed(ctx actor.Context) {
 		ss.fail(ctx, modelNotFound(ss.ereq.Model))
 		return
 	}
-	eng := ss.owner.cfg.Engine
-	if err := eng.Prepare(&ss.ereq); err != nil {
+	// A large prompt is rendered and tokenized off the mailbox workers
+	// (prepare.go); the session goes on in prepared when it is done.
+	if ss.bodyLen >= offPoolBody && ss.owner.prep.submit(ss) {
+		ss.preparing = true
+		return
+	}
+	ss.prepared(ctx, ss.owner.cfg.Engine.Prepare(&ss.ereq))
+}
+
+// prepared starts a request Engine.Prepare returned err for, and writes
+// the status line of a stream.
+func (ss *session) prepared(ctx actor.Context, err error) {
+	if err != nil {
 		ss.fail(ctx, ss.d.engineError(engine.AsError(err), &ss.ereq))
 		return
 	}
+	eng := ss.owner.cfg.Engine
 	ss.ereq.ID = ss.req.RequestID
 	ss.ereq.Arrival = ss.req.Arrival
 	ss.ereq.StreamInterval = ss.owner.cfg.StreamInterval

@@ -55,6 +55,7 @@ type Sessions struct {
 	system *actor.ActorSystem
 	root   *actor.RootContext
 	pool   *WorkerPool
+	prep   *prepPool // Engine.Prepare of large requests (prepare.go)
 	models map[string]bool
 
 	active   atomic.Int64
@@ -105,6 +106,7 @@ func NewSessions(cfg Config) (*Sessions, error) {
 		return actor.StopDirective
 	})
 	s.root = s.system.Root.WithGuardian(stop)
+	s.prep = newPrepPool(cfg.Engine, s.log, 0)
 	s.store = newResponseStore(s.system, cfg.Store, s.pool.Producer())
 	s.withMailbox = actor.WithMailbox(s.pool.Producer())
 	return s, nil
@@ -170,6 +172,7 @@ func (s *Sessions) Close() {
 	if s.cfg.System == nil {
 		s.system.Shutdown()
 	}
+	s.prep.stop()
 	s.pool.Stop()
 }
 
