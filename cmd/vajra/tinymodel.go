@@ -7,25 +7,26 @@ import (
 	"io"
 	"os"
 
-	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra"
 )
 
 // tinyModel runs `vajra tiny-model`: it writes a tiny random-weight
-// llama model (see package tinymodel) to the file -o names.
+// llama model (vajra.WriteTinyModel) to the file -o names.
 func tinyModel(args []string, stdout, stderr io.Writer) int {
-	var cfg tinymodel.Config
+	def := vajra.DefaultTinyModelConfig()
+	var cfg vajra.TinyModelConfig
 	fs := flag.NewFlagSet("vajra tiny-model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "GGUF file to write (required)")
-	fs.IntVar(&cfg.Layers, "layers", tinymodel.DefaultLayers, "transformer blocks")
-	fs.IntVar(&cfg.Dim, "dim", tinymodel.DefaultDim, "embedding width")
-	fs.IntVar(&cfg.Heads, "heads", tinymodel.DefaultHeads, "attention heads (dim/heads must be even)")
-	fs.IntVar(&cfg.KVHeads, "kv-heads", tinymodel.DefaultKVHeads, "key/value heads (must divide heads)")
-	fs.IntVar(&cfg.FF, "ff", tinymodel.DefaultFF, "feed-forward width")
-	fs.IntVar(&cfg.Context, "ctx", tinymodel.DefaultContext, "context length the model declares")
+	fs.IntVar(&cfg.Layers, "layers", def.Layers, "transformer blocks")
+	fs.IntVar(&cfg.Dim, "dim", def.Dim, "embedding width")
+	fs.IntVar(&cfg.Heads, "heads", def.Heads, "attention heads (dim/heads must be even)")
+	fs.IntVar(&cfg.KVHeads, "kv-heads", def.KVHeads, "key/value heads (must divide heads)")
+	fs.IntVar(&cfg.FF, "ff", def.FF, "feed-forward width")
+	fs.IntVar(&cfg.Context, "ctx", def.Context, "context length the model declares")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the random weights (same seed, same file)")
 	fs.BoolVar(&cfg.F16, "f16", false, "store matrices as F16 (half the size)")
-	fs.StringVar(&cfg.Name, "name", tinymodel.DefaultName, "general.name")
+	fs.StringVar(&cfg.Name, "name", def.Name, "general.name")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: vajra tiny-model -o FILE [flags]\n\nWrites a tiny random-weight llama model, with a real BPE tokenizer and a\nChatML template, that llama.cpp loads and runs: for tests and benchmarks.\n\n")
 		fs.PrintDefaults()
@@ -40,9 +41,9 @@ func tinyModel(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := tinymodel.WriteFile(*out, cfg); err != nil {
+	if err := vajra.WriteTinyModel(*out, cfg); err != nil {
 		fmt.Fprintln(stderr, "vajra tiny-model:", err)
-		if errors.Is(err, tinymodel.ErrConfig) {
+		if errors.Is(err, vajra.ErrTinyModelConfig) {
 			return 2
 		}
 		return 1
