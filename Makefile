@@ -13,7 +13,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama example-embed
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -38,6 +38,13 @@ test: vet
 	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory llama; \
 	else echo "npm not found: the llama.cpp engine's tests will skip (make llama installs its libraries)"; fi
 	$(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory example-embed
+
+## example-embed: build examples/embed and run it briefly (in-process and
+## HTTP generations on one server, through an engine wrapper)
+example-embed:
+	$(GO) build -o bin/embed ./examples/embed
+	./bin/embed -n 8
 
 ## test-short: skip the long tests
 test-short:
