@@ -25,7 +25,7 @@ import (
 type Config struct {
 	// Host and Port to listen on. Port 0 picks a free port (see Addr).
 	Host string
-	Port int
+	Port int // see Host
 	// APIKeys, when any, are required on every route but /health and /ping.
 	APIKeys []string
 	// ServedModelNames are the model names clients may ask for; the first
@@ -53,20 +53,22 @@ type Config struct {
 	// Engine, when set, is used instead of the embedded simulated engine.
 	// Vajra closes it on Stop.
 	Engine engine.Engine
-	// ActorSystem, when set, hosts the session actors (embedding).
+	// ActorSystem, when set, hosts the server's actors (embedding): its
+	// actors can then ask for generations in process (see the package doc
+	// and Server.PID). Nil creates a system of the server's own.
 	ActorSystem *actor.ActorSystem
 	// Logger for everything; nil logs nothing.
 	Logger *zap.Logger
 
 	// APIKeys above; ProtectMetrics requires a key on /metrics too.
 	ProtectMetrics bool
-	// MaxConcurrentRequests caps generation requests in flight (0: no
-	// cap); MaxQueuedRequests more wait for a slot, FIFO; beyond both a
+	// MaxConcurrentRequests caps generation requests in flight, HTTP and
+	// in-process alike (0: no cap); MaxQueuedRequests more wait for a slot, FIFO; beyond both a
 	// request gets 429 (529 on Anthropic routes) with Retry-After
 	// (RetryAfter, default 1s) before any stream starts.
 	MaxConcurrentRequests int
-	MaxQueuedRequests     int
-	RetryAfter            time.Duration
+	MaxQueuedRequests     int           // see MaxConcurrentRequests
+	RetryAfter            time.Duration // see MaxConcurrentRequests
 	// MaxQueueWait bounds a queued request's wait: past it the request is
 	// refused as a full queue refuses. 0: no deadline; DefaultConfig sets
 	// netio.DefaultMaxQueueWait.
@@ -84,7 +86,7 @@ type Config struct {
 	// Streams in flight are never timed out (see MaxOutboundBytes for
 	// clients that stop reading).
 	IdleTimeout        time.Duration
-	RequestReadTimeout time.Duration
+	RequestReadTimeout time.Duration // see IdleTimeout
 	// AllowedOrigins enables CORS for these origins ("*" for any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (never per token);
