@@ -106,6 +106,7 @@ func DefaultConfig() Config {
 		Port:               8000,
 		ServedModelNames:   []string{DefaultModelName},
 		Sim:                sim.DefaultConfig(),
+		Llama:              llama.Config{PrefixCaching: true},
 		IdleTimeout:        netio.DefaultIdleTimeout,
 		RequestReadTimeout: netio.DefaultRequestReadTimeout,
 		MaxQueueWait:       netio.DefaultMaxQueueWait,
