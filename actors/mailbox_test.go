@@ -1,0 +1,190 @@
+package actors
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// invoker records what a mailbox runs, and fails the test if two workers
+// ever run the same mailbox at once.
+type invoker struct {
+	t       *testing.T
+	mu      sync.Mutex
+	log     []string
+	inside  atomic.Int32
+	failed  []any
+	done    chan struct{} // gets one value per user message when not nil
+	panicOn any
+}
+
+func (v *invoker) enter() {
+	if v.inside.Add(1) != 1 {
+		v.t.Error("two goroutines ran one mailbox at once")
+	}
+}
+
+func (v *invoker) InvokeSystemMessage(m any) {
+	v.enter()
+	defer v.inside.Add(-1)
+	v.mu.Lock()
+	v.log = append(v.log, fmt.Sprint("sys:", m))
+	v.mu.Unlock()
+}
+
+func (v *invoker) InvokeUserMessage(m any) {
+	v.enter()
+	defer v.inside.Add(-1)
+	if v.panicOn != nil && m == v.panicOn {
+		panic("boom")
+	}
+	v.mu.Lock()
+	v.log = append(v.log, fmt.Sprint(m))
+	v.mu.Unlock()
+	if v.done != nil {
+		v.done <- struct{}{}
+	}
+}
+
+func (v *invoker) EscalateFailure(reason, m any) {
+	v.mu.Lock()
+	v.failed = append(v.failed, m)
+	v.mu.Unlock()
+}
+
+func (v *invoker) snapshot() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.log...)
+}
+
+// nopInvoker runs messages and keeps nothing.
+type nopInvoker struct{}
+
+func (nopInvoker) InvokeSystemMessage(any)  {}
+func (nopInvoker) InvokeUserMessage(any)    {}
+func (nopInvoker) EscalateFailure(any, any) {}
+
+// newTestMailbox returns a mailbox of a stopped pool: posts run on the
+// posting goroutine, so each test is deterministic.
+func newTestMailbox(t *testing.T, v actor.MessageInvoker) *mailbox {
+	p := NewWorkerPool(1)
+	p.Stop()
+	m := p.Producer()().(*mailbox)
+	if v != nil {
+		m.RegisterHandlers(v, nil)
+	}
+	m.Start()
+	return m
+}
+
+func TestMailboxOrderAndGrowth(t *testing.T) {
+	v := &invoker{t: t}
+	m := newTestMailbox(t, v)
+	// Hold the mailbox "scheduled" so posts queue up and wrap the ring.
+	m.scheduled.Store(true)
+	for i := range 3 {
+		m.PostUserMessage(i)
+	}
+	m.run() // takes 0..2; the ring's head is now at 3
+	m.scheduled.Store(true)
+	for i := 3; i < 20; i++ { // wraps, then grows past mailboxRing
+		m.PostUserMessage(i)
+	}
+	m.PostSystemMessage("stop")
+	m.run()
+	got := v.snapshot()
+	want := []string{"0", "1", "2", "sys:stop"}
+	for i := 3; i < 20; i++ {
+		want = append(want, fmt.Sprint(i))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ran %v\nwant %v", got, want)
+	}
+	if m.UserMessageCount() != 0 {
+		t.Fatalf("%d left", m.UserMessageCount())
+	}
+}
+
+func TestMailboxSuspendHoldsUserMessages(t *testing.T) {
+	v := &invoker{t: t}
+	m := newTestMailbox(t, v)
+	m.PostSystemMessage(&actor.SuspendMailbox{})
+	m.PostUserMessage("a")
+	m.PostUserMessage("b")
+	if got := v.snapshot(); len(got) != 0 || m.UserMessageCount() != 2 {
+		t.Fatalf("suspended mailbox ran %v (%d queued)", got, m.UserMessageCount())
+	}
+	m.PostSystemMessage("ping") // system messages still run
+	m.PostSystemMessage(&actor.ResumeMailbox{})
+	if got := v.snapshot(); fmt.Sprint(got) != "[sys:ping a b]" {
+		t.Fatalf("ran %v", got)
+	}
+}
+
+func TestMailboxPanicEscalatesAndGoesOn(t *testing.T) {
+	v := &invoker{t: t, panicOn: "bad"}
+	m := newTestMailbox(t, v)
+	m.scheduled.Store(true)
+	m.PostUserMessage("a")
+	m.PostUserMessage("bad")
+	m.PostUserMessage("c")
+	m.run()
+	if fmt.Sprint(v.failed) != "[bad]" {
+		t.Fatalf("escalated %v, want [bad]", v.failed)
+	}
+	if got := v.snapshot(); fmt.Sprint(got) != "[a c]" {
+		t.Fatalf("ran %v: the message after the panic must still run", got)
+	}
+}
+
+// TestMailboxManyProducers: 8 goroutines post 2,000 messages each to one
+// mailbox on a 4-worker pool: every message runs once, in each
+// producer's order, and never on two workers at once.
+func TestMailboxManyProducers(t *testing.T) {
+	const producers, each = 8, 2000
+	v := &invoker{t: t, done: make(chan struct{}, producers*each)}
+	p := NewWorkerPool(4)
+	defer p.Stop()
+	m := p.Producer()().(*mailbox)
+	m.RegisterHandlers(v, nil)
+	var wg sync.WaitGroup
+	for g := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				m.PostUserMessage([2]int{g, i})
+			}
+		}()
+	}
+	wg.Wait()
+	for range producers * each {
+		<-v.done
+	}
+	next := make([]int, producers)
+	for _, s := range v.snapshot() {
+		var g, i int
+		if _, err := fmt.Sscanf(s, "[%d %d]", &g, &i); err != nil || i != next[g] {
+			t.Fatalf("message %q out of order (want %d from producer %d)", s, next[g], g)
+		}
+		next[g]++
+	}
+}
+
+// TestMailboxPostAllocations: a pointer message to an idle mailbox
+// allocates nothing (the reason this mailbox exists).
+func TestMailboxPostAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	m := newTestMailbox(t, nil)
+	m.RegisterHandlers(nopInvoker{}, nil)
+	msg := &struct{ n int }{}
+	if n := testing.AllocsPerRun(1000, func() { m.PostUserMessage(msg) }); n != 0 {
+		t.Fatalf("%.1f allocations per post", n)
+	}
+}
