@@ -163,7 +163,7 @@ const pollInterval = 100 * time.Millisecond
 
 // waitIdle polls until the server is idle and, when base is not nil, the
 // goroutines and descriptors are back to base's and the RSS within
-// rssSlack of it; or until the deadline, when it returns the last reading
+// rssSlack of it (not checked when rssSlack < 0); or until the deadline, when it returns the last reading
 // and an error naming what did not return.
 func waitIdle(ctx context.Context, srv *vajra.Server, addr string, base *Idle, rssSlack float64, deadline time.Duration) (Idle, time.Duration, error) {
 	start := time.Now()
@@ -193,7 +193,7 @@ func waitIdle(ctx context.Context, srv *vajra.Server, addr string, base *Idle, r
 			if time.Since(lastRSS) >= 500*time.Millisecond {
 				cur.RSS, lastRSS = freedRSS(), time.Now()
 			}
-			if base == nil || float64(cur.RSS) <= float64(base.RSS)*(1+rssSlack) {
+			if base == nil || rssSlack < 0 || float64(cur.RSS) <= float64(base.RSS)*(1+rssSlack) {
 				return cur, time.Since(start), nil
 			}
 			why = fmt.Sprintf("RSS %s, post-warm-up %s (+%.0f %% allowed)", mib(cur.RSS), mib(base.RSS), rssSlack*100)

@@ -37,6 +37,9 @@ func TestSoak(t *testing.T) {
 		cfg.Progress = time.Minute
 	}
 	cfg.Seed = *soakSeed
+	// make test runs with -race: the detector's shadow memory grows with
+	// the allocations and is never returned, so the RSS is only reported.
+	cfg.SkipRSS = raceEnabled
 	cfg.Logf = t.Logf
 	if dl, ok := t.Deadline(); ok && time.Until(dl) < cfg.Warmup+cfg.Duration+2*cfg.IdleDeadline {
 		t.Fatalf("the test deadline is too close for a %v soak: run with -timeout 0 or a larger -timeout", cfg.Duration)
