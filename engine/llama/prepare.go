@@ -138,29 +138,10 @@ func (e *Engine) Prepare(req *engine.Request) error {
 }
 
 func (e *Engine) validate(req *engine.Request) error {
-	sp := &req.Sampling
-	switch {
-	case sp.N < 0 || sp.N > MaxN || sp.N > e.cfg.MaxNumSeqs:
-		return invalid("n", "n must be between 1 and "+strconv.Itoa(min(MaxN, e.cfg.MaxNumSeqs))+", got "+strconv.Itoa(sp.N))
-	case sp.Temperature < 0:
-		return invalid("temperature", "temperature must not be negative, got "+strconv.FormatFloat(sp.Temperature, 'g', -1, 64))
-	case sp.TopP < 0 || sp.TopP > 1:
-		return invalid("top_p", "top_p must be in [0, 1], got "+strconv.FormatFloat(sp.TopP, 'g', -1, 64))
-	case sp.TopK < 0:
-		return invalid("top_k", "top_k must not be negative, got "+strconv.Itoa(sp.TopK))
-	case sp.MaxTokens < 0:
-		return invalid("max_tokens", "max_tokens must be at least 1, got "+strconv.Itoa(sp.MaxTokens))
-	case sp.TopLogprobs < 0 || sp.TopLogprobs > engine.MaxTopLogprobs:
-		return invalid("top_logprobs", "top_logprobs must be between 0 and 20, got "+strconv.Itoa(sp.TopLogprobs))
-	case sp.TopLogprobs > 0 && !sp.Logprobs:
-		return invalid("top_logprobs", "top_logprobs requires logprobs")
-	case req.PromptLogprobs < -1 || req.PromptLogprobs > engine.MaxTopLogprobs:
-		return invalid("logprobs", "prompt logprobs must be between 0 and 20, got "+strconv.Itoa(req.PromptLogprobs))
-	case len(sp.Stop) > MaxStopStrings:
-		return invalid("stop", "at most "+strconv.Itoa(MaxStopStrings)+" stop strings are allowed, got "+strconv.Itoa(len(sp.Stop)))
-	case req.ToolChoice.Mode == engine.ToolChoiceRequired && len(req.Tools) == 0:
-		return invalid("tool_choice", "tool_choice required needs at least one tool")
+	if err := engine.CheckRequest(req, min(MaxN, e.cfg.MaxNumSeqs), MaxStopStrings); err != nil {
+		return err
 	}
+	sp := &req.Sampling
 	for _, b := range sp.LogitBias {
 		if b.TokenID < 0 || b.TokenID >= e.vocabN {
 			return invalid("logit_bias", "logit_bias names token "+strconv.Itoa(b.TokenID)+", outside the vocabulary (0.."+strconv.Itoa(e.vocabN-1)+")")

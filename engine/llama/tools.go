@@ -2,7 +2,6 @@ package llama
 
 import (
 	"encoding/json"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/vajra-go/vajra/engine"
@@ -88,7 +87,7 @@ func (s *scheduler) feedForced(q *seq, piece []byte) {
 	}
 	if !f.started {
 		f.started = true
-		f.id = newCallID()
+		f.id = text.NewCallID()
 		s.emitTool(q, engine.DeltaToolCallStart, 0, f.id, q.g.prep.forced.name, nil)
 	}
 	if len(f.out) > n {
@@ -103,7 +102,7 @@ func (s *scheduler) finishForced(q *seq) {
 	f.out = f.dec.Flush(f.out)
 	if name := q.g.prep.forced.name; name != "" {
 		if !f.started {
-			f.id = newCallID()
+			f.id = text.NewCallID()
 			if q.g.req.Stream {
 				s.emitTool(q, engine.DeltaToolCallStart, 0, f.id, name, nil)
 				s.emitTool(q, engine.DeltaToolCallArgs, 0, "", "", f.out)
@@ -124,7 +123,7 @@ func (s *scheduler) finishForced(q *seq) {
 		return
 	}
 	for i, c := range arr {
-		call := engine.ToolCall{ID: newCallID(), Name: c.Name, Arguments: string(c.Parameters)}
+		call := engine.ToolCall{ID: text.NewCallID(), Name: c.Name, Arguments: string(c.Parameters)}
 		f.calls = append(f.calls, call)
 		if q.g.req.Stream {
 			s.emitTool(q, engine.DeltaToolCallStart, i, call.ID, call.Name, nil)
@@ -136,16 +135,4 @@ func (s *scheduler) finishForced(q *seq) {
 // emitTool writes one delta of a forced call.
 func (s *scheduler) emitTool(q *seq, kind engine.DeltaKind, idx int, id, name string, txt []byte) {
 	s.emit(q, []text.Event{{Kind: kind, Text: txt, ToolIndex: idx, ToolID: id, ToolName: name}})
-}
-
-// newCallID returns "call_" and 24 random alphanumerics, as engine/text
-// and engine/sim name calls.
-func newCallID() string {
-	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	b := make([]byte, 5, 29)
-	copy(b, "call_")
-	for range 24 {
-		b = append(b, digits[rand.IntN(len(digits))])
-	}
-	return string(b)
 }

@@ -497,6 +497,10 @@ func validName(name string) bool {
 	return true
 }
 
+// NewCallID returns a tool call id as the parsers name calls: "call_" and
+// 24 random alphanumerics. Safe for concurrent use.
+func NewCallID() string { return newCallID(callIDLen) }
+
 // newCallID returns a tool call id: "call_" and n random alphanumerics, or
 // for n == mistralCallIDLen the bare 9 alphanumerics Mistral's templates
 // require. Safe for concurrent use (math/rand/v2's global source).
