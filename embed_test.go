@@ -429,3 +429,28 @@ func TestEmbedWithoutHTTP(t *testing.T) {
 		t.Fatalf("live request at Stop: %+v", res.Err)
 	}
 }
+
+// TestEmbedDrain: a draining server refuses new in-process requests with
+// KindClosed, and Shutdown waits for those running to end.
+func TestEmbedDrain(t *testing.T) {
+	srv, _, _ := startServer(t, nil)
+	running := &vajra.Generate{Prompt: question, Sampling: engine.Sampling{MaxTokens: 40, IgnoreEOS: true}}
+	r := &requester{gens: []*vajra.Generate{running}, first: make(chan *vajra.Generate, 1)}
+	spawnRequester(t, srv, r)
+	<-r.first
+	srv.Drain()
+	late := &vajra.Generate{Prompt: question, Sampling: engine.Sampling{MaxTokens: 2}}
+	r2 := &requester{gens: []*vajra.Generate{late}}
+	spawnRequester(t, srv, r2)
+	if res := waitCollected(t, r2).c.final; !errors.Is(res.Err, engine.ErrClosed) {
+		t.Fatalf("request while draining: %+v", res.Err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res := waitCollected(t, r).c.final; res.Err != nil || res.Usage.CompletionTokens != 40 {
+		t.Fatalf("request running at the drain: %+v %+v", res.Err, res.Usage)
+	}
+}
