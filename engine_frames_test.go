@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -184,21 +183,8 @@ func startEngineServer(t *testing.T, e engine.Engine) string {
 	cfg.Port = 0
 	cfg.Loops = 2
 	cfg.Engine = e
-	srv, err := vajra.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return "http://" + srv.Addr().String()
+	_, base := runServer(t, cfg)
+	return base
 }
 
 var selfFramedPieces = []string{"The", " sea", " is", " wide", "."}

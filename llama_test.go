@@ -47,21 +47,7 @@ func startLlama(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, string
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv, err := vajra.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return srv, "http://" + srv.Addr().String()
+	return runServer(t, cfg)
 }
 
 var greedyEOS = []option.RequestOption{option.WithJSONSet("ignore_eos", true)}

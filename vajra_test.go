@@ -76,6 +76,14 @@ func startServerWrapped(t *testing.T, mutate func(*vajra.Config), wrap func(engi
 	}
 	obs := &observed{Engine: inner, finals: make(chan *engine.Result, 1024)}
 	cfg.Engine = obs
+	srv, base := runServer(t, cfg)
+	return srv, obs, base
+}
+
+// runServer builds and starts a server from cfg, stopped when the test
+// ends, and returns it with its base URL.
+func runServer(t *testing.T, cfg vajra.Config) (*vajra.Server, string) {
+	t.Helper()
 	srv, err := vajra.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +98,7 @@ func startServerWrapped(t *testing.T, mutate func(*vajra.Config), wrap func(engi
 			t.Errorf("stop: %v", err)
 		}
 	})
-	return srv, obs, "http://" + srv.Addr().String()
+	return srv, "http://" + srv.Addr().String()
 }
 
 func newClient(base string, opts ...option.RequestOption) openai.Client {
