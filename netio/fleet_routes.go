@@ -67,6 +67,7 @@ func (s *Server) setupFleet() {
 	s.rejected.unauthorized = m.Rejected("unauthorized")
 	s.rejected.timeout = m.Rejected("request_timeout")
 	s.rejected.queueTimeout = m.Rejected("queue_timeout")
+	s.rejected.descriptors = m.Rejected("descriptors")
 	s.routeMetrics = map[*route]*metrics.Route{notFound: m.Route(notFound.name)}
 	add := func(r *route) { s.routeMetrics[r] = m.Route(r.name) }
 	for _, rs := range s.routes.exact {

@@ -2,11 +2,8 @@ package netio
 
 import (
 	"errors"
-	"net"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/vajra-go/vajra/httpparse"
 )
@@ -126,20 +123,4 @@ func httpDate() []byte {
 	d := &dateEntry{sec: now.Unix(), text: now.UTC().AppendFormat(nil, "Mon, 02 Jan 2006 15:04:05 GMT")}
 	dateCache.Store(d)
 	return d.text
-}
-
-// addrOfFD returns the local address of a socket and closes the fd.
-func addrOfFD(fd int) net.Addr {
-	defer unix.Close(fd)
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return nil
-	}
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
-	case *unix.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
-	}
-	return nil
 }

@@ -126,18 +126,25 @@ type Server struct {
 	modelsBody  []byte
 	modelBodies [][]byte
 
-	eng      gnet.Engine
-	addr     net.Addr
-	loops    sync.Map // gnet.EventLoop → *loop
-	started  chan error
-	done     chan error
-	stopped  chan struct{} // closed when gnet.Run returned
-	ctlDone  chan struct{} // closed when procControl ended; nil if none ran
-	stopping atomic.Bool   // Stop was called
-	runErr   error         // why gnet.Run returned; read after stopped
-	draining atomic.Bool
-	bellMu   sync.Mutex
-	bells    []int // writer ends of the loops' doorbells
+	eng  gnet.Engine
+	addr net.Addr
+	// Accepting (accept.go): Vajra's listener, gnet's private socket,
+	// closed when gnet's loops are up, and the hand-offs in progress.
+	ln          *net.TCPListener
+	gnetSock    string
+	loopsUp     chan struct{}
+	loopsUpOnce sync.Once
+	enrolls     chan (<-chan gnet.RegisteredResult)
+	loops       sync.Map // gnet.EventLoop → *loop
+	started     chan error
+	done        chan error
+	stopped     chan struct{} // closed when gnet.Run returned
+	ctlDone     chan struct{} // closed when procControl ended; nil if none ran
+	stopping    atomic.Bool   // Stop was called
+	runErr      error         // why gnet.Run returned; read after stopped
+	draining    atomic.Bool
+	bellMu      sync.Mutex
+	bells       []int // writer ends of the loops' doorbells
 
 	// Counters, read by metrics.
 	openConns     atomic.Int64
@@ -162,7 +169,7 @@ type Server struct {
 
 	routeMetrics map[*route]*metrics.Route
 	rejected     struct {
-		overloaded, draining, maxConns, unauthorized, timeout, queueTimeout *metrics.Counter
+		overloaded, draining, maxConns, unauthorized, timeout, queueTimeout, descriptors *metrics.Counter
 	}
 	idleClosed atomic.Uint64 // connections closed by IdleTimeout
 }
@@ -201,6 +208,7 @@ func New(opts Options) (*Server, error) {
 		started:  make(chan error, 1),
 		done:     make(chan error, 1),
 		stopped:  make(chan struct{}),
+		loopsUp:  make(chan struct{}),
 		idle:     make(chan struct{}, 1),
 		maxConns: int64(opts.MaxConnections),
 		access:   opts.AccessLog,
@@ -249,6 +257,10 @@ func (s *Server) Start() error {
 	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 || (s.adm != nil && s.opts.MaxQueueWait > 0) {
 		go s.sweeper()
 	}
+	gnetAddr, err := s.listen()
+	if err != nil {
+		return err
+	}
 	go func() {
 		opts := []gnet.Option{
 			gnet.WithNumEventLoop(loops),
@@ -256,24 +268,35 @@ func (s *Server) Start() error {
 			// As net.Listen does on Unix: a restarted server binds its port
 			// even while the old one's closed connections sit in TIME_WAIT.
 			gnet.WithReuseAddr(true),
-			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			// OnTick's first call says the loops are up.
+			gnet.WithTicker(true),
 			gnet.WithLogger(s.log.Sugar()),
 		}
-		err := gnet.Run(s, "tcp://"+s.opts.Addr, opts...)
+		err := gnet.Run(s, gnetAddr, opts...)
 		select {
 		case s.started <- err: // failed before booting
 		default:
 		}
 		if err == nil && !s.stopping.Load() {
-			// gnet ended on its own: its main reactor quits the whole
-			// engine on a fatal accept error (see limits.go).
-			err = errors.New("netio: the gnet engine stopped unexpectedly (see the log; an accept error such as EMFILE ends it)")
+			// gnet ended on its own (its accept path, which ends the
+			// engine on EMFILE, never runs: see accept.go).
+			err = errors.New("netio: the gnet engine stopped unexpectedly (see the log)")
 		}
 		s.runErr = err
+		_ = s.closeListener()
 		close(s.stopped)
 		s.done <- err
 	}()
-	return <-s.started
+	if err := <-s.started; err != nil {
+		return err
+	}
+	select {
+	case <-s.loopsUp:
+	case <-s.stopped:
+		return s.runErr
+	}
+	s.startAccepting()
+	return nil
 }
 
 // Addr is the bound listen address (after Start).
@@ -283,6 +306,7 @@ func (s *Server) Addr() net.Addr { return s.addr }
 // connections are aborted. Safe for concurrent use.
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopping.Store(true)
+	_ = s.closeListener()
 	select {
 	case <-s.stopped:
 		s.waitControl() // already down (Done fired)
@@ -315,7 +339,8 @@ func (s *Server) waitControl() {
 func (s *Server) Release() { s.closeBells() }
 
 // Done is closed when the network engine stopped, by Stop or on its own
-// (a fatal accept error); Err then says why. Safe for concurrent use.
+// (gnet ending on an error of its own; accept errors are not among them,
+// see accept.go); Err then says why. Safe for concurrent use.
 func (s *Server) Done() <-chan struct{} { return s.stopped }
 
 // Err is nil after a Stop, the reason after gnet stopped on its own. Valid
@@ -330,13 +355,9 @@ func (s *Server) Err() error {
 // SetDraining makes /health answer 503 so load balancers stop sending.
 func (s *Server) SetDraining(on bool) { s.draining.Store(on) }
 
-// OnBoot records the engine and the bound address. Called by gnet.
+// OnBoot records the engine. Called by gnet.
 func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.eng = eng
-	fd, err := eng.Dup()
-	if err == nil {
-		s.addr = addrOfFD(fd)
-	}
 	s.started <- nil
 	return gnet.None
 }
@@ -347,21 +368,8 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		d.opened()
 		return nil, gnet.None
 	}
-	if n := s.openConns.Add(1); n > s.maxConns || s.listenerOff.Load() {
-		// Over --max-connections, or accepted after Drain closed the
-		// listener: answer at once and close, so descriptors stay below
-		// the process limit (see limits.go) and a drained node takes no
-		// new connection. OnClose runs for this connection too (it has
-		// no *conn context, so it only counts the close).
-		if n > s.maxConns {
-			s.rejected.maxConns.Inc()
-		} else {
-			s.rejected.draining.Inc()
-		}
-		gc.SetContext(refused{})
-		s.bytesWritten.Add(uint64(len(busyResponse)))
-		return busyResponse, gnet.Close
-	}
+	// The acceptor counted the connection and refused those over
+	// --max-connections (accept.go).
 	c := &conn{
 		gc:   gc,
 		loop: s.loopOf(gc.EventLoop()),
@@ -402,8 +410,6 @@ func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 		s.openConns.Add(-1)
 		c.loop.untrackConn(c)
 		c.onClose()
-	case refused:
-		s.openConns.Add(-1)
 	case *doorbell:
 		c.closed()
 	}

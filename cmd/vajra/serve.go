@@ -345,7 +345,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	select {
 	case <-ctx.Done():
 	case <-srv.Done():
-		// The network engine died (gnet stops on a fatal accept error):
+		// The network engine died on an error of its own (not an accept
+		// error: netio refuses what it cannot accept and goes on):
 		// exit non-zero so that the node is restarted.
 		log.Error("network layer stopped", zap.Error(srv.Err()))
 		_ = srv.Stop(context.Background())
