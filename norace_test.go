@@ -1,0 +1,5 @@
+//go:build !race
+
+package vajra_test
+
+const raceEnabled = false
