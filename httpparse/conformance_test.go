@@ -6,14 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // The llhttp corpus (nodejs/llhttp v9.4.2, MIT, Copyright Fedor Indutny
-// and Node.js contributors) lives in shared/corpora outside the module; it
-// is not copied into the repository.
+// and Node.js contributors) is copied into testdata/llhttp with its
+// license and README.
+
+// llhttpVectorsPath is the corpus, relative to the package directory.
+const llhttpVectorsPath = "testdata/llhttp/vectors.jsonl"
+
+// llhttpVectorCount is how many vectors the corpus holds (its README): a
+// shortened file fails the test rather than checking less.
+const llhttpVectorCount = 251
 
 type llhttpVector struct {
 	File     string         `json:"file"`
@@ -41,39 +47,32 @@ type llhttpVector struct {
 	} `json:"summary"`
 }
 
-// loadVectors finds shared/corpora/llhttp-vectors.jsonl by walking up from
-// the working directory, or skips the test.
+// loadVectors reads the corpus. A missing or short corpus is a failure,
+// not a skip: the test would otherwise pass while checking nothing.
 func loadVectors(t *testing.T) []llhttpVector {
 	t.Helper()
-	dir, err := os.Getwd()
+	f, err := os.Open(llhttpVectorsPath)
 	if err != nil {
+		t.Fatalf("the llhttp corpus is missing (restore %s): %v", llhttpVectorsPath, err)
+	}
+	defer f.Close()
+	var vs []llhttpVector
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var v llhttpVector
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s:%d: %v", llhttpVectorsPath, len(vs)+1, err)
+		}
+		vs = append(vs, v)
+	}
+	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		path := filepath.Join(dir, "shared", "corpora", "llhttp-vectors.jsonl")
-		if f, err := os.Open(path); err == nil {
-			defer f.Close()
-			var vs []llhttpVector
-			sc := bufio.NewScanner(f)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				var v llhttpVector
-				if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-					t.Fatalf("%s: %v", path, err)
-				}
-				vs = append(vs, v)
-			}
-			if err := sc.Err(); err != nil {
-				t.Fatal(err)
-			}
-			return vs
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/corpora/llhttp-vectors.jsonl not found above the working directory; conformance test skipped")
-		}
-		dir = parent
+	if len(vs) != llhttpVectorCount {
+		t.Fatalf("%s holds %d vectors, want %d", llhttpVectorsPath, len(vs), llhttpVectorCount)
 	}
+	return vs
 }
 
 // stricter lists the strict llhttp request vectors that llhttp accepts (or
