@@ -55,7 +55,8 @@
 // # Conformance and fuzzing
 //
 // TestLLHTTPConformance runs every request vector of
-// shared/corpora/llhttp-vectors.jsonl (llhttp v9.4.2): strict vectors must
+// testdata/llhttp/vectors.jsonl (llhttp v9.4.2, MIT, with its license; a
+// missing corpus fails the test): strict vectors must
 // get llhttp's outcome except the ones listed in llhttpStricter with the RFC
 // clause that makes us stricter (missing Host in HTTP/1.1, unregistered
 // methods and CONNECT, non-HTTP protocols, HTTP/0.9, fragments and '"', '\',
