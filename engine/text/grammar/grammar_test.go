@@ -152,7 +152,7 @@ func TestErrors(t *testing.T) {
 func TestJSONObject(t *testing.T) {
 	vendored, err := os.ReadFile("../../llama/json.gbnf")
 	if err != nil {
-		t.Skipf("engine/llama/json.gbnf: %v", err)
+		t.Fatalf("engine/llama/json.gbnf: %v", err)
 	}
 	if JSONObject != string(vendored) {
 		t.Error("json.gbnf differs from engine/llama/json.gbnf")
