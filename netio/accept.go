@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,8 +31,9 @@ import (
 // netpoller on its own listening socket, and hands each connection to a
 // gnet loop with Engine.Register (gnet dups the descriptor into the loop,
 // which then runs OnOpen; Vajra's copy is closed). gnet listens only on a
-// private Unix socket whose path is removed as soon as gnet is up, so its
-// accept path never runs. Draining closes Vajra's listener, and the kernel
+// private Unix socket whose path is removed as soon as gnet is up (an
+// abstract socket with a random name when no temporary directory is
+// writable), so its accept path never runs. Draining closes Vajra's listener, and the kernel
 // refuses new connections from then on.
 //
 // Refusals happen in the acceptor, before gnet sees the connection, with a
@@ -75,9 +78,26 @@ func (s *Server) listen() (gnetAddr string, err error) {
 	}
 	s.ln = ln.(*net.TCPListener)
 	s.addr = ln.Addr()
-	s.gnetSock = filepath.Join(os.TempDir(), fmt.Sprintf("vajra-gnet-%d-%d.sock", os.Getpid(), gnetSocketSeq.Add(1)))
+	name := fmt.Sprintf("vajra-gnet-%d-%d.sock", os.Getpid(), gnetSocketSeq.Add(1))
+	s.gnetSock = filepath.Join(os.TempDir(), name)
+	if len(s.gnetSock) >= 100 || !writableDir(os.TempDir()) {
+		// No usable temporary directory: an abstract socket (Linux), which
+		// cannot be unlinked but is not in any directory either.
+		s.gnetSock = "@" + name + "-" + strconv.FormatUint(rand.Uint64(), 36)
+	}
 	_ = os.Remove(s.gnetSock)
 	return "unix://" + s.gnetSock, nil
+}
+
+// writableDir reports whether files can be created in dir.
+func writableDir(dir string) bool {
+	f, err := os.CreateTemp(dir, "vajra-probe-")
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+	return true
 }
 
 // OnTick runs once gnet's loops are up (gnet starts its ticker after them):
@@ -90,7 +110,9 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 // startAccepting removes gnet's private socket's path (nobody can reach
 // gnet's own accept path from then on) and starts the acceptor.
 func (s *Server) startAccepting() {
-	_ = os.Remove(s.gnetSock)
+	if s.gnetSock[0] != '@' {
+		_ = os.Remove(s.gnetSock)
+	}
 	s.enrolls = make(chan (<-chan gnet.RegisteredResult), enrollQueue)
 	go s.acceptLoop()
 	go s.reapEnrolls()
