@@ -107,7 +107,9 @@ func (c *conn) repause(outBefore int) {
 // keeping EPOLLOUT as gnet wants it (set while output waits). Loop-only.
 func (c *conn) setReading(on bool) {
 	ep := c.loop.epfd
-	if ep < 0 {
+	if ep < 0 || c.closed {
+		// Closed: gnet closed the descriptor, whose number may already
+		// be another connection's.
 		return
 	}
 	var ev uint32 = pausedEvents
