@@ -37,7 +37,7 @@ type Config struct {
 	// event loops keep their P while they wait in epoll_wait, so without a
 	// spare P timers and the engine can wait up to 10-20 ms for Go's sysmon
 	// to free one; the spare is taken back while the CPU is saturated (see
-	// netio/procs.go).
+	// internal/spareproc).
 	KeepGOMAXPROCS bool
 	// StreamInterval coalesces up to this many tokens into one streamed
 	// frame (vLLM's --stream-interval); 0 or 1 sends one frame per token.

@@ -25,7 +25,7 @@ import (
 // ready list and writes each connection's pending bytes with one write each.
 // However many sessions produce in one engine step, each connection gets one
 // write(2) per wake, and a loop wakes once per step when the loop and the
-// sessions take turns on one P. With the spare P (procs.go) on one core, the OS
+// sessions take turns on one P. With the spare P (internal/spareproc) on one core, the OS
 // alternates the loop's thread and the sessions', and a step can take
 // several wakes (vajra_event_loop_wakes_total; bench/RESULTS.md).
 //

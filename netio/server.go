@@ -26,6 +26,7 @@ import (
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/httpparse"
+	"github.com/vajra-go/vajra/internal/spareproc"
 	"github.com/vajra-go/vajra/metrics"
 )
 
@@ -38,7 +39,7 @@ type Options struct {
 	Loops int
 	// KeepGOMAXPROCS leaves GOMAXPROCS alone. By default Start raises it
 	// to Loops+1 when it is lower, and takes the spare P back while the CPU
-	// is saturated: see procs.go.
+	// is saturated: see internal/spareproc.
 	KeepGOMAXPROCS bool
 	// Limits bound what the parser accepts; zero means httpparse defaults.
 	Limits httpparse.Limits
@@ -138,10 +139,10 @@ type Server struct {
 	loops       sync.Map // gnet.EventLoop → *loop
 	started     chan error
 	done        chan error
-	stopped     chan struct{} // closed when gnet.Run returned
-	ctlDone     chan struct{} // closed when procControl ended; nil if none ran
-	stopping    atomic.Bool   // Stop was called
-	runErr      error         // why gnet.Run returned; read after stopped
+	stopped     chan struct{}   // closed when gnet.Run returned
+	ctlDone     <-chan struct{} // closed when the spareproc controller ended; nil if none ran
+	stopping    atomic.Bool     // Stop was called
+	runErr      error           // why gnet.Run returned; read after stopped
 	draining    atomic.Bool
 	bellMu      sync.Mutex
 	bells       []int // writer ends of the loops' doorbells
@@ -240,19 +241,8 @@ func (s *Server) Start() error {
 	if loops <= 0 {
 		loops = runtime.GOMAXPROCS(0)
 	}
-	if !s.opts.KeepGOMAXPROCS && controlling.CompareAndSwap(false, true) {
-		if from, to := reserveP(loops); to == from {
-			controlling.Store(false)
-		} else {
-			s.log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait; the spare is taken back while the CPU is saturated (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
-				zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
-			s.ctlDone = make(chan struct{})
-			go func() {
-				procControl(s.log, from, to, s.stopped)
-				controlling.Store(false)
-				close(s.ctlDone)
-			}()
-		}
+	if !s.opts.KeepGOMAXPROCS {
+		s.ctlDone = spareproc.Start(s.log, loops, s.stopped)
 	}
 	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 || (s.adm != nil && s.opts.MaxQueueWait > 0) {
 		go s.sweeper()

@@ -1,4 +1,8 @@
-package netio
+// Package spareproc keeps one P spare beside a server's event loops: it
+// raises GOMAXPROCS to loops + 1 and, while the server runs, takes the spare
+// back when the CPU is saturated and returns it when it is not. One server
+// per process manages GOMAXPROCS at a time (it is the process's).
+package spareproc
 
 import (
 	"runtime"
@@ -26,21 +30,47 @@ import (
 // The spare P has a price when the cores are saturated: it lets Go run two
 // threads where the loops would have run alone, and on one core they take
 // turns, switching threads; full-load requests/s fell 20-45 %. So the spare
-// is adaptive: Start raises GOMAXPROCS to loops + 1 (reserveP), and
-// procControl takes the spare back while the process uses more than
+// is adaptive: Start raises GOMAXPROCS to loops + 1 (reserve), and
+// control takes the spare back while the process uses more than
 // saturatedUtil of the cores it was given, and returns it below
 // relaxedUtil. GOMAXPROCS changes stop the world for a moment, so the
 // controller looks once per controlPeriod and the two thresholds keep it
 // from flapping. Setting GOMAXPROCS also ends the runtime's own updates of
 // it from a changing cgroup CPU limit (Go 1.25+); KeepGOMAXPROCS keeps them.
 
-// controlling is set while a server's procControl runs: GOMAXPROCS is the
+// controlling is set while a server's controller runs: GOMAXPROCS is the
 // process's, so a second server in the same process leaves it alone.
 var controlling atomic.Bool
 
-// reserveP raises GOMAXPROCS to loops+1 when it is lower and returns the
+// Start raises GOMAXPROCS to loops+1 when it is lower and no other
+// controller runs in the process, logs the change, and runs the controller
+// on a goroutine of its own until stop is closed. It returns a channel
+// closed once that controller has ended and released GOMAXPROCS to the
+// next server, or nil when it changed nothing (GOMAXPROCS already high
+// enough, or another server's controller runs). Safe for concurrent use.
+func Start(log *zap.Logger, loops int, stop <-chan struct{}) (done <-chan struct{}) {
+	if !controlling.CompareAndSwap(false, true) {
+		return nil
+	}
+	from, to := reserve(loops)
+	if to == from {
+		controlling.Store(false)
+		return nil
+	}
+	log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait; the spare is taken back while the CPU is saturated (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
+		zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
+	ch := make(chan struct{})
+	go func() {
+		control(log, from, to, stop)
+		controlling.Store(false)
+		close(ch)
+	}()
+	return ch
+}
+
+// reserve raises GOMAXPROCS to loops+1 when it is lower and returns the
 // value before and after.
-func reserveP(loops int) (from, to int) {
+func reserve(loops int) (from, to int) {
 	from = runtime.GOMAXPROCS(0)
 	if from >= loops+1 {
 		return from, from
@@ -52,7 +82,7 @@ func reserveP(loops int) (from, to int) {
 const (
 	controlPeriod = time.Second
 	// saturatedUtil and relaxedUtil are fractions of the cores the process
-	// was given (GOMAXPROCS before reserveP).
+	// was given (GOMAXPROCS before reserve).
 	saturatedUtil = 0.90
 	relaxedUtil   = 0.70
 )
@@ -66,11 +96,11 @@ func spareWanted(spare bool, util float64) bool {
 	return util < relaxedUtil
 }
 
-// procControl adds and removes the spare P by load until stop is closed.
+// control adds and removes the spare P by load until stop is closed.
 // without and with are GOMAXPROCS without and with the spare; without (the
-// value before reserveP) is also the cores the process was given, which
+// value before reserve) is also the cores the process was given, which
 // utilisation is measured against.
-func procControl(log *zap.Logger, without, with int, stop <-chan struct{}) {
+func control(log *zap.Logger, without, with int, stop <-chan struct{}) {
 	t := time.NewTicker(controlPeriod)
 	defer t.Stop()
 	spare := true
