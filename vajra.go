@@ -166,11 +166,12 @@ func New(cfg Config) (*Server, error) {
 		obs = requestObserver{m}
 	}
 	sessions, err := actors.NewSessions(actors.Config{
-		Engine:   eng,
-		Models:   cfg.ServedModelNames,
-		System:   cfg.ActorSystem,
-		Logger:   cfg.Logger.Named("session"),
-		Observer: obs,
+		Engine:      eng,
+		Models:      cfg.ServedModelNames,
+		MaxModelLen: maxModelLen(cfg, eng),
+		System:      cfg.ActorSystem,
+		Logger:      cfg.Logger.Named("session"),
+		Observer:    obs,
 		// StreamInterval is per server, as in vLLM.
 		StreamInterval: cfg.StreamInterval,
 	})

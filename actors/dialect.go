@@ -83,6 +83,12 @@ func newSession(ep Endpoint) *session {
 	case EndpointCountTokens:
 		ss, _ := sessionWith[countTokensDialect]()
 		return ss
+	case EndpointTokenize:
+		ss, _ := sessionWith[tokenizeDialect]()
+		return ss
+	case EndpointDetokenize:
+		ss, _ := sessionWith[detokenizeDialect]()
+		return ss
 	case EndpointResponseGet, EndpointResponseDelete, EndpointResponseCancel, EndpointResponseInputItems:
 		ss, d := sessionWith[responseOpDialect]()
 		d.op = ep

@@ -25,6 +25,10 @@ const (
 	EndpointResponseInputItems
 	// EndpointInProcess is an in-process request (inproc.go): no HTTP.
 	EndpointInProcess
+	// vLLM's /tokenize and /detokenize (dialect_tokenize.go): they
+	// generate nothing and answer from decode.
+	EndpointTokenize
+	EndpointDetokenize
 )
 
 var endpointNames = [...]string{
@@ -39,6 +43,8 @@ var endpointNames = [...]string{
 	EndpointResponseCancel:     "response_cancel",
 	EndpointResponseInputItems: "response_input_items",
 	EndpointInProcess:          "in_process",
+	EndpointTokenize:           "tokenize",
+	EndpointDetokenize:         "detokenize",
 }
 
 // String returns the endpoint's metric and log name.

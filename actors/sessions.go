@@ -25,6 +25,8 @@ type Config struct {
 	Engine engine.Engine
 	// Models are the served model names; requests naming another get 404.
 	Models []string
+	// MaxModelLen is the context length /tokenize reports.
+	MaxModelLen int
 	// System is the actor system to spawn sessions in. Nil creates one
 	// whose logs go through Logger. Embedders pass their own.
 	System *actor.ActorSystem

@@ -162,7 +162,7 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		c.finishInline(rt, req, statusOf(c.scratch), cors)
 		return !req.KeepAlive
 	}
-	// Off the loop: a session route, or a fleet route that is not cheap.
+	// Off the loop: a session route, or /metrics.
 	// Copy out what is needed, hand it over.
 	rid := requestID(req)
 	c.out.mu.Lock()
@@ -192,7 +192,7 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		r.Arrival = t.start
 		return r
 	}
-	if s.adm != nil {
+	if s.adm != nil && !rt.utility {
 		res, w := s.adm.acquire(func() *waiter {
 			return &waiter{adm: s.adm, sessions: s.sessions, conn: t, req: newRequest(), queuedAt: t.start}
 		})

@@ -1,7 +1,7 @@
 package netio
 
-// runOffloop answers a fleet route that is not cheap (rendering metrics,
-// decoding a body and tokenizing) on a goroutine, through the exchange:
+// runOffloop answers a fleet route that is not cheap (rendering metrics)
+// on a goroutine, through the exchange:
 // the connection is busy meanwhile, so pipelined requests wait and
 // responses stay in order, exactly as for a session. At most
 // cap(s.offloop) such answers are computed at once; others wait on their

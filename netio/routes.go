@@ -30,6 +30,10 @@ type route struct {
 	// routes: the id from the path, the query); such routes take no JSON
 	// body, so the Content-Type check is skipped. Loop-only; appends to dst.
 	input func(dst []byte, req *httpparse.Request) []byte
+	// utility marks a session route that generates nothing (/tokenize,
+	// /detokenize): it takes no admission permit, and its body is not
+	// held to Content-Type: application/json.
+	utility bool
 }
 
 // routeTable maps paths to routes: exact paths, and path prefixes for
@@ -151,7 +155,7 @@ func (s *Server) precheck(req *httpparse.Request) (*route, int) {
 		// and the connection closes after the answer (appendRouteError).
 		return rt, 503
 	}
-	if rt.endpoint != 0 && rt.input == nil && !isJSON(req.ContentType) {
+	if rt.endpoint != 0 && rt.input == nil && !rt.utility && !isJSON(req.ContentType) {
 		return rt, 415
 	}
 	return rt, 0

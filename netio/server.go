@@ -60,7 +60,7 @@ type Options struct {
 	MaxPipelinedBytes int
 	// Sessions runs generation requests.
 	Sessions *actors.Sessions
-	// Engine is asked for health and load, and tokenizes for /tokenize.
+	// Engine is asked for health and load.
 	Engine engine.Engine
 	Logger *zap.Logger
 
