@@ -101,8 +101,8 @@ func TestPretokenizeTable(t *testing.T) {
 	}
 }
 
-// chatMLPrompts are prompts rendered as the tests and the root package's
-// tests render them.
+// chatMLPrompts are prompts rendered as the tests and the integration
+// tests (integration/) render them.
 func chatMLPrompts() []string {
 	tools := []engine.Tool{
 		{Name: "lookup_time", Parameters: []byte(`{"type":"object","properties":{"tz":{"type":"string"}},"required":["tz"]}`)},

@@ -1,5 +1,0 @@
-package vajra_test
-
-import "errors"
-
-func asError[T error](err error, target *T) bool { return errors.As(err, target) }

@@ -1,0 +1,53 @@
+package integration_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// TestSlowConsumerAborted: a client that stops reading is disconnected once
+// it is MaxOutboundBytes behind, and its engine session is aborted: the
+// server's memory per connection stays bounded and the slot is freed.
+func TestSlowConsumerAborted(t *testing.T) {
+	_, obs, base := startServer(t, func(c *vajra.Config) {
+		c.Sim.ITL = 0 // as fast as the engine can go
+		c.Sim.MaxModelLen = 1 << 16
+		c.Sim.KVCacheTokens = 1 << 17
+		c.MaxOutboundBytes = 64 << 10
+	})
+	addr := strings.TrimPrefix(base, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A small receive window, so the kernel's buffers fill quickly; then
+	// never read.
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	body := `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":60000,"ignore_eos":true,"stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	select {
+	case res := <-obs.finals:
+		if res.Err == nil || res.Err.Kind != engine.KindAborted {
+			t.Fatalf("final result of the slow consumer: %+v, want aborted", res.Err)
+		}
+		if n := res.Usage.CompletionTokens; n >= 60000 {
+			t.Fatalf("the stream ran to its end (%d tokens) instead of being cut", n)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a client that does not read was never disconnected")
+	}
+	if got := obs.Stats().Running; got != 0 {
+		t.Fatalf("running sequences after the abort = %d, want 0", got)
+	}
+	mfs := scrape(t, addr)
+	if v := value(mfs, "vajra_slow_consumer_aborts_total"); v != 1 {
+		t.Fatalf("vajra_slow_consumer_aborts_total = %v, want 1", v)
+	}
+}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package vajra_test
-
-const raceEnabled = false
