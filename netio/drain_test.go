@@ -1,4 +1,4 @@
-package integration_test
+package netio_test
 
 import (
 	"bufio"
@@ -9,17 +9,17 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vajra-go/vajra"
 )
 
-// TestDrainFinishesOrEndsEveryStream: on Shutdown, /health turns 503 at
-// once, the listener closes, a new request on an open connection gets 503
+// TestDrainFinishesOrEndsEveryStream: on shutdown (Drain, WaitIdle until
+// the deadline, then the engine closed, as the root's Shutdown does),
+// /health turns 503 at once, the listener closes, a new request on an open connection gets 503
 // with Connection: close, a stream that can finish before the deadline
 // finishes normally, and a stream still running at the deadline ends with
 // its terminal error event and [DONE]: no stream is cut.
 func TestDrainFinishesOrEndsEveryStream(t *testing.T) {
-	srv, _, addr := fleetServer(t, func(c *vajra.Config) { c.Sim.ITL = 5 * time.Millisecond })
+	srv := startServer(t, 5*time.Millisecond, nil)
+	addr := srv.addr
 	stream := func(maxTokens int) *bufio.Reader {
 		body := fmt.Sprintf(`{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":%d,"ignore_eos":true,"stream":true}`, maxTokens)
 		_, r, head := rawStream(t, addr, body)
@@ -45,10 +45,10 @@ func TestDrainFinishesOrEndsEveryStream(t *testing.T) {
 		idle[i] = c
 	}
 
-	srv.Drain()
+	srv.net.Drain()
 	deadline, expire := context.WithCancel(context.Background())
 	shut := make(chan error, 1)
-	go func() { shut <- srv.Shutdown(deadline) }()
+	go func() { shut <- srv.shutdown(deadline) }()
 
 	// /health answers 503 at once.
 	fmt.Fprint(idle[0], "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")

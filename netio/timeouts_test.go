@@ -1,31 +1,19 @@
-package integration_test
+package netio_test
 
 import (
 	"bufio"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/netio"
 )
-
-// dialRaw opens a raw connection to the server at base ("http://host:port").
-func dialRaw(t *testing.T, base string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // TestIdleTimeout: a keep-alive connection idle for longer than IdleTimeout
 // is closed by the server, and counted.
 func TestIdleTimeout(t *testing.T) {
-	_, _, base := startServer(t, func(c *vajra.Config) { c.IdleTimeout = time.Second })
+	base := startServer(t, time.Millisecond, func(o *netio.Options) { o.IdleTimeout = time.Second }).addr
 	c := dialRaw(t, base)
 	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
@@ -40,7 +28,7 @@ func TestIdleTimeout(t *testing.T) {
 	if _, err := io.ReadAll(r); err != nil {
 		t.Fatalf("the idle connection was not closed by the server: %v", err)
 	}
-	if v := value(scrape(t, strings.TrimPrefix(base, "http://")), "vajra_idle_connections_closed_total"); v != 1 {
+	if v := value(scrape(t, base), "vajra_idle_connections_closed_total"); v != 1 {
 		t.Fatalf("vajra_idle_connections_closed_total = %v, want 1", v)
 	}
 }
@@ -49,10 +37,10 @@ func TestIdleTimeout(t *testing.T) {
 // and its connection is closed; a connection that never sends a byte is
 // idle, not reading, and is left to the idle timeout.
 func TestRequestReadTimeout(t *testing.T) {
-	_, _, base := startServer(t, func(c *vajra.Config) {
-		c.RequestReadTimeout = time.Second
-		c.IdleTimeout = time.Hour
-	})
+	base := startServer(t, time.Millisecond, func(o *netio.Options) {
+		o.RequestReadTimeout = time.Second
+		o.IdleTimeout = time.Hour
+	}).addr
 	c := dialRaw(t, base)
 	silent := dialRaw(t, base)
 	if _, err := io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: appl"); err != nil {
@@ -74,7 +62,7 @@ func TestRequestReadTimeout(t *testing.T) {
 	if line, err := bufio.NewReader(silent).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
 		t.Fatalf("the silent connection: %q, %v", line, err)
 	}
-	if v := value(scrape(t, strings.TrimPrefix(base, "http://")), "vajra_rejected_requests_total", "reason", "request_timeout"); v != 1 {
+	if v := value(scrape(t, base), "vajra_rejected_requests_total", "reason", "request_timeout"); v != 1 {
 		t.Fatalf("vajra_rejected_requests_total{reason=request_timeout} = %v, want 1", v)
 	}
 }
@@ -82,13 +70,12 @@ func TestRequestReadTimeout(t *testing.T) {
 // TestTimeoutsSpareStreams: a stream that lasts several times both timeouts
 // runs to its end: an exchange in flight is never timed out.
 func TestTimeoutsSpareStreams(t *testing.T) {
-	_, _, base := startServer(t, func(c *vajra.Config) {
-		c.IdleTimeout = time.Second
-		c.RequestReadTimeout = time.Second
-		c.Sim.ITL = 300 * time.Millisecond
-	})
+	base := startServer(t, 300*time.Millisecond, func(o *netio.Options) {
+		o.IdleTimeout = time.Second
+		o.RequestReadTimeout = time.Second
+	}).addr
 	body := `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":12,"ignore_eos":true,"stream":true}`
-	_, r, _ := rawStream(t, strings.TrimPrefix(base, "http://"), body)
+	_, r, _ := rawStream(t, base, body)
 	chunks, done, _ := readEvents(t, r, nil)
 	if !done || chunks < 12 {
 		t.Fatalf("stream cut: %d content chunks, done %v", chunks, done)

@@ -1,27 +1,23 @@
-package integration_test
+package netio_test
 
 import (
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/netio"
 )
 
 // TestSlowConsumerAborted: a client that stops reading is disconnected once
 // it is MaxOutboundBytes behind, and its engine session is aborted: the
 // server's memory per connection stays bounded and the slot is freed.
 func TestSlowConsumerAborted(t *testing.T) {
-	_, obs, base := startServer(t, func(c *vajra.Config) {
-		c.Sim.ITL = 0 // as fast as the engine can go
-		c.Sim.MaxModelLen = 1 << 16
-		c.Sim.KVCacheTokens = 1 << 17
-		c.MaxOutboundBytes = 64 << 10
+	srv := startServer(t, 0, func(o *netio.Options) { // ITL 0: as fast as the engine can go
+		o.MaxOutboundBytes = 64 << 10
 	})
-	addr := strings.TrimPrefix(base, "http://")
+	obs, addr := srv.eng, srv.addr
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

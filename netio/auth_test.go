@@ -1,71 +1,26 @@
-package integration_test
+package netio_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/netio"
 )
-
-// rawExchange sends raw request bytes on a new connection and returns the
-// status line's code, the head and the body (Content-Length framed).
-func rawExchange(t *testing.T, addr, req string) (int, string, string) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, req); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(conn)
-	line, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatalf("%q: %v", req, err)
-	}
-	var status int
-	fmt.Sscanf(line[9:], "%d", &status)
-	var head strings.Builder
-	n := 0
-	for {
-		h, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h == "\r\n" {
-			break
-		}
-		head.WriteString(h)
-		if v, ok := strings.CutPrefix(strings.ToLower(h), "content-length: "); ok {
-			fmt.Sscanf(v, "%d", &n)
-		}
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatal(err)
-	}
-	return status, head.String(), string(body)
-}
 
 // TestAuthNoBypass tries every spelling of protected routes without a key
 // (case, duplicate slashes, dot segments, percent-encoding, the /openai
 // prefix, absolute-form targets, HTTP/1.0, an Expect: 100-continue body)
-// against the real server: each gets 401 in the route's dialect shape, or
+// against a netio server: each gets 401 in the route's dialect shape, or
 // never reaches a handler. Only /health, /ping and /metrics are public,
 // and /metrics not with ProtectMetrics.
 func TestAuthNoBypass(t *testing.T) {
 	for _, protect := range []bool{false, true} {
-		_, _, addr := fleetServer(t, func(c *vajra.Config) {
-			c.APIKeys = []string{"key-one", "key-two"}
-			c.ProtectMetrics = protect
-		})
+		addr := startServer(t, time.Millisecond, func(o *netio.Options) {
+			o.APIKeys = []string{"key-one", "key-two"}
+			o.ProtectMetrics = protect
+		}).addr
 		chat := `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
 		post := func(path, body string, extra ...string) string {
 			return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", path, strings.Join(extra, ""), len(body), body)

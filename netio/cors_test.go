@@ -1,18 +1,19 @@
-package integration_test
+package netio_test
 
 import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/netio"
 )
 
 func TestCORS(t *testing.T) {
-	_, _, addr := fleetServer(t, func(c *vajra.Config) {
-		c.APIKeys = []string{"k"}
-		c.AllowedOrigins = []string{"https://app.example"}
-	})
+	addr := startServer(t, time.Millisecond, func(o *netio.Options) {
+		o.APIKeys = []string{"k"}
+		o.AllowedOrigins = []string{"https://app.example"}
+	}).addr
 	// A preflight is answered without a key, for an allowed origin only.
 	pre := "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type, x-stainless-os\r\n\r\n"
 	status, head, _ := rawExchange(t, addr, strings.Replace(pre, "%s", "https://app.example", 1))

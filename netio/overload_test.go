@@ -1,4 +1,4 @@
-package integration_test
+package netio_test
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/netio"
 )
 
 const blockerBody = `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4000,"ignore_eos":true,"stream":true}`
@@ -48,11 +48,11 @@ func startBlocker(t *testing.T, addr string) net.Conn {
 // above the SDK's own backoff so that only a lower bound is checked: no
 // timing upper bound to flake on a loaded machine.
 func TestOverloadSDKRetryHonoursRetryAfter(t *testing.T) {
-	_, obs, addr := fleetServer(t, func(c *vajra.Config) {
-		c.Sim.ITL = 5 * time.Millisecond
-		c.MaxConcurrentRequests = 1
-		c.RetryAfter = 1200 * time.Millisecond
+	srv := startServer(t, 5*time.Millisecond, func(o *netio.Options) {
+		o.MaxConcurrentRequests = 1
+		o.RetryAfter = 1200 * time.Millisecond
 	})
+	obs, addr := srv.eng, srv.addr
 	blocker := startBlocker(t, addr)
 
 	var mu sync.Mutex
@@ -88,7 +88,7 @@ func TestOverloadSDKRetryHonoursRetryAfter(t *testing.T) {
 	}
 	client := newClient("http://"+addr, option.WithMaxRetries(1), option.WithMiddleware(mw))
 	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model:     vajra.DefaultModelName,
+		Model:     modelName,
 		Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question)},
 		MaxTokens: openai.Int(4),
 	})
@@ -118,11 +118,11 @@ func TestOverloadSDKRetryHonoursRetryAfter(t *testing.T) {
 // OpenAI routes, 529 overloaded_error on Anthropic's); when the slot frees,
 // the queued request runs and succeeds.
 func TestAdmissionQueueAndAnthropic529(t *testing.T) {
-	_, obs, addr := fleetServer(t, func(c *vajra.Config) {
-		c.Sim.ITL = 5 * time.Millisecond
-		c.MaxConcurrentRequests = 1
-		c.MaxQueuedRequests = 1
+	srv := startServer(t, 5*time.Millisecond, func(o *netio.Options) {
+		o.MaxConcurrentRequests = 1
+		o.MaxQueuedRequests = 1
 	})
+	obs, addr := srv.eng, srv.addr
 	blocker := startBlocker(t, addr)
 
 	// The second request parks.
@@ -169,7 +169,7 @@ func TestAdmissionQueueAndAnthropic529(t *testing.T) {
 // TestMaxConnections: a connection beyond --max-connections gets a canned
 // 503 and is closed; the server keeps serving the others.
 func TestMaxConnections(t *testing.T) {
-	_, _, addr := fleetServer(t, func(c *vajra.Config) { c.MaxConnections = 2 })
+	addr := startServer(t, time.Millisecond, func(o *netio.Options) { o.MaxConnections = 2 }).addr
 	var keep []net.Conn
 	defer func() {
 		for _, c := range keep {
