@@ -227,6 +227,19 @@ type Result struct {
 	Gaps Gaps
 }
 
+// SetTimes fills r's timings from a request's arrival, its first
+// admission (zero if it was never admitted), its first token (zero if
+// none) and its end.
+func (r *Result) SetTimes(arrival, admitted, first, end time.Time) {
+	r.EndToEnd = end.Sub(arrival)
+	if !admitted.IsZero() {
+		r.Queued = admitted.Sub(arrival)
+	}
+	if !first.IsZero() {
+		r.FirstToken = first.Sub(arrival)
+	}
+}
+
 // Choice is one finished choice.
 type Choice struct {
 	Index        int

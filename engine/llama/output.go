@@ -196,16 +196,14 @@ func (s *scheduler) finishGroup(g *group, err *engine.Error) {
 		Choices:      make([]engine.Choice, len(g.seqs)),
 		Usage:        g.usage,
 		Err:          err,
-		EndToEnd:     now.Sub(g.arrival),
 		PromptTokens: g.req.PromptTokens,
 		Gaps:         g.gaps,
 	}
+	var admitted time.Time
 	if g.admitted {
-		res.Queued = g.admit.Sub(g.arrival)
+		admitted = g.admit
 	}
-	if !g.first.IsZero() {
-		res.FirstToken = g.first.Sub(g.arrival)
-	}
+	res.SetTimes(g.arrival, admitted, g.first, now)
 	for i := range g.seqs {
 		q := &g.seqs[i]
 		if !q.done {

@@ -223,16 +223,14 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 		Choices:      res.Choices,
 		Usage:        g.usage,
 		Err:          err,
-		EndToEnd:     now.Sub(g.arrival),
 		PromptTokens: g.req.PromptTokens,
 		Gaps:         g.gaps,
 	}
+	var admitted time.Time
 	if g.admitted {
-		res.Queued = g.admit.Sub(g.arrival)
+		admitted = g.admit
 	}
-	if !g.first.IsZero() {
-		res.FirstToken = g.first.Sub(g.arrival)
-	}
+	res.SetTimes(g.arrival, admitted, g.first, now)
 	for i := range g.seqs {
 		s := &g.seqs[i]
 		if !s.done {
