@@ -6,9 +6,12 @@ BIN      := bin/vajra
 # Flags for `make run`, e.g. make run ARGS="--sim-itl 5ms --api-key secret".
 ARGS     ?=
 FUZZTIME ?= 30s
-# The allocation tests (TestXAllocs, TestTokenPathAllocations, ...): `make
-# test` runs them a second time without -race.
-ALLOC_TESTS := Alloc
+# The tests that skip under -race, which `make test` runs a second time
+# without it: the allocation tests (TestXAllocs, TestTokenPathAllocations,
+# ...), which the race detector's own allocations would fail, and the
+# latency comparison TestSlowPromptDoesNotStallStreams, which its slowdown
+# would.
+NORACE_TESTS := Alloc|SlowPrompt
 # `make soak`: the load, the test timeout that bounds the whole run (raise
 # both for hours), the warm-up and the concurrent clients.
 SOAK_DURATION ?= 9m
@@ -37,13 +40,13 @@ run: build
 
 ## test: every test (with the race detector), fuzz seeds included; installs
 ## the llama.cpp libraries first when npm is there (their tests skip without);
-## then the allocation tests again without the race detector, under which
-## they skip (it allocates on its own): the zero-allocation claims hold here
+## then the tests that skip under the race detector (allocation counts, a
+## latency comparison) again without it
 test: vet
 	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory llama; \
 	else echo "npm not found: the llama.cpp engine's tests will skip (make llama installs its libraries)"; fi
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run '$(ALLOC_TESTS)' ./...
+	$(GO) test -count=1 -run '$(NORACE_TESTS)' ./...
 	$(MAKE) --no-print-directory example-embed
 
 ## example-embed: build examples/embed and run it briefly (in-process and

@@ -27,6 +27,12 @@ func TestSlowPromptDoesNotStallStreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds of 200 streams")
 	}
+	if raceEnabled {
+		// Latency under the race detector (5-10x slower, beside other
+		// packages' tests) says nothing; make test runs this test again
+		// without it.
+		t.Skip("timing: run by make test's pass without -race")
+	}
 	const streams, itl = 200, 50 * time.Millisecond
 	_, _, base := startServer(t, func(c *vajra.Config) {
 		c.Sim.ITL = itl
