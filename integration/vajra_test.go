@@ -241,35 +241,6 @@ func TestOpenAIPrefixAndPipelining(t *testing.T) {
 	}
 }
 
-// readResponse reads one Content-Length response.
-func readResponse(t *testing.T, r *bufio.Reader) (int, string) {
-	t.Helper()
-	line, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var status int
-	fmt.Sscanf(line, "HTTP/1.1 %d", &status)
-	n := 0
-	for {
-		h, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h == "\r\n" {
-			break
-		}
-		if v, ok := strings.CutPrefix(strings.ToLower(h), "content-length: "); ok {
-			fmt.Sscanf(v, "%d", &n)
-		}
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatal(err)
-	}
-	return status, string(body)
-}
-
 func TestDisconnectAbortsEngineSession(t *testing.T) {
 	_, obs, base := startServer(t, func(c *vajra.Config) { c.Sim.ITL = 5 * time.Millisecond })
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))

@@ -1,12 +1,7 @@
 package netio_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,13 +10,11 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/wiretest"
 	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"
 )
@@ -299,220 +292,14 @@ func newClient(base string, opts ...option.RequestOption) openai.Client {
 	return openai.NewClient(opts...)
 }
 
-// rawExchange sends raw request bytes on a new connection and returns the
-// status line's code, the head and the body (Content-Length framed).
-func rawExchange(t *testing.T, addr, req string) (int, string, string) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, req); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(conn)
-	line, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatalf("%q: %v", req, err)
-	}
-	var status int
-	fmt.Sscanf(line[9:], "%d", &status)
-	var head strings.Builder
-	n := 0
-	for {
-		h, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h == "\r\n" {
-			break
-		}
-		head.WriteString(h)
-		if v, ok := strings.CutPrefix(strings.ToLower(h), "content-length: "); ok {
-			fmt.Sscanf(v, "%d", &n)
-		}
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatal(err)
-	}
-	return status, head.String(), string(body)
-}
-
-// dialRaw opens a raw connection to addr, closed when the test ends.
-func dialRaw(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// rawStream sends one streamed chat request on a new connection and
-// returns a reader positioned after the response head.
-func rawStream(t *testing.T, addr, body string, extraHeaders ...string) (net.Conn, *bufio.Reader, string) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	hdr := strings.Join(extraHeaders, "")
-	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", hdr, len(body), body)
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	r := bufio.NewReader(conn)
-	var head strings.Builder
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading head: %v (so far %q)", err, head.String())
-		}
-		head.WriteString(line)
-		if line == "\r\n" {
-			return conn, r, head.String()
-		}
-	}
-}
-
-// readEvents reads SSE lines of a chunked stream until the terminating
-// chunk; it returns the content tokens, whether [DONE] came, and the error
-// events seen.
-func readEvents(t *testing.T, r *bufio.Reader, onToken func(n int)) (tokens int, done bool, errorsSeen int) {
-	t.Helper()
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream cut after %d tokens (done=%v): %v", tokens, done, err)
-		}
-		switch {
-		case line == "0\r\n":
-			// Last chunk: the blank line follows.
-			_, _ = r.ReadString('\n')
-			return
-		case strings.HasPrefix(line, "data: [DONE]"):
-			done = true
-		case strings.HasPrefix(line, "data: ") && strings.Contains(line, `"error"`):
-			errorsSeen++
-		case strings.HasPrefix(line, "data: ") && strings.Contains(line, `"content":"`):
-			tokens++
-			if onToken != nil {
-				onToken(tokens)
-			}
-		}
-	}
-}
-
-// readResponse reads one Content-Length response.
-func readResponse(t *testing.T, r *bufio.Reader) (int, string) {
-	t.Helper()
-	line, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var status int
-	fmt.Sscanf(line, "HTTP/1.1 %d", &status)
-	n := 0
-	for {
-		h, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h == "\r\n" {
-			break
-		}
-		if v, ok := strings.CutPrefix(strings.ToLower(h), "content-length: "); ok {
-			fmt.Sscanf(v, "%d", &n)
-		}
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatal(err)
-	}
-	return status, string(body)
-}
-
-// get sends a request on a fresh connection and returns status, headers
-// and body (the response must have a Content-Length).
-func get(t *testing.T, addr, method, path, body string, headers ...string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, res.Header, string(b)
-}
-
-// scrape fetches /metrics and parses it with Prometheus's own parser.
-func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
-	t.Helper()
-	res, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("/metrics: %d", res.StatusCode)
-	}
-	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
-		t.Fatalf("/metrics content type %q", ct)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mfs
-}
-
-// value returns the value of the series of family name whose labels
-// include every (name, value) pair given; -1 when there is none.
-func value(mfs map[string]*dto.MetricFamily, name string, labels ...string) float64 {
-	mf := mfs[name]
-	if mf == nil {
-		return -1
-	}
-next:
-	for _, m := range mf.Metric {
-		for i := 0; i+1 < len(labels); i += 2 {
-			found := false
-			for _, lp := range m.Label {
-				if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue()
-		case m.Gauge != nil:
-			return m.Gauge.GetValue()
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount())
-		case m.Untyped != nil:
-			return m.Untyped.GetValue()
-		}
-	}
-	return -1
-}
+// The raw-HTTP helpers, shared with integration/ (internal/wiretest).
+var (
+	rawExchange  = wiretest.RawExchange
+	dialRaw      = wiretest.DialRaw
+	rawStream    = wiretest.RawStream
+	readEvents   = wiretest.ReadEvents
+	readResponse = wiretest.ReadResponse
+	get          = wiretest.Get
+	scrape       = wiretest.Scrape
+	value        = wiretest.Value
+)
