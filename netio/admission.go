@@ -145,7 +145,11 @@ func (w *waiter) start() bool {
 
 // ConnClosed implements actors.Handle: a waiting request leaves the queue;
 // a started one's session is told. Safe for concurrent use.
-func (w *waiter) ConnClosed() {
+func (w *waiter) ConnClosed() { w.withdraw() }
+
+// withdraw does ConnClosed's work and returns the state the waiter was in.
+// Safe for concurrent use.
+func (w *waiter) withdraw() waiterState {
 	w.mu.Lock()
 	st := w.state
 	if st == waiting {
@@ -159,6 +163,7 @@ func (w *waiter) ConnClosed() {
 	if h != nil {
 		h.ConnClosed()
 	}
+	return st
 }
 
 // holdsPermit reports whether the waiter's session started (and so holds

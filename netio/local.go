@@ -72,22 +72,7 @@ func (l *Local) Cancel() (ran bool) {
 		l.h.ConnClosed()
 		return true
 	}
-	w := l.w
-	w.mu.Lock()
-	st := w.state
-	if st == waiting {
-		w.state = gone
-	}
-	h := w.h
-	w.mu.Unlock()
-	if st == waiting {
-		w.adm.remove(w)
-		return false
-	}
-	if h != nil {
-		h.ConnClosed()
-	}
-	return st == started
+	return l.w.withdraw() == started
 }
 
 // End returns the request's permit (to the oldest waiter, HTTP or

@@ -18,28 +18,6 @@ import (
 	"github.com/vajra-go/vajra/netio"
 )
 
-const blockerBody = `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4000,"ignore_eos":true,"stream":true}`
-
-// startBlocker opens a long stream and reads until it produces tokens, so
-// it holds its admission permit.
-func startBlocker(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	conn, r, head := rawStream(t, addr, blockerBody)
-	if !strings.HasPrefix(head, "HTTP/1.1 200") {
-		t.Fatalf("blocker: %q", head)
-	}
-	for n := 0; n < 2; {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, `"content":"`) {
-			n++
-		}
-	}
-	return conn
-}
-
 // TestOverloadSDKRetryHonoursRetryAfter: with one request slot taken, the
 // next gets 429 with Retry-After and retry-after-ms before any stream
 // starts; openai-go (MaxRetries 1) waits retry-after-ms, not its own

@@ -295,6 +295,7 @@ func newClient(base string, opts ...option.RequestOption) openai.Client {
 // The raw-HTTP helpers, shared with integration/ (internal/wiretest).
 var (
 	rawExchange  = wiretest.RawExchange
+	startBlocker = wiretest.StartBlocker
 	dialRaw      = wiretest.DialRaw
 	rawStream    = wiretest.RawStream
 	readEvents   = wiretest.ReadEvents

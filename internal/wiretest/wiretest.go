@@ -240,3 +240,27 @@ next:
 	}
 	return -1
 }
+
+// BlockerBody is a chat request that streams 4,000 tokens of the model
+// "vajra-sim": long enough to hold its admission permit for a test.
+const BlockerBody = `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4000,"ignore_eos":true,"stream":true}`
+
+// StartBlocker opens a long stream and reads until it produces tokens, so
+// it holds its admission permit.
+func StartBlocker(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	conn, r, head := RawStream(t, addr, BlockerBody)
+	if !strings.HasPrefix(head, "HTTP/1.1 200") {
+		t.Fatalf("blocker: %q", head)
+	}
+	for n := 0; n < 2; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, `"content":"`) {
+			n++
+		}
+	}
+	return conn
+}
