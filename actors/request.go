@@ -29,6 +29,11 @@ const (
 	// generate nothing and answer from decode.
 	EndpointTokenize
 	EndpointDetokenize
+	// The WebSocket endpoints (ws.go): one session per upgraded
+	// connection, fed client messages by netio. GET /v1/realtime, and the
+	// Responses API over WebSocket (GET /v1/responses with Upgrade).
+	EndpointRealtime
+	EndpointResponsesWS
 )
 
 var endpointNames = [...]string{
@@ -45,6 +50,8 @@ var endpointNames = [...]string{
 	EndpointInProcess:          "in_process",
 	EndpointTokenize:           "tokenize",
 	EndpointDetokenize:         "detokenize",
+	EndpointRealtime:           "realtime",
+	EndpointResponsesWS:        "responses_websocket",
 }
 
 // String returns the endpoint's metric and log name.

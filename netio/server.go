@@ -96,6 +96,11 @@ type Options struct {
 	IdleTimeout        time.Duration
 	RequestReadTimeout time.Duration
 
+	// StreamKeepalive is how long a stream may send nothing before the
+	// loop sends a keep-alive: an SSE comment (": keep-alive"), an
+	// Anthropic ping event, a WebSocket ping frame. 0 turns it off.
+	StreamKeepalive time.Duration
+
 	// AllowedOrigins enables CORS for these origins ("*": any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (sample it: see

@@ -67,8 +67,7 @@ func (f *StreamFormatter) begin(dst []byte, typ string) ([]byte, int) {
 
 // end closes the data object and the event, and ends its frame.
 func (f *StreamFormatter) end(dst []byte, mark int) []byte {
-	dst = append(dst, "}\n\n"...)
-	return codegen.EndFrame(dst, f.cfg.Framing, mark)
+	return codegen.EndEvent(dst, f.cfg.Framing, mark)
 }
 
 // AppendStart appends message_start (an empty assistant message with the

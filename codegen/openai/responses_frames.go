@@ -92,8 +92,7 @@ func (f *ResponsesFormatter) end(dst []byte, mark int) []byte {
 func endEvent(dst []byte, framing codegen.Framing, mark, seq int) []byte {
 	dst = append(dst, `,"sequence_number":`...)
 	dst = codegen.AppendInt(dst, int64(seq))
-	dst = append(dst, "}\n\n"...)
-	return codegen.EndFrame(dst, framing, mark)
+	return codegen.EndEvent(dst, framing, mark)
 }
 
 // responseEvent appends an event carrying the whole response object r.
