@@ -67,6 +67,12 @@ type wsConn struct {
 	c *conn
 	h actors.WSHandle
 	r wsproto.Reader
+	// backlog is h's actors.WSBacklog, if it has one; held is true while
+	// reading is paused because it reported a backlog (inbound
+	// back-pressure, like backpressure.go's for pipelined HTTP).
+	backlog actors.WSBacklog
+	held    bool
+	inRead  bool // traffic is running: flushes do not re-enter it
 
 	// closeQueued is set with outbox.wsClosing, for the loop to read
 	// without the lock: once a close is queued (by the session too), the
@@ -94,6 +100,7 @@ func (c *conn) startWS(req *actors.WSRequest) {
 	s.wsOpen.Add(1)
 	c.since = c.loop.now
 	w.h = s.webSockets.StartWS(w, req)
+	w.backlog, _ = w.h.(actors.WSBacklog)
 	c.handle = w.h
 }
 
@@ -158,6 +165,14 @@ func (w *wsConn) queueControl(op byte, payload []byte) {
 // Peek once it wraps). Loop-only.
 func (w *wsConn) traffic() {
 	c := w.c
+	if w.held {
+		if w.backlog.Backlogged() {
+			c.setReading(false) // gnet re-armed reading: pause again
+			return
+		}
+		w.release()
+	}
+	w.inRead = true
 	buf, _ := c.gc.Peek(-1)
 	off := 0
 	for off < len(buf) && !c.closing && !c.closed {
@@ -177,8 +192,16 @@ func (w *wsConn) traffic() {
 				goto done // a partial frame: wait for more
 			}
 		case wsproto.Message:
-			if !w.closeQueued.Load() {
-				w.h.Message(p)
+			if w.closeQueued.Load() {
+				break
+			}
+			w.h.Message(p)
+			if w.backlog != nil && w.backlog.Backlogged() {
+				// The session is behind: leave the rest in gnet's buffer
+				// and stop reading until it catches up (resume).
+				w.held = true
+				c.setReading(false)
+				goto done
 			}
 		case wsproto.Ping:
 			w.queueControl(wsproto.OpPong, p) // §5.5.3: the same payload
@@ -190,10 +213,30 @@ func (w *wsConn) traffic() {
 	}
 done:
 	_, _ = c.gc.Discard(off)
+	w.inRead = false
 	if w.flush && !c.closing && !c.closed {
 		w.flush = false
 		c.flushOutbox()
 	}
+}
+
+// resume reads on if reading was held for a backlog that has cleared:
+// checked after each flush of what the session sent and at each sweep.
+// Loop-only.
+func (w *wsConn) resume() {
+	if !w.held || w.inRead || w.c.closing || w.c.closed || w.backlog.Backlogged() {
+		return
+	}
+	w.release()
+	if w.c.gc.InboundBuffered() > 0 {
+		w.traffic()
+	}
+}
+
+// release ends a hold: the connection is read again. Loop-only.
+func (w *wsConn) release() {
+	w.held = false
+	w.c.setReading(true)
 }
 
 // fail answers a protocol breach: the close frame with the breach's code,
@@ -246,6 +289,10 @@ func (w *wsConn) closeWritten() {
 // ping. Loop-only.
 func (w *wsConn) sweep(now time.Time) {
 	c := w.c
+	w.resume()
+	if c.closing || c.closed {
+		return
+	}
 	if w.closeSent {
 		if now.Sub(w.closeAt) > wsCloseWait {
 			c.closing = true

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/realtime"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/netio"
@@ -400,4 +404,83 @@ func TestWSDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	es.waitGone(t)
+}
+
+// TestWSOpenAISDK: openai-go's own WebSocket clients (Realtime and
+// Responses, which dial with coder/websocket, compression disabled) connect
+// with their API key and exchange events with the echo session.
+func TestWSOpenAISDK(t *testing.T) {
+	s := startWSServer(t, func(o *netio.Options) { o.APIKeys = []string{"test-key"} })
+	client := newClient("http://" + s.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), wsWait)
+	defer cancel()
+
+	rt, err := client.Realtime.Connect(ctx, realtime.RealtimeConnectionOptions{}, option.WithQuery("model", modelName))
+	if err != nil {
+		t.Fatalf("realtime connect: %v", err)
+	}
+	defer rt.Close()
+	if es := s.session(t); es.req.Endpoint != actors.EndpointRealtime || es.req.Query != "model="+modelName {
+		t.Fatalf("WSRequest %+v", es.req)
+	}
+	if err := rt.SendRaw(ctx, json.RawMessage(`{"type":"session.updated","event_id":"e1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := rt.Recv(ctx)
+	if err != nil || ev.Type != "session.updated" {
+		t.Fatalf("realtime recv: %v %q", err, ev.Type)
+	}
+
+	rs, err := client.Responses.Connect(ctx, responses.ResponseConnectionOptions{})
+	if err != nil {
+		t.Fatalf("responses connect: %v", err)
+	}
+	defer rs.Close()
+	if es := s.session(t); es.req.Endpoint != actors.EndpointResponsesWS {
+		t.Fatalf("WSRequest %+v", es.req)
+	}
+	if err := rs.SendRaw(ctx, json.RawMessage(`{"type":"response.created","sequence_number":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rs.RecvRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), `"response.created"`) {
+		t.Fatalf("responses recv: %v %s", err, raw)
+	}
+}
+
+// TestWSInboundBackpressure: a session that reports a backlog stops the
+// reading of its connection: of 300 messages sent in one write, it gets
+// exactly as many as its backlog bound and the connection is paused; once
+// it works them off, reading resumes and every message is echoed, in
+// order.
+func TestWSInboundBackpressure(t *testing.T) {
+	const backlog = 4
+	s := startEchoServer(t, &echoStarter{backlogAt: backlog}, nil)
+	c := dialRawWS(t, s.addr, "/v1/realtime", nil)
+	es := s.session(t)
+	var burst []byte
+	for i := 0; i < 300; i++ {
+		burst = append(burst, clientText(strconv.Itoa(i))...)
+	}
+	pausesBefore := s.net.ReadPauses()
+	c.write(burst)
+	deadline := time.Now().Add(wsWait)
+	for s.net.ReadPauses() == pausesBefore || len(es.queue) < backlog {
+		if time.Now().After(deadline) {
+			t.Fatalf("no pause: %d pauses, %d queued", s.net.ReadPauses()-pausesBefore, len(es.queue))
+		}
+		time.Sleep(time.Millisecond) // polling a counter the loop sets, bounded
+	}
+	if n := len(es.queue); n != backlog {
+		t.Fatalf("%d messages delivered while backlogged, want %d", n, backlog)
+	}
+	go es.work()
+	for i := 0; i < 300; i++ {
+		if _, op, p := c.readFrame(); op != wsproto.OpText || string(p) != strconv.Itoa(i) {
+			t.Fatalf("echo %d: op %d %q", i, op, p)
+		}
+	}
+	if m := es.maxQueued.Load(); m > backlog {
+		t.Fatalf("the session held %d messages, over its backlog bound %d", m, backlog)
+	}
 }
