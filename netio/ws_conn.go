@@ -177,47 +177,56 @@ func (w *wsConn) traffic() {
 	off := 0
 	for off < len(buf) && !c.closing && !c.closed {
 		if w.broken {
-			off = len(buf)
+			off = len(buf) // the framing is in doubt: drop the rest
 			break
 		}
-		n, k, p, err := w.r.Next(buf[off:])
+		n, more := w.frame(buf[off:])
 		off += n
-		if err != nil {
-			w.fail(err.(*wsproto.Error))
-			continue
-		}
-		switch k {
-		case wsproto.None:
-			if n == 0 {
-				goto done // a partial frame: wait for more
-			}
-		case wsproto.Message:
-			if w.closeQueued.Load() {
-				break
-			}
-			w.h.Message(p)
-			if w.backlog != nil && w.backlog.Backlogged() {
-				// The session is behind: leave the rest in gnet's buffer
-				// and stop reading until it catches up (resume).
-				w.held = true
-				c.setReading(false)
-				goto done
-			}
-		case wsproto.Ping:
-			w.queueControl(wsproto.OpPong, p) // §5.5.3: the same payload
-		case wsproto.Pong:
-			// §5.5.3: an unsolicited pong is a heartbeat; nothing to do.
-		case wsproto.Close:
-			w.peerClose(p)
+		if !more {
+			break
 		}
 	}
-done:
 	_, _ = c.gc.Discard(off)
 	w.inRead = false
 	if w.flush && !c.closing && !c.closed {
 		w.flush = false
 		c.flushOutbox()
 	}
+}
+
+// frame reads what it can of in, up to one message or control frame, and
+// acts on it. It returns the bytes consumed and whether to read on (false:
+// a partial frame waits for more, or reading is held). Loop-only.
+func (w *wsConn) frame(in []byte) (n int, more bool) {
+	n, k, p, err := w.r.Next(in)
+	if err != nil {
+		// Next's errors are all *wsproto.Error.
+		w.fail(err.(*wsproto.Error))
+		return n, true
+	}
+	switch k {
+	case wsproto.None:
+		return n, n > 0
+	case wsproto.Message:
+		if w.closeQueued.Load() {
+			return n, true // closing: data is no longer delivered
+		}
+		w.h.Message(p)
+		if w.backlog != nil && w.backlog.Backlogged() {
+			// The session is behind: leave the rest in gnet's buffer and
+			// stop reading until it catches up (resume).
+			w.held = true
+			w.c.setReading(false)
+			return n, false
+		}
+	case wsproto.Ping:
+		w.queueControl(wsproto.OpPong, p) // §5.5.3: the same payload
+	case wsproto.Pong:
+		// §5.5.3: an unsolicited pong is a heartbeat; nothing to do.
+	case wsproto.Close:
+		w.peerClose(p)
+	}
+	return n, true
 }
 
 // resume reads on if reading was held for a backlog that has cleared:

@@ -484,3 +484,47 @@ func TestWSInboundBackpressure(t *testing.T) {
 		t.Fatalf("the session held %d messages, over its backlog bound %d", m, backlog)
 	}
 }
+
+// TestWSMetrics: open WebSocket connections, close frames sent by code,
+// protocol errors and the 101s are counted on /metrics.
+func TestWSMetrics(t *testing.T) {
+	s := startWSServer(t, nil)
+	c := s.dial(t, "/v1/realtime", nil)
+	es := s.session(t)
+	echo(t, c, "counted")
+	mfs := scrape(t, s.addr)
+	if v := value(mfs, "vajra_websocket_connections"); v != 1 {
+		t.Fatalf("vajra_websocket_connections %v, want 1", v)
+	}
+	if v := value(mfs, "vajra_http_requests_total", "route", "realtime", "status", "101"); v != 1 {
+		t.Fatalf("101s counted: %v", v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wsWait)
+	defer cancel()
+	_ = c.Write(ctx, websocket.MessageText, []byte("close 1008"))
+	closeStatus(t, c)
+	es.waitGone(t)
+
+	raw := dialRawWS(t, s.addr, "/v1/responses", nil)
+	es = s.session(t)
+	raw.write(clientFrame(true, wsproto.OpBinary, []byte{0}))
+	raw.readClose()
+	raw.expectEOF()
+	es.waitGone(t)
+
+	mfs = scrape(t, s.addr)
+	for _, m := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"vajra_websocket_connections", nil, 0},
+		{"vajra_websocket_closes_total", []string{"code", "1008"}, 1},
+		{"vajra_websocket_closes_total", []string{"code", "1003"}, 1},
+		{"vajra_websocket_protocol_errors_total", nil, 1},
+	} {
+		if v := value(mfs, m.name, m.labels...); v != m.want {
+			t.Fatalf("%s%v = %v, want %v", m.name, m.labels, v, m.want)
+		}
+	}
+}
