@@ -3,8 +3,8 @@ package netio_test
 import (
 	"io"
 	"strconv"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/vajra-go/vajra/netio/wsproto"
 )
