@@ -38,7 +38,8 @@ type RealtimeClientEvent struct {
 	Response *RealtimeResponseParam `json:"response"`
 	// response.cancel
 	ResponseID string `json:"response_id"`
-	// input_audio_buffer.append: base64 of the audio's bytes
+	// input_audio_buffer.append: base64 of the audio's bytes, decoded by
+	// the session (so that bad base64 gets an error naming "audio")
 	Audio string `json:"audio"`
 }
 
@@ -218,7 +219,7 @@ type RealtimeSessionObject struct {
 	Audio                   *RealtimeAudioObject        `json:"audio,omitempty"`
 	InputAudioFormat        string                      `json:"input_audio_format,omitempty"`
 	InputAudioTranscription *RealtimeTranscriptionParam `json:"input_audio_transcription,omitempty"`
-	TurnDetection           *struct{}                   `json:"turn_detection"`
+	TurnDetection           *RealtimeNull               `json:"turn_detection,omitempty"`
 	Tools                   []struct{}                  `json:"tools,omitempty"`
 	ToolChoice              string                      `json:"tool_choice,omitempty"`
 	Temperature             opt.Float64                 `json:"temperature,omitempty"`
@@ -227,6 +228,14 @@ type RealtimeSessionObject struct {
 	MaxResponseOutputTokens *RealtimeMaxTokens `json:"max_response_output_tokens,omitempty"`
 	ExpiresAt               int64              `json:"expires_at"`
 }
+
+// RealtimeNull renders as null: a member the API shape always carries
+// that Vajra has no value for (turn_detection: Vajra does no voice
+// activity detection).
+type RealtimeNull struct{}
+
+// MarshalEasyJSON implements easyjson.Marshaler.
+func (RealtimeNull) MarshalEasyJSON(w *jwriter.Writer) { w.RawString("null") }
 
 // RealtimeAudioObject is a GA session's audio configuration as echoed.
 //

@@ -485,9 +485,9 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai2(in *jlexer.Lexer,
 				out.TurnDetection = nil
 			} else {
 				if out.TurnDetection == nil {
-					out.TurnDetection = new(struct{})
+					out.TurnDetection = new(RealtimeNull)
 				}
-				easyjson54f25af3Decode(in, out.TurnDetection)
+				easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai3(in, out.TurnDetection)
 			}
 		case "tools":
 			if in.IsNull() {
@@ -646,14 +646,10 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai2(out *jwriter.Writ
 		out.RawString(prefix)
 		(*in.InputAudioTranscription).MarshalEasyJSON(out)
 	}
-	{
+	if in.TurnDetection != nil {
 		const prefix string = ",\"turn_detection\":"
 		out.RawString(prefix)
-		if in.TurnDetection == nil {
-			out.RawString("null")
-		} else {
-			easyjson54f25af3Encode(out, *in.TurnDetection)
-		}
+		(*in.TurnDetection).MarshalEasyJSON(out)
 	}
 	if len(in.Tools) != 0 {
 		const prefix string = ",\"tools\":"
@@ -736,7 +732,37 @@ func easyjson54f25af3Encode(out *jwriter.Writer, in struct{}) {
 	_ = first
 	out.RawByte('}')
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai3(in *jlexer.Lexer, out *RealtimeResponseParam) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai3(in *jlexer.Lexer, out *RealtimeNull) {
+	isTopLevel := in.IsStart()
+	if in.IsNull() {
+		if isTopLevel {
+			in.Consumed()
+		}
+		in.Skip()
+		return
+	}
+	in.Delim('{')
+	for !in.IsDelim('}') {
+		key := in.UnsafeFieldName(false)
+		in.WantColon()
+		switch key {
+		default:
+			in.SkipRecursive()
+		}
+		in.WantComma()
+	}
+	in.Delim('}')
+	if isTopLevel {
+		in.Consumed()
+	}
+}
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai3(out *jwriter.Writer, in RealtimeNull) {
+	out.RawByte('{')
+	first := true
+	_ = first
+	out.RawByte('}')
+}
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer, out *RealtimeResponseParam) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -871,7 +897,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai3(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai3(out *jwriter.Writer, in RealtimeResponseParam) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writer, in RealtimeResponseParam) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -953,14 +979,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai3(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeResponseParam) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai3(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai4(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeResponseParam) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai3(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai4(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer, out *RealtimeItemParam) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai5(in *jlexer.Lexer, out *RealtimeItemParam) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1035,7 +1061,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writer, in RealtimeItemParam) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai5(out *jwriter.Writer, in RealtimeItemParam) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1080,14 +1106,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeItemParam) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai4(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai5(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeItemParam) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai4(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai5(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai5(in *jlexer.Lexer, out *RealtimeContentParam) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer, out *RealtimeContentParam) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1135,7 +1161,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai5(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai5(out *jwriter.Writer, in RealtimeContentParam) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writer, in RealtimeContentParam) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1164,14 +1190,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai5(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeContentParam) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai5(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai6(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeContentParam) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai5(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai6(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer, out *RealtimeClientEvent) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer, out *RealtimeClientEvent) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1273,7 +1299,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writer, in RealtimeClientEvent) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writer, in RealtimeClientEvent) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1339,14 +1365,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeClientEvent) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai6(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai7(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeClientEvent) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai6(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai7(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer, out *RealtimeAudioParam) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer, out *RealtimeAudioParam) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1384,7 +1410,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writer, in RealtimeAudioParam) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai8(out *jwriter.Writer, in RealtimeAudioParam) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1402,14 +1428,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeAudioParam) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai7(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai8(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeAudioParam) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai7(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai8(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer, out *RealtimeAudioObject) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai9(in *jlexer.Lexer, out *RealtimeAudioObject) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1439,7 +1465,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai8(out *jwriter.Writer, in RealtimeAudioObject) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai9(out *jwriter.Writer, in RealtimeAudioObject) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1453,14 +1479,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai8(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeAudioObject) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai8(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai9(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeAudioObject) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai8(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai9(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai9(in *jlexer.Lexer, out *RealtimeAudioInputParam) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai10(in *jlexer.Lexer, out *RealtimeAudioInputParam) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1512,7 +1538,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai9(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai9(out *jwriter.Writer, in RealtimeAudioInputParam) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai10(out *jwriter.Writer, in RealtimeAudioInputParam) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1539,14 +1565,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai9(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeAudioInputParam) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai9(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai10(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeAudioInputParam) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai9(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai10(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai10(in *jlexer.Lexer, out *RealtimeAudioInputObject) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai11(in *jlexer.Lexer, out *RealtimeAudioInputObject) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1600,7 +1626,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai10(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai10(out *jwriter.Writer, in RealtimeAudioInputObject) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai11(out *jwriter.Writer, in RealtimeAudioInputObject) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1632,14 +1658,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai10(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeAudioInputObject) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai10(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai11(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeAudioInputObject) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai10(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai11(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai11(in *jlexer.Lexer, out *RealtimeAudioFormatObject) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer, out *RealtimeAudioFormatObject) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1675,7 +1701,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai11(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai11(out *jwriter.Writer, in RealtimeAudioFormatObject) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Writer, in RealtimeAudioFormatObject) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1694,14 +1720,14 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai11(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeAudioFormatObject) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai11(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai12(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeAudioFormatObject) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai11(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai12(l, v)
 }
-func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer, out *RealtimeAudioFormat) {
+func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai13(in *jlexer.Lexer, out *RealtimeAudioFormat) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1737,7 +1763,7 @@ func easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Writer, in RealtimeAudioFormat) {
+func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai13(out *jwriter.Writer, in RealtimeAudioFormat) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1756,10 +1782,10 @@ func easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v RealtimeAudioFormat) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai12(w, v)
+	easyjson54f25af3EncodeGithubComVajraGoVajraCodegenOpenai13(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *RealtimeAudioFormat) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai12(l, v)
+	easyjson54f25af3DecodeGithubComVajraGoVajraCodegenOpenai13(l, v)
 }

@@ -250,6 +250,7 @@ type RealtimeFormatter struct {
 	ev     RealtimeEvents
 	opened bool // the output item was added
 	closed bool // the output item was done
+	done   bool // response.done was written
 	status string
 	text   []byte
 }
@@ -260,12 +261,18 @@ var _ engine.Formatter = (*RealtimeFormatter)(nil)
 func (f *RealtimeFormatter) Reset(meta RealtimeResponseMeta, prefix []byte, framing codegen.Framing, beta bool) {
 	f.meta = meta
 	f.ev.Reset(prefix, framing, beta)
-	f.opened, f.closed, f.status = false, false, ""
+	f.opened, f.closed, f.done, f.status = false, false, false, ""
 	f.text = f.text[:0]
 }
 
 // Text returns the assistant item's text so far (valid until Reset).
 func (f *RealtimeFormatter) Text() []byte { return f.text }
+
+// ItemID returns the assistant item's id.
+func (f *RealtimeFormatter) ItemID() string { return f.meta.ItemID }
+
+// Done reports whether response.done was written.
+func (f *RealtimeFormatter) Done() bool { return f.done }
 
 // Status returns the assistant item's final status ("" while open).
 func (f *RealtimeFormatter) Status() string { return f.status }
@@ -442,13 +449,14 @@ func (f *RealtimeFormatter) AppendCancelled(dst []byte, u *engine.Usage) []byte 
 func (f *RealtimeFormatter) AppendFailed(dst []byte, err *engine.Error) []byte {
 	dst, mark := f.ev.begin(dst, "response.done")
 	dst = append(dst, `,"response":`...)
-	f.opened = false
+	f.opened, f.done = false, true
 	dst = f.appendResponse(dst, RealtimeFailed, nil, err)
 	return f.ev.end(dst, mark)
 }
 
 // appendDone appends response.done with the final response.
 func (f *RealtimeFormatter) appendDone(dst []byte, status string, u *engine.Usage, err *engine.Error) []byte {
+	f.done = true
 	dst, mark := f.ev.begin(dst, "response.done")
 	dst = append(dst, `,"response":`...)
 	dst = f.appendResponse(dst, status, u, err)
@@ -543,6 +551,9 @@ func (f *RealtimeTranscriptionFormatter) Reset(itemID string, prefix []byte, fra
 	f.itemID = itemID
 	f.ev.Reset(prefix, framing, beta)
 }
+
+// ItemID returns the id of the item being transcribed.
+func (f *RealtimeTranscriptionFormatter) ItemID() string { return f.itemID }
 
 // AppendStart writes nothing: the item was announced at commit.
 func (f *RealtimeTranscriptionFormatter) AppendStart(dst []byte, _ *engine.Start) []byte { return dst }
