@@ -360,12 +360,12 @@ const contentTypeJSON = "application/json"
 // It serves any session actor (the HTTP session, the Realtime session):
 // bind sets whom it reports to before the engine starts.
 type sink struct {
-	owner *Sessions
-	self  *actor.PID // the actor told of each batch (*framesReady)
-	ep    Endpoint
-	reqID string
-	ereq  *engine.Request // the request whose Result it observes
-	mu    sync.Mutex
+	owner    *Sessions
+	self     *actor.PID // the actor told of each batch (*framesReady)
+	ep       Endpoint
+	reqID    string
+	ereq     *engine.Request // the request whose Result it observes
+	mu       sync.Mutex
 	pending  []byte
 	final    *engine.Result
 	notified bool
