@@ -469,29 +469,50 @@ func (rs *realtimeSession) nextPrefix(tag byte) {
 	rs.prefix = append(rs.prefix, '_')
 }
 
-// startEngine prepares and starts rs.ereq; it answers an error event and
-// returns false when the engine refuses.
-func (rs *realtimeSession) startEngine(param string) bool {
-	eng := rs.owner.cfg.Engine
+// prepareEngine readies rs.ereq and runs Engine.Prepare; it answers an
+// error event (naming param) and returns false when the engine refuses.
+// keep > 0 makes it truncate as the API's "auto" truncation does: while
+// the prompt does not fit the context, the oldest messages after the
+// first keep-1 (the instructions) are left out of it, a quarter at a time,
+// down to the last one. They stay in the conversation.
+func (rs *realtimeSession) prepareEngine(param string, keep int) bool {
 	r := &rs.ereq
 	r.ID, r.Arrival, r.Stream = rs.req.RequestID, time.Now(), true
 	r.StreamInfo = engine.StreamInfo{Model: r.Model}
 	r.StreamInterval = rs.owner.cfg.StreamInterval
-	if err := eng.Prepare(r); err != nil {
-		rs.fail(openai.FromEngineError(engine.AsError(err), param))
+	for {
+		err := rs.owner.cfg.Engine.Prepare(r)
+		if err == nil {
+			return true
+		}
+		ee := engine.AsError(err)
+		head := keep - 1
+		if keep > 0 && ee.Kind == engine.KindContextLength && len(r.Messages) > head+1 {
+			n := min(max(1, (len(r.Messages)-head)/4), len(r.Messages)-head-1)
+			r.Messages = append(r.Messages[:head], r.Messages[head+n:]...)
+			r.PromptTokens, r.Prepared = nil, nil
+			continue
+		}
+		rs.fail(openai.FromEngineError(ee, param))
 		return false
 	}
+}
+
+// startEngine starts the prepared rs.ereq; it returns the engine's
+// refusal (overloaded, shutting down), which the caller ends its work
+// with.
+func (rs *realtimeSession) startEngine() *engine.Error {
+	r := &rs.ereq
 	rs.sink.bind(rs.owner, rs.self, rs.req.Endpoint, rs.req.RequestID, r)
-	es, err := eng.Start(r, &rs.sink)
-	if err != nil {
-		rs.fail(openai.FromEngineError(engine.AsError(err), param))
-		return false
-	}
-	rs.es = es
+	es, err := rs.owner.cfg.Engine.Start(r, &rs.sink)
 	// The engine read the prompt in Prepare and Start; the session keeps
 	// its own conversation.
 	r.Messages, r.Audio = nil, engine.Audio{}
-	return true
+	if err != nil {
+		return engine.AsError(err)
+	}
+	rs.es = es
+	return nil
 }
 
 func (rs *realtimeSession) responseCreate() {
@@ -521,10 +542,13 @@ func (rs *realtimeSession) responseCreate() {
 		input = p.Input
 	}
 	msgs := make([]engine.Message, 0, len(rs.items)+1)
+	keep := 1 // the conversation is truncated to fit, keeping the instructions
 	if cfg.Instructions != "" {
 		msgs = append(msgs, engine.Message{Role: "system", Content: cfg.Instructions})
+		keep = 2
 	}
 	if input != nil {
+		keep = 0 // the client's own context is never truncated
 		for i := range input {
 			m, pe := input[i].Message("response.input[" + strconv.Itoa(i) + "]")
 			if pe != nil {
@@ -554,14 +578,19 @@ func (rs *realtimeSession) responseCreate() {
 	if conv {
 		meta.ConversationID, meta.PreviousItemID = rs.convID, rs.lastItemID()
 	}
+	if !rs.prepareEngine("response", keep) {
+		return
+	}
 	rs.nextPrefix('r')
 	rs.resp.Reset(meta, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())
 	rs.ereq.Formatter = &rs.resp
 	// response.created is written before the engine starts (the engine
-	// owns the formatter from then on) and sent once it started.
+	// owns the formatter from then on) and sent once it started. A
+	// response the engine refuses (overloaded, shutting down) ends at
+	// once, failed, so that the client sees its response.done.
 	created := rs.resp.AppendCreated(rs.out[:0])
-	rs.out = created
-	if !rs.startEngine("response") {
+	if err := rs.startEngine(); err != nil {
+		rs.send(rs.resp.AppendFailed(created, err))
 		return
 	}
 	rs.kind, rs.cancelled, rs.respID, rs.respConv = rtResponse, false, meta.ID, conv
@@ -649,9 +678,14 @@ func (rs *realtimeSession) transcribeNext() {
 		rs.nextPrefix('t')
 		rs.trans.Reset(job.itemID, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())
 		rs.ereq.Formatter = &rs.trans
-		if rs.startEngine("audio") {
-			rs.kind = rtTranscription
+		if !rs.prepareEngine("audio", 0) {
+			continue
 		}
+		if err := rs.startEngine(); err != nil {
+			rs.send(rs.trans.AppendError(rs.out[:0], err))
+			continue
+		}
+		rs.kind = rtTranscription
 	}
 }
 

@@ -135,9 +135,16 @@ func types(evs []rtEv) []string {
 
 // rtServer is a Sessions over the embedded engine.
 func rtServer(t *testing.T, itl time.Duration) (*Sessions, *sim.Engine) {
+	return rtServerLen(t, itl, 0)
+}
+
+func rtServerLen(t *testing.T, itl time.Duration, maxModelLen int) (*Sessions, *sim.Engine) {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.ITL, cfg.PrefillTPS = itl, 0
+	if maxModelLen > 0 {
+		cfg.MaxModelLen = maxModelLen
+	}
 	eng, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -349,4 +356,74 @@ func TestRealtimeSessionTranscription(t *testing.T) {
 	n = c.count()
 	h.Message([]byte(`{"type":"input_audio_buffer.clear"}`))
 	c.waitFor(n, "input_audio_buffer.cleared")
+}
+
+// TestRealtimeSessionTruncation: a conversation longer than the context
+// is truncated for the prompt, oldest messages first, as the API's "auto"
+// truncation does; a single message too long for the context is refused.
+func TestRealtimeSessionTruncation(t *testing.T) {
+	s, _ := rtServerLen(t, 0, 512)
+	c, h := rtDial(t, s, "model=vajra-sim", false)
+	defer h.ConnClosed()
+	c.waitFor(0, "session.created")
+	h.Message([]byte(`{"type":"session.update","session":{"instructions":"Be brief.","max_output_tokens":16}}`))
+	c.waitFor(0, "session.updated")
+	long := strings.Repeat("The sea is wide and deep. ", 20) // about 140 tokens
+	for i := 0; i < 8; i++ {
+		h.Message([]byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"` + long + `"}]}}`))
+	}
+	n := c.count()
+	h.Message([]byte(`{"type":"response.create"}`))
+	evs := c.waitFor(n, "response.done")
+	d := evs[len(evs)-1].Response
+	if d.Usage == nil || d.Usage.InputTokens+16 > 512 || d.Usage.InputTokens < 140 {
+		t.Fatalf("truncated response: %s", evs[len(evs)-1].raw)
+	}
+	n = c.count()
+	huge := strings.Repeat("wave ", 600)
+	h.Message([]byte(`{"type":"response.create","event_id":"big","response":{"conversation":"none","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"` + huge + `"}]}]}}`))
+	if e := c.waitFor(n, "error")[0]; e.Error.Code != "context_length_exceeded" || e.Error.EventID != "big" {
+		t.Fatalf("too long: %s", e.raw)
+	}
+}
+
+// overloadedEngine refuses every Start, as a full engine queue does.
+type overloadedEngine struct{ engine.Engine }
+
+func (overloadedEngine) Start(*engine.Request, engine.Sink) (engine.Session, error) {
+	return nil, &engine.Error{Kind: engine.KindOverloaded, Message: "the engine's waiting queue is full"}
+}
+
+// TestRealtimeSessionEngineRefuses: a response the engine refuses to start
+// ends at once with response.done status failed, so that the client is not
+// left waiting; a refused transcription ends with .failed.
+func TestRealtimeSessionEngineRefuses(t *testing.T) {
+	_, eng := rtServer(t, 0)
+	s, err := NewSessions(Config{Engine: overloadedEngine{eng}, Models: []string{"vajra-sim"}, Logger: zap.NewNop(), Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, h := rtDial(t, s, "model=vajra-sim", false)
+	defer h.ConnClosed()
+	c.waitFor(0, "session.created")
+	h.Message([]byte(`{"type":"response.create"}`))
+	evs := c.waitFor(1, "response.done")
+	if types(evs)[0] != "response.created" || evs[len(evs)-1].Response.Status != "failed" ||
+		!strings.Contains(evs[len(evs)-1].raw, `"code":"engine_overloaded"`) {
+		t.Fatalf("refused response: %v %s", types(evs), evs[len(evs)-1].raw)
+	}
+	// The session is free for the next response.
+	n := c.count()
+	h.Message([]byte(`{"type":"response.create"}`))
+	c.waitFor(n, "response.done")
+
+	tc, th := rtDial(t, s, "intent=transcription", false)
+	defer th.ConnClosed()
+	tc.waitFor(0, "session.created")
+	th.Message([]byte(`{"type":"input_audio_buffer.append","audio":"` + base64.StdEncoding.EncodeToString(make([]byte, 9600)) + `"}`))
+	th.Message([]byte(`{"type":"input_audio_buffer.commit"}`))
+	if e := tc.waitFor(1, "conversation.item.input_audio_transcription.failed"); !strings.Contains(e[len(e)-1].raw, "engine_overloaded") {
+		t.Fatalf("refused transcription: %s", e[len(e)-1].raw)
+	}
 }
