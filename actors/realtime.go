@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -52,6 +53,11 @@ const (
 	maxRealtimeItemID = 32
 	// maxPooledMessage bounds the client message buffers kept in rtMsgs.
 	maxPooledMessage = 1 << 20
+	// A session with more client messages (or bytes of them) waiting in
+	// its mailbox than these is Backlogged: netio stops reading its
+	// connection until the actor catches up.
+	maxBacklogMessages = 256
+	maxBacklogBytes    = 32 << 20
 )
 
 // realtimeSession is the actor of one Realtime connection.
@@ -91,6 +97,10 @@ type realtimeSession struct {
 	audio   []byte          // the input audio buffer, PCM16
 	pending []realtimeAudio // committed audio waiting for the engine
 
+	// backlog counts the client messages (and their bytes) posted to the
+	// actor and not yet handled (WSBacklog).
+	backlog, backlogBytes atomic.Int64
+
 	closed   connClosed
 	gone     bool // the client left (or the session closed the connection)
 	stopped  bool
@@ -103,6 +113,8 @@ type realtimeAudio struct {
 	itemID string
 	pcm    []byte
 }
+
+var _ WSBacklog = (*realtimeSession)(nil)
 
 // realtimeMsg is one client message, copied off the event loop.
 type realtimeMsg struct{ b []byte }
@@ -125,7 +137,15 @@ func (s *Sessions) startRealtime(conn WSConn, req *WSRequest) WSHandle {
 func (rs *realtimeSession) Message(p []byte) {
 	m := realtimeMsgs.Get().(*realtimeMsg)
 	m.b = append(m.b[:0], p...)
+	rs.backlog.Add(1)
+	rs.backlogBytes.Add(int64(len(p)))
 	rs.owner.root.Send(rs.pid, m)
+}
+
+// Backlogged implements WSBacklog: the actor has not caught up with the
+// client's messages. Called on the event loop; two atomic loads.
+func (rs *realtimeSession) Backlogged() bool {
+	return rs.backlog.Load() > maxBacklogMessages || rs.backlogBytes.Load() > maxBacklogBytes
 }
 
 // ConnClosed implements Handle. Safe for concurrent use.
@@ -148,6 +168,8 @@ func (rs *realtimeSession) Receive(ctx actor.Context) {
 		if !rs.gone {
 			rs.handle(m.b)
 		}
+		rs.backlog.Add(-1)
+		rs.backlogBytes.Add(-int64(len(m.b)))
 		if cap(m.b) <= maxPooledMessage {
 			realtimeMsgs.Put(m)
 		}
