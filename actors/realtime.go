@@ -41,8 +41,10 @@ const (
 
 // Bounds of one session.
 const (
-	// maxRealtimeItems bounds the conversation.
-	maxRealtimeItems = 4096
+	// maxRealtimeItems and maxConversationBytes (of text) bound the
+	// conversation a session keeps.
+	maxRealtimeItems     = 4096
+	maxConversationBytes = 64 << 20
 	// maxInputAudio bounds the input audio buffer: 10 minutes at 24 kHz.
 	maxInputAudio = 10 * 60 * openai.RealtimeSampleRate * 2
 	// minCommitAudio is the least audio a commit takes (the API's 100 ms).
@@ -75,6 +77,7 @@ type realtimeSession struct {
 	transModel    string // a transcription session's model
 	cfg           openai.RealtimeConfig
 	items         []openai.RealtimeItem
+	itemBytes     int // the items' text, for maxConversationBytes
 
 	ev  openai.RealtimeEvents // the session's own events
 	out []byte                // the session's own events, reused
@@ -307,6 +310,7 @@ func (rs *realtimeSession) handle(msg []byte) {
 		rs.itemCreate()
 	case "conversation.item.delete":
 		if i := rs.findItem(ev.ItemID); i >= 0 {
+			rs.itemBytes -= itemSize(&rs.items[i])
 			rs.items = append(rs.items[:i], rs.items[i+1:]...)
 			rs.send(rs.ev.AppendItemDeleted(rs.out[:0], ev.ItemID))
 		}
@@ -353,6 +357,9 @@ func (rs *realtimeSession) itemIndex(id string) int {
 	}
 	return -1
 }
+
+// itemSize is what an item counts for maxConversationBytes.
+func itemSize(it *openai.RealtimeItem) int { return len(it.Text) + len(it.Transcript) }
 
 // lastItemID is the id of the conversation's last item ("" when empty).
 func (rs *realtimeSession) lastItemID() string {
@@ -441,8 +448,10 @@ func (rs *realtimeSession) itemCreate() {
 		rs.failParam(pe)
 		return
 	}
-	if len(rs.items) >= maxRealtimeItems {
-		rs.fail(invalidEvent("conversation_full", "item", "The conversation holds "+strconv.Itoa(maxRealtimeItems)+" items, the most a session keeps; delete some first."))
+	if len(rs.items) >= maxRealtimeItems || rs.itemBytes+len(m.Text) > maxConversationBytes {
+		rs.fail(invalidEvent("conversation_full", "item", "The conversation holds "+strconv.Itoa(len(rs.items))+
+			" items and "+strconv.Itoa(rs.itemBytes>>20)+" MiB of text; a session keeps at most "+
+			strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."))
 		return
 	}
 	it := openai.RealtimeItem{ID: ev.Item.ID, Role: m.Role, Text: m.Text, Status: openai.RealtimeCompleted}
@@ -477,6 +486,7 @@ func (rs *realtimeSession) itemCreate() {
 	rs.items = append(rs.items, openai.RealtimeItem{})
 	copy(rs.items[at+1:], rs.items[at:])
 	rs.items[at] = it
+	rs.itemBytes += itemSize(&it)
 	rs.send(rs.ev.AppendItemCreated(rs.out[:0], prev, &it))
 }
 
@@ -760,6 +770,7 @@ func (rs *realtimeSession) endResponse(dst []byte, final *engine.Result) []byte 
 		if i := rs.itemIndex(rs.resp.ItemID()); i >= 0 {
 			it := &rs.items[i]
 			it.Text, it.Status = string(rs.resp.Text()), rs.resp.Status()
+			rs.itemBytes += len(it.Text)
 			if it.Status == "" || final.Panicked {
 				it.Status = openai.RealtimeIncomplete
 			}
@@ -776,6 +787,7 @@ func (rs *realtimeSession) endTranscription(dst []byte, final *engine.Result) []
 	if final.Err == nil && len(final.Choices) > 0 {
 		if i := rs.itemIndex(rs.trans.ItemID()); i >= 0 {
 			rs.items[i].Transcript, rs.items[i].HasTranscript = final.Choices[0].Text, true
+			rs.itemBytes += len(rs.items[i].Transcript)
 		}
 	}
 	return dst

@@ -427,3 +427,72 @@ func TestRealtimeSessionEngineRefuses(t *testing.T) {
 		t.Fatalf("refused transcription: %s", e[len(e)-1].raw)
 	}
 }
+
+// panickyEngine wraps each request's Formatter with one that panics on
+// its third delta: code the engine runs for one request fails.
+type panickyEngine struct{ *sim.Engine }
+
+type panicThird struct {
+	engine.Formatter
+	n int
+}
+
+func (f *panicThird) AppendDelta(dst []byte, d *engine.Delta) []byte {
+	if f.n++; f.n == 3 {
+		panic("formatter bug")
+	}
+	return f.Formatter.AppendDelta(dst, d)
+}
+
+func (e panickyEngine) Start(req *engine.Request, sink engine.Sink) (engine.Session, error) {
+	req.Formatter = &panicThird{Formatter: req.Formatter}
+	return e.Engine.Start(req, sink)
+}
+
+// TestRealtimeSessionFormatterPanic: a response whose formatter panics on
+// the engine's goroutine ends with response.done failed, written by the
+// session; the session and the engine go on.
+func TestRealtimeSessionFormatterPanic(t *testing.T) {
+	_, eng := rtServer(t, 0)
+	s, err := NewSessions(Config{Engine: panickyEngine{eng}, Models: []string{"vajra-sim"}, Logger: zap.NewNop(), Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, h := rtDial(t, s, "model=vajra-sim", false)
+	defer h.ConnClosed()
+	c.waitFor(0, "session.created")
+	h.Message([]byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Hi."}]}}`))
+	h.Message([]byte(`{"type":"response.create","response":{"max_output_tokens":20}}`))
+	evs := c.waitFor(0, "response.done")
+	d := evs[len(evs)-1]
+	if d.Response.Status != "failed" || !strings.Contains(d.raw, `"type":"failed"`) {
+		t.Fatalf("panicked response: %v %s", types(evs), d.raw)
+	}
+	deltas := 0
+	for _, e := range evs {
+		if e.Type == "response.output_text.delta" {
+			deltas++
+		}
+	}
+	if deltas != 2 || s.Panics() != 1 {
+		t.Fatalf("%d deltas before the panic (want 2), %d panics counted", deltas, s.Panics())
+	}
+	n := c.count()
+	h.Message([]byte(`{"type":"conversation.item.retrieve","item_id":"` + firstItemID(t, evs) + `"}`))
+	if r := c.waitFor(n, "conversation.item.retrieved")[0]; !strings.Contains(r.raw, `"status":"incomplete"`) {
+		t.Fatalf("the failed response's item: %s", r.raw)
+	}
+}
+
+// firstItemID returns the assistant item id of a response's events.
+func firstItemID(t *testing.T, evs []rtEv) string {
+	t.Helper()
+	for _, e := range evs {
+		if e.ItemID != "" {
+			return e.ItemID
+		}
+	}
+	t.Fatal("no item_id in the response's events")
+	return ""
+}
