@@ -234,7 +234,7 @@ func (rs *realtimeSession) begin(ctx actor.Context) {
 	rs.cfg = openai.RealtimeConfig{Temperature: openai.RealtimeDefaultTemperature}
 	q, err := url.ParseQuery(rs.req.Query)
 	if err != nil {
-		rs.refuse(openai.APIError{Kind: openai.KindInvalidRequest, Code: openai.CodeInvalidValue, Message: "The request's query string is malformed."})
+		rs.refuse(openai.APIError{Kind: openai.KindInvalidRequest, Code: openai.CodeInvalidValue, Message: "The request's query string is malformed."}, "malformed query")
 		return
 	}
 	switch intent := q.Get("intent"); intent {
@@ -243,7 +243,7 @@ func (rs *realtimeSession) begin(ctx actor.Context) {
 		rs.transcription = true
 	default:
 		rs.refuse(openai.APIError{Kind: openai.KindInvalidRequest, Code: openai.CodeInvalidValue, Param: "intent",
-			Message: "Unknown intent " + quoteID(intent) + "; supported: transcription (or none, for a conversation)."})
+			Message: "Unknown intent " + quoteID(intent) + "; supported: transcription (or none, for a conversation)."}, "unknown intent")
 		return
 	}
 	rs.model = q.Get("model")
@@ -255,7 +255,7 @@ func (rs *realtimeSession) begin(ctx actor.Context) {
 	}
 	if !rs.owner.servesModel(rs.model) {
 		rs.refuse(openai.APIError{Kind: openai.KindNotFound, Param: "model",
-			Message: "The model " + quoteID(rs.model) + " does not exist or you do not have access to it."})
+			Message: "The model " + quoteID(rs.model) + " does not exist or you do not have access to it."}, "model not found")
 		return
 	}
 	rs.transModel = rs.model
@@ -265,10 +265,10 @@ func (rs *realtimeSession) begin(ctx actor.Context) {
 // refuse ends a connection the session cannot serve: an error event, then
 // the close handshake with 1008 (policy violation), as the API closes a
 // session it refuses.
-func (rs *realtimeSession) refuse(e openai.APIError) {
+func (rs *realtimeSession) refuse(e openai.APIError, reason string) {
 	rs.send(rs.ev.AppendAPIError(rs.out[:0], e, ""))
 	rs.gone = true
-	rs.conn.Close(1008, e.Message[:min(len(e.Message), 120)])
+	rs.conn.Close(1008, reason)
 }
 
 func (rs *realtimeSession) send(p []byte) {

@@ -613,3 +613,21 @@ func BenchmarkRealtimeDelta(b *testing.B) {
 	}
 	b.StopTimer()
 }
+
+// TestRealtimeUnknownModel: a session for a model the server does not
+// serve is refused after the upgrade: an error event, then close 1008.
+func TestRealtimeUnknownModel(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	conn := rtConnect(t, base, "model", "gpt-nope")
+	if e := rtRecv(t, conn, "error")[0].OfRealtimeErrorEvent.Error; e.Code != "model_not_found" || e.Param != "model" {
+		t.Fatalf("error: %+v", e)
+	}
+	r := rawRealtime(t, base, "model=gpt-nope", false)
+	r.until("error")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err := r.c.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("after the error: %v, want a close with 1008", err)
+	}
+}
