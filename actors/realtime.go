@@ -259,7 +259,7 @@ func (rs *realtimeSession) begin(ctx actor.Context) {
 		return
 	}
 	rs.transModel = rs.model
-	rs.send(rs.ev.AppendSession(rs.out[:0], "session.created", rs.sessionObject()))
+	rs.send(rs.ev.AppendSession(rs.out[:0], rs.sessionEvent("created"), rs.sessionObject()))
 }
 
 // refuse ends a connection the session cannot serve: an error event, then
@@ -304,7 +304,7 @@ func (rs *realtimeSession) handle(msg []byte) {
 	}
 	ev := &rs.in
 	switch ev.Type {
-	case "session.update":
+	case "session.update", "transcription_session.update":
 		rs.sessionUpdate()
 	case "conversation.item.create":
 		rs.itemCreate()
@@ -369,6 +369,16 @@ func (rs *realtimeSession) lastItemID() string {
 	return rs.items[len(rs.items)-1].ID
 }
 
+// sessionEvent names the session's created or updated event (what):
+// session.*, or in the beta shape transcription_session.* for a
+// transcription session.
+func (rs *realtimeSession) sessionEvent(what string) string {
+	if rs.transcription && rs.ev.Beta() {
+		return "transcription_session." + what
+	}
+	return "session." + what
+}
+
 // sessionObject is the session as session.created and session.updated
 // show it, in the session's shape.
 func (rs *realtimeSession) sessionObject() *openai.RealtimeSessionObject {
@@ -430,7 +440,7 @@ func (rs *realtimeSession) sessionUpdate() {
 		rs.transModel = ch.TranscriptionModel
 	}
 	rs.cfg = cfg
-	rs.send(rs.ev.AppendSession(rs.out[:0], "session.updated", rs.sessionObject()))
+	rs.send(rs.ev.AppendSession(rs.out[:0], rs.sessionEvent("updated"), rs.sessionObject()))
 }
 
 func (rs *realtimeSession) itemCreate() {

@@ -316,9 +316,13 @@ func TestRealtimeSessionTranscription(t *testing.T) {
 	s, _ := rtServer(t, 0)
 	c, h := rtDial(t, s, "intent=transcription", true)
 	defer h.ConnClosed()
-	created := c.waitFor(0, "session.created")[0]
+	created := c.waitFor(0, "transcription_session.created")[0]
 	if !strings.Contains(created.raw, `"object":"realtime.transcription_session"`) {
 		t.Fatalf("session.created: %s", created.raw)
+	}
+	h.Message([]byte(`{"type":"transcription_session.update","session":{"input_audio_format":"pcm16","input_audio_transcription":{"model":"vajra-sim"}}}`))
+	if u := c.waitFor(1, "transcription_session.updated")[0]; !strings.Contains(u.raw, `"input_audio_transcription":{"model":"vajra-sim"`) {
+		t.Fatalf("transcription_session.updated: %s", u.raw)
 	}
 	n := c.count()
 	h.Message([]byte(`{"type":"input_audio_buffer.commit","event_id":"c0"}`))
