@@ -514,7 +514,13 @@ func startRealtimeStream(tb testing.TB) (step func(), frame func() []byte) {
 			}
 			n, h = int(binary.BigEndian.Uint16(rbuf[2:4])), 4
 		case 127:
-			tb.Fatal("frame too large for the test")
+			if _, err := io.ReadFull(r, rbuf[2:10]); err != nil {
+				tb.Fatal(err)
+			}
+			n, h = int(binary.BigEndian.Uint64(rbuf[2:10])), 10
+		}
+		if h+n > len(rbuf) {
+			tb.Fatalf("a frame of %d bytes, more than the test reads", n)
 		}
 		if _, err := io.ReadFull(r, rbuf[h:h+n]); err != nil {
 			tb.Fatal(err)
@@ -530,18 +536,27 @@ func startRealtimeStream(tb testing.TB) (step func(), frame func() []byte) {
 	}
 	readUntil("session.created")
 	writeClientFrame(tb, conn, `{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`)
-	writeClientFrame(tb, conn, `{"type":"response.create"}`)
-	hs := <-eng.started
-	readUntil("response.created")
-	frames := hs.req.Formatter.AppendStart(make([]byte, 0, 4096), &engine.Start{})
-	hs.sink.Deliver(frames, nil)
-	readUntil("response.content_part.added")
-
 	tok := []byte(" hello")
 	ids := []int{42}
 	var d engine.Delta // reused, as the engine does
+	var hs handSession
 	var last []byte
+	frames := make([]byte, 0, 4096)
 	first := true
+	open := func() {
+		writeClientFrame(tb, conn, `{"type":"response.create"}`)
+		hs = <-eng.started
+		readUntil("response.created")
+		frames = hs.req.Formatter.AppendStart(frames[:0], &engine.Start{})
+		hs.sink.Deliver(frames, nil)
+		readUntil("response.content_part.added")
+		first = true
+	}
+	end := func() {
+		final := &engine.Result{Choices: []engine.Choice{{FinishReason: engine.FinishStop}}}
+		frames = hs.req.Formatter.AppendEnd(frames[:0], final)
+		hs.sink.Deliver(frames, final)
+	}
 	step = func() {
 		d = engine.Delta{Text: tok, TokenIDs: ids, First: first}
 		first = false
@@ -553,11 +568,18 @@ func startRealtimeStream(tb testing.TB) (step func(), frame func() []byte) {
 		last = rbuf[:len(frames)]
 	}
 	frame = func() []byte { return last }
-	tb.Cleanup(func() {
-		final := &engine.Result{Choices: []engine.Choice{{FinishReason: engine.FinishStop}}}
-		frames = hs.req.Formatter.AppendEnd(frames[:0], final)
-		hs.sink.Deliver(frames, final)
-	})
+	// A first, long response grows the session's buffers (the
+	// formatter's copy of the text among them) as a session's earlier
+	// responses do; the caller's steps are the next response's, the
+	// steady state of a session.
+	open()
+	for i := 0; i < 4000; i++ {
+		step()
+	}
+	end()
+	readUntil("response.done")
+	open()
+	tb.Cleanup(end)
 	for i := 0; i < 101; i++ { // the first delta, then warm the buffers up
 		step()
 	}
