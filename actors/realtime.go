@@ -511,13 +511,12 @@ func (rs *realtimeSession) nextPrefix(tag byte) {
 	rs.prefix = append(rs.prefix, '_')
 }
 
-// prepareEngine readies rs.ereq and runs Engine.Prepare; it answers an
-// error event (naming param) and returns false when the engine refuses.
-// keep > 0 makes it truncate as the API's "auto" truncation does: while
-// the prompt does not fit the context, the oldest messages after the
-// first keep-1 (the instructions) are left out of it, a quarter at a time,
-// down to the last one. They stay in the conversation.
-func (rs *realtimeSession) prepareEngine(param string, keep int) bool {
+// prepareEngine readies rs.ereq and runs Engine.Prepare; it returns the
+// engine's refusal. keep > 0 makes it truncate as the API's "auto"
+// truncation does: while the prompt does not fit the context, the oldest
+// messages after the first keep-1 (the instructions) are left out of it, a
+// quarter at a time, down to the last one. They stay in the conversation.
+func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 	r := &rs.ereq
 	r.ID, r.Arrival, r.Stream = rs.req.RequestID, time.Now(), true
 	r.StreamInfo = engine.StreamInfo{Model: r.Model}
@@ -525,7 +524,7 @@ func (rs *realtimeSession) prepareEngine(param string, keep int) bool {
 	for {
 		err := rs.owner.cfg.Engine.Prepare(r)
 		if err == nil {
-			return true
+			return nil
 		}
 		ee := engine.AsError(err)
 		head := keep - 1
@@ -535,8 +534,7 @@ func (rs *realtimeSession) prepareEngine(param string, keep int) bool {
 			r.PromptTokens, r.Prepared = nil, nil
 			continue
 		}
-		rs.fail(openai.FromEngineError(ee, param))
-		return false
+		return ee
 	}
 }
 
@@ -620,7 +618,8 @@ func (rs *realtimeSession) responseCreate() {
 	if conv {
 		meta.ConversationID, meta.PreviousItemID = rs.convID, rs.lastItemID()
 	}
-	if !rs.prepareEngine("response", keep) {
+	if err := rs.prepareEngine(keep); err != nil {
+		rs.fail(openai.FromEngineError(err, "response"))
 		return
 	}
 	rs.nextPrefix('r')
@@ -720,10 +719,12 @@ func (rs *realtimeSession) transcribeNext() {
 		rs.nextPrefix('t')
 		rs.trans.Reset(job.itemID, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())
 		rs.ereq.Formatter = &rs.trans
-		if !rs.prepareEngine("audio", 0) {
-			continue
+		// A transcription the engine refuses ends with its .failed event.
+		err := rs.prepareEngine(0)
+		if err == nil {
+			err = rs.startEngine()
 		}
-		if err := rs.startEngine(); err != nil {
+		if err != nil {
 			rs.send(rs.trans.AppendError(rs.out[:0], err))
 			continue
 		}

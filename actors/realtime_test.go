@@ -500,3 +500,35 @@ func firstItemID(t *testing.T, evs []rtEv) string {
 	t.Fatal("no item_id in the response's events")
 	return ""
 }
+
+// textOnlyEngine refuses transcription in Prepare, as engine/llama does.
+type textOnlyEngine struct{ engine.Engine }
+
+func (e textOnlyEngine) Prepare(req *engine.Request) error {
+	if len(req.Audio.PCM) > 0 {
+		return &engine.Error{Kind: engine.KindInvalid, Param: "audio", Message: "this engine does not transcribe audio"}
+	}
+	return e.Engine.Prepare(req)
+}
+
+// TestRealtimeSessionTranscriptionRefused: committed audio an engine
+// cannot transcribe gets its item's .failed event, with the engine's
+// reason.
+func TestRealtimeSessionTranscriptionRefused(t *testing.T) {
+	_, eng := rtServer(t, 0)
+	s, err := NewSessions(Config{Engine: textOnlyEngine{eng}, Models: []string{"vajra-sim"}, Logger: zap.NewNop(), Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, h := rtDial(t, s, "intent=transcription", false)
+	defer h.ConnClosed()
+	c.waitFor(0, "session.created")
+	h.Message([]byte(`{"type":"input_audio_buffer.append","audio":"` + base64.StdEncoding.EncodeToString(make([]byte, 9600)) + `"}`))
+	h.Message([]byte(`{"type":"input_audio_buffer.commit"}`))
+	evs := c.waitFor(1, "conversation.item.input_audio_transcription.failed")
+	f := evs[len(evs)-1]
+	if f.ItemID != evs[0].ItemID || !strings.Contains(f.raw, "does not transcribe audio") || !strings.Contains(f.raw, `"param":"audio"`) {
+		t.Fatalf("refused transcription: %v %s", types(evs), f.raw)
+	}
+}
