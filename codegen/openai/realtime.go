@@ -200,9 +200,9 @@ func DecodeRealtimeClientEvent(msg []byte, ev *RealtimeClientEvent) error {
 }
 
 // RealtimeSessionObject is the session of session.created and
-// session.updated, in the GA shape or (Beta) the beta shape. Build it with
-// RealtimeSessionObject's constructor in the session; render it with
-// MarshalEasyJSON. Members of the other shape are left empty (omitted).
+// session.updated, in the GA shape or the beta shape: the session fills
+// the members of its shape and leaves the other shape's empty (omitted);
+// RealtimeEvents.AppendSession renders it.
 //
 //easyjson:json
 type RealtimeSessionObject struct {
