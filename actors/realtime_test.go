@@ -532,3 +532,33 @@ func TestRealtimeSessionTranscriptionRefused(t *testing.T) {
 		t.Fatalf("refused transcription: %v %s", types(evs), f.raw)
 	}
 }
+
+// TestRealtimeSessionOutOfBand: a response with conversation "none"
+// neither joins the conversation nor announces an item in it, and reads
+// only its own input.
+func TestRealtimeSessionOutOfBand(t *testing.T) {
+	s, _ := rtServer(t, 0)
+	c, h := rtDial(t, s, "model=vajra-sim", false)
+	defer h.ConnClosed()
+	c.waitFor(0, "session.created")
+	h.Message([]byte(`{"type":"conversation.item.create","item":{"id":"u1","type":"message","role":"user","content":[{"type":"input_text","text":"A long question about the sea and its tides, its waves and its depths."}]}}`))
+	c.waitFor(0, "conversation.item.done")
+	n := c.count()
+	h.Message([]byte(`{"type":"response.create","response":{"conversation":"none","max_output_tokens":4,
+		"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"Hi."}]}]}}`))
+	evs := c.waitFor(n, "response.done")
+	for _, e := range evs {
+		if strings.HasPrefix(e.Type, "conversation.") {
+			t.Fatalf("out-of-band response sent %s", e.raw)
+		}
+	}
+	if d := evs[len(evs)-1]; !strings.Contains(d.raw, `"conversation_id":null`) {
+		t.Fatalf("out-of-band response.done: %s", d.raw)
+	}
+	// The conversation still ends with the user's item.
+	n = c.count()
+	h.Message([]byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"And?"}]}}`))
+	if a := c.waitFor(n, "conversation.item.added")[0]; !strings.Contains(a.raw, `"previous_item_id":"u1"`) {
+		t.Fatalf("the out-of-band response joined the conversation: %s", a.raw)
+	}
+}
