@@ -1,8 +1,805 @@
 package actors
 
-// startRealtime serves GET /v1/realtime. Not yet built: the connection is
-// closed with 1011.
-func (s *Sessions) startRealtime(conn WSConn, _ *WSRequest) WSHandle {
-	conn.Close(1011, "realtime is not served yet")
-	return closedWS{}
+import (
+	"encoding/base64"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/mailru/easyjson/opt"
+	"go.uber.org/zap"
+
+	"github.com/vajra-go/vajra/codegen"
+	"github.com/vajra-go/vajra/codegen/openai"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// The OpenAI Realtime API (GET /v1/realtime, WebSocket): one actor per
+// connection, which holds the session's configuration and its
+// conversation and runs one engine session at a time for it: a response
+// (response.create) or the transcription of committed input audio
+// (?intent=transcription). netio hands each client message to Message,
+// which copies it into a pooled buffer and posts a pointer to the actor;
+// the actor decodes and answers it. A response's events are framed once,
+// on the engine side, by the codegen formatter the actor gives the engine
+// (openai.RealtimeFormatter); the actor forwards them untouched, as an
+// HTTP session forwards its stream, and writes only its own events
+// (session.created, the item bookkeeping, errors, the end of a cancelled
+// response). See docs/compatibility.md for what is served.
+
+// realtimeKind is what the session's engine session is doing.
+type realtimeKind uint8
+
+const (
+	rtIdle realtimeKind = iota
+	rtResponse
+	rtTranscription
+)
+
+// Bounds of one session.
+const (
+	// maxRealtimeItems and maxConversationBytes (of text) bound the
+	// conversation a session keeps.
+	maxRealtimeItems     = 4096
+	maxConversationBytes = 64 << 20
+	// maxInputAudio bounds the input audio buffer: 10 minutes at 24 kHz.
+	maxInputAudio = 10 * 60 * openai.RealtimeSampleRate * 2
+	// minCommitAudio is the least audio a commit takes (the API's 100 ms).
+	minCommitAudio = openai.RealtimeSampleRate / 10 * 2
+	// maxPendingTranscriptions bounds the commits waiting for the engine.
+	maxPendingTranscriptions = 64
+	// maxRealtimeItemID bounds a client-chosen item id (the API's 32).
+	maxRealtimeItemID = 32
+	// maxPooledMessage bounds the client message buffers kept in rtMsgs.
+	maxPooledMessage = 1 << 20
+	// A session with more client messages (or bytes of them) waiting in
+	// its mailbox than these is Backlogged: netio stops reading its
+	// connection until the actor catches up.
+	maxBacklogMessages = 256
+	maxBacklogBytes    = 32 << 20
+)
+
+// realtimeSession is the actor of one Realtime connection.
+type realtimeSession struct {
+	owner *Sessions
+	conn  WSConn
+	req   WSRequest
+	pid   *actor.PID // for the handle (written by startRealtime)
+	self  *actor.PID
+
+	transcription bool
+	id            string // "sess_…"
+	convID        string // "conv_…"
+	model         string
+	transModel    string // a transcription session's model
+	cfg           openai.RealtimeConfig
+	items         []openai.RealtimeItem
+	itemBytes     int // the items' text, for maxConversationBytes
+
+	ev  openai.RealtimeEvents // the session's own events
+	out []byte                // the session's own events, reused
+	fwd []byte                // forwarded engine frames, reused
+	in  openai.RealtimeClientEvent
+
+	// The engine session, one at a time.
+	kind      realtimeKind
+	ereq      engine.Request
+	es        engine.Session
+	sink      sink
+	cancelled bool // response.cancel aborted the running response
+	respID    string
+	respConv  bool // the running response joins the conversation
+	responses int  // responses and transcriptions started, for event id prefixes
+	resp      openai.RealtimeFormatter
+	trans     openai.RealtimeTranscriptionFormatter
+	prefix    []byte
+
+	audio   []byte          // the input audio buffer, PCM16
+	pending []realtimeAudio // committed audio waiting for the engine
+
+	// backlog counts the client messages (and their bytes) posted to the
+	// actor and not yet handled (WSBacklog).
+	backlog, backlogBytes atomic.Int64
+
+	closed   connClosed
+	gone     bool // the client left (or the session closed the connection)
+	stopped  bool
+	panicked bool
+	log      *zap.Logger
+}
+
+// realtimeAudio is committed input audio to transcribe into item itemID.
+type realtimeAudio struct {
+	itemID string
+	pcm    []byte
+}
+
+var _ WSBacklog = (*realtimeSession)(nil)
+
+// realtimeMsg is one client message, copied off the event loop.
+type realtimeMsg struct{ b []byte }
+
+var realtimeMsgs = sync.Pool{New: func() any { return new(realtimeMsg) }}
+
+// startRealtime serves GET /v1/realtime: it spawns the connection's
+// session actor, which speaks first (session.created).
+func (s *Sessions) startRealtime(conn WSConn, req *WSRequest) WSHandle {
+	rs := &realtimeSession{owner: s, conn: conn, req: *req}
+	props := actor.PropsFromProducer(func() actor.Actor { return rs }, s.withMailbox)
+	s.active.Add(1)
+	rs.pid = s.root.Spawn(props)
+	return rs
+}
+
+// Message implements WSHandle: it copies p and posts it to the actor.
+// Runs on the event loop; never blocks, allocates nothing once the pool
+// holds buffers.
+func (rs *realtimeSession) Message(p []byte) {
+	m := realtimeMsgs.Get().(*realtimeMsg)
+	m.b = append(m.b[:0], p...)
+	rs.backlog.Add(1)
+	rs.backlogBytes.Add(int64(len(p)))
+	rs.owner.root.Send(rs.pid, m)
+}
+
+// Backlogged implements WSBacklog: the actor has not caught up with the
+// client's messages. Called on the event loop; two atomic loads.
+func (rs *realtimeSession) Backlogged() bool {
+	return rs.backlog.Load() > maxBacklogMessages || rs.backlogBytes.Load() > maxBacklogBytes
+}
+
+// ConnClosed implements Handle. Safe for concurrent use.
+func (rs *realtimeSession) ConnClosed() { rs.owner.root.Send(rs.pid, &rs.closed) }
+
+func (rs *realtimeSession) logger() *zap.Logger {
+	if rs.log == nil {
+		rs.log = rs.owner.log.With(zap.String("request_id", rs.req.RequestID), zap.Stringer("endpoint", rs.req.Endpoint))
+	}
+	return rs.log
+}
+
+// Receive implements actor.Actor.
+func (rs *realtimeSession) Receive(ctx actor.Context) {
+	defer rs.recoverPanic()
+	switch m := ctx.Message().(type) {
+	case *framesReady:
+		rs.forward()
+	case *realtimeMsg:
+		if !rs.gone {
+			rs.handle(m.b)
+		}
+		rs.backlog.Add(-1)
+		rs.backlogBytes.Add(-int64(len(m.b)))
+		if cap(m.b) <= maxPooledMessage {
+			realtimeMsgs.Put(m)
+		}
+	case *actor.Started:
+		rs.begin(ctx)
+	case *connClosed:
+		// Disconnect means abort: free the engine slot now.
+		rs.gone = true
+		rs.abort()
+		rs.stop(ctx)
+	case *actor.Stopped:
+		rs.cleanup()
+	}
+}
+
+// recoverPanic logs a panic of the session's code once and panics again:
+// the supervisor stops the session and cleanup closes the connection.
+func (rs *realtimeSession) recoverPanic() {
+	if r := recover(); r != nil {
+		if !rs.panicked {
+			rs.panicked = true
+			rs.owner.panics.Add(1)
+			rs.logger().Error("realtime session panicked; its connection is closed", zap.Any("panic", r), zap.Stack("stack"))
+		}
+		panic(r)
+	}
+}
+
+func (rs *realtimeSession) stop(ctx actor.Context) {
+	if !rs.stopped {
+		rs.stopped = true
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (rs *realtimeSession) abort() {
+	rs.sink.detach()
+	if rs.es != nil {
+		rs.es.Abort()
+	}
+}
+
+// cleanup runs once when the actor stopped, also after a panic.
+func (rs *realtimeSession) cleanup() {
+	rs.abort()
+	if !rs.gone {
+		rs.gone = true
+		rs.conn.Close(1011, "the session failed")
+	}
+	rs.owner.sessionEnded()
+}
+
+// begin checks the upgrade's query and sends session.created.
+func (rs *realtimeSession) begin(ctx actor.Context) {
+	rs.self = ctx.Self()
+	sid := newID("")
+	rs.id, rs.convID = "sess_"+sid, "conv_"+sid
+	rs.ev.Reset(append(append(rs.out[:0], "event_"...), sid+"_"...), codegen.FramingWebSocket, rs.req.Beta)
+	rs.cfg = openai.RealtimeConfig{Temperature: openai.RealtimeDefaultTemperature}
+	q, err := url.ParseQuery(rs.req.Query)
+	if err != nil {
+		rs.refuse(openai.APIError{Kind: openai.KindInvalidRequest, Code: openai.CodeInvalidValue, Message: "The request's query string is malformed."}, "malformed query")
+		return
+	}
+	switch intent := q.Get("intent"); intent {
+	case "", "realtime", "conversation":
+	case "transcription":
+		rs.transcription = true
+	default:
+		rs.refuse(openai.APIError{Kind: openai.KindInvalidRequest, Code: openai.CodeInvalidValue, Param: "intent",
+			Message: "Unknown intent " + quoteID(intent) + "; supported: transcription (or none, for a conversation)."}, "unknown intent")
+		return
+	}
+	rs.model = q.Get("model")
+	if rs.model == "" && len(rs.owner.cfg.Models) > 0 {
+		// The API requires a model for a conversation; Vajra serves its
+		// first model when none is named (a transcription session names
+		// its model in session.update, if at all).
+		rs.model = rs.owner.cfg.Models[0]
+	}
+	if !rs.owner.servesModel(rs.model) {
+		rs.refuse(openai.APIError{Kind: openai.KindNotFound, Param: "model",
+			Message: "The model " + quoteID(rs.model) + " does not exist or you do not have access to it."}, "model not found")
+		return
+	}
+	rs.transModel = rs.model
+	rs.send(rs.ev.AppendSession(rs.out[:0], rs.sessionEvent("created"), rs.sessionObject()))
+}
+
+// refuse ends a connection the session cannot serve: an error event, then
+// the close handshake with 1008 (policy violation), as the API closes a
+// session it refuses.
+func (rs *realtimeSession) refuse(e openai.APIError, reason string) {
+	rs.send(rs.ev.AppendAPIError(rs.out[:0], e, ""))
+	rs.gone = true
+	rs.conn.Close(1008, reason)
+}
+
+func (rs *realtimeSession) send(p []byte) {
+	rs.out = p
+	if len(p) > 0 && !rs.gone {
+		rs.conn.Send(p)
+	}
+}
+
+// fail answers the client event being handled with an error event.
+func (rs *realtimeSession) fail(e openai.APIError) {
+	if ce := rs.owner.log.Check(zap.DebugLevel, "realtime client event refused"); ce != nil {
+		ce.Write(zap.String("request_id", rs.req.RequestID), zap.String("code", e.Code), zap.String("param", e.Param))
+	}
+	rs.send(rs.ev.AppendAPIError(rs.out[:0], e, rs.in.EventID))
+}
+
+func (rs *realtimeSession) failParam(pe *openai.ParamError) { rs.fail(pe.API()) }
+
+func invalidEvent(code, param, msg string) openai.APIError {
+	return openai.APIError{Kind: openai.KindInvalidRequest, Code: code, Param: param, Message: msg}
+}
+
+// handle decodes and serves one client event.
+func (rs *realtimeSession) handle(msg []byte) {
+	if err := openai.DecodeRealtimeClientEvent(msg, &rs.in); err != nil {
+		if pe, ok := err.(*openai.ParamError); ok {
+			rs.failParam(pe)
+		} else {
+			rs.fail(invalidEvent(openai.CodeInvalidJSON, "", "The event is not valid JSON."))
+		}
+		return
+	}
+	ev := &rs.in
+	switch ev.Type {
+	case "session.update", "transcription_session.update":
+		rs.sessionUpdate()
+	case "conversation.item.create":
+		rs.itemCreate()
+	case "conversation.item.delete":
+		if i := rs.findItem(ev.ItemID); i >= 0 {
+			rs.itemBytes -= itemSize(&rs.items[i])
+			rs.items = append(rs.items[:i], rs.items[i+1:]...)
+			rs.send(rs.ev.AppendItemDeleted(rs.out[:0], ev.ItemID))
+		}
+	case "conversation.item.retrieve":
+		if i := rs.findItem(ev.ItemID); i >= 0 {
+			rs.send(rs.ev.AppendItemRetrieved(rs.out[:0], &rs.items[i]))
+		}
+	case "response.create":
+		rs.responseCreate()
+	case "response.cancel":
+		rs.responseCancel()
+	case "input_audio_buffer.append":
+		rs.audioAppend()
+	case "input_audio_buffer.commit":
+		rs.audioCommit()
+	case "input_audio_buffer.clear":
+		rs.audio = rs.audio[:0]
+		rs.send(rs.ev.AppendCleared(rs.out[:0]))
+	case "":
+		rs.fail(invalidEvent(openai.CodeMissing, "type", "The event has no type."))
+	default:
+		rs.fail(invalidEvent(openai.CodeInvalidValue, "type", "Unknown or unsupported event type "+quoteID(ev.Type)+"."))
+	}
+}
+
+// findItem returns the index of item id, or -1 after an error event.
+func (rs *realtimeSession) findItem(id string) int {
+	if id == "" {
+		rs.fail(invalidEvent(openai.CodeMissing, "item_id", "item_id is required."))
+		return -1
+	}
+	if i := rs.itemIndex(id); i >= 0 {
+		return i
+	}
+	rs.fail(invalidEvent("item_not_found", "item_id", "Item with item_id "+quoteID(id)+" not found."))
+	return -1
+}
+
+func (rs *realtimeSession) itemIndex(id string) int {
+	for i := range rs.items {
+		if rs.items[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// itemSize is what an item counts for maxConversationBytes.
+func itemSize(it *openai.RealtimeItem) int { return len(it.Text) + len(it.Transcript) }
+
+// lastItemID is the id of the conversation's last item ("" when empty).
+func (rs *realtimeSession) lastItemID() string {
+	if len(rs.items) == 0 {
+		return ""
+	}
+	return rs.items[len(rs.items)-1].ID
+}
+
+// sessionEvent names the session's created or updated event (what):
+// session.*, or in the beta shape transcription_session.* for a
+// transcription session.
+func (rs *realtimeSession) sessionEvent(what string) string {
+	if rs.transcription && rs.ev.Beta() {
+		return "transcription_session." + what
+	}
+	return "session." + what
+}
+
+// sessionObject is the session as session.created and session.updated
+// show it, in the session's shape.
+func (rs *realtimeSession) sessionObject() *openai.RealtimeSessionObject {
+	beta := rs.ev.Beta()
+	text := []string{"text"}
+	s := &openai.RealtimeSessionObject{ID: rs.id, Object: "realtime.session"}
+	trans := &openai.RealtimeTranscriptionParam{Model: rs.transModel}
+	if rs.transcription {
+		s.Object = "realtime.transcription_session"
+		if beta {
+			s.Modalities, s.InputAudioFormat, s.InputAudioTranscription = text, "pcm16", trans
+			s.TurnDetection = &openai.RealtimeNull{}
+		} else {
+			s.Type = "transcription"
+			s.Audio = &openai.RealtimeAudioObject{Input: openai.RealtimeAudioInputObject{
+				Format: openai.RealtimeAudioFormatObject{Type: "audio/pcm", Rate: openai.RealtimeSampleRate}, Transcription: trans}}
+		}
+		return s
+	}
+	mt := openai.RealtimeMaxTokens{N: rs.cfg.MaxOutputTokens}
+	s.Model, s.Instructions, s.Tools, s.ToolChoice = rs.model, &rs.cfg.Instructions, []struct{}{}, "auto"
+	if beta {
+		s.Modalities, s.InputAudioFormat, s.MaxResponseOutputTokens = text, "pcm16", &mt
+		s.TurnDetection = &openai.RealtimeNull{}
+		s.Temperature = opt.OFloat64(rs.cfg.Temperature)
+	} else {
+		s.Type, s.OutputModalities, s.MaxOutputTokens = "realtime", text, &mt
+		s.Audio = &openai.RealtimeAudioObject{Input: openai.RealtimeAudioInputObject{
+			Format: openai.RealtimeAudioFormatObject{Type: "audio/pcm", Rate: openai.RealtimeSampleRate}}}
+	}
+	return s
+}
+
+func (rs *realtimeSession) sessionUpdate() {
+	p := rs.in.Session
+	if p == nil {
+		rs.fail(invalidEvent(openai.CodeMissing, "session", "session is required."))
+		return
+	}
+	cfg := rs.cfg
+	ch, pe := p.Apply(&cfg, rs.transcription)
+	if pe != nil {
+		rs.failParam(pe)
+		return
+	}
+	if ch.Model != "" && !rs.owner.servesModel(ch.Model) {
+		rs.fail(invalidEvent("model_not_found", "session.model", "The model "+quoteID(ch.Model)+" does not exist."))
+		return
+	}
+	if ch.TranscriptionModel != "" && !rs.owner.servesModel(ch.TranscriptionModel) {
+		rs.fail(invalidEvent("model_not_found", "session.audio.input.transcription.model",
+			"The transcription model "+quoteID(ch.TranscriptionModel)+" does not exist."))
+		return
+	}
+	if ch.Model != "" && !rs.transcription {
+		rs.model = ch.Model
+	}
+	if ch.TranscriptionModel != "" {
+		rs.transModel = ch.TranscriptionModel
+	}
+	rs.cfg = cfg
+	rs.send(rs.ev.AppendSession(rs.out[:0], rs.sessionEvent("updated"), rs.sessionObject()))
+}
+
+func (rs *realtimeSession) itemCreate() {
+	ev := &rs.in
+	if rs.transcription {
+		rs.fail(invalidEvent(openai.CodeUnsupported, "type", "A transcription session takes input audio, not conversation items."))
+		return
+	}
+	if ev.Item == nil {
+		rs.fail(invalidEvent(openai.CodeMissing, "item", "item is required."))
+		return
+	}
+	m, pe := ev.Item.Message("item")
+	if pe != nil {
+		rs.failParam(pe)
+		return
+	}
+	if len(rs.items) >= maxRealtimeItems || rs.itemBytes+len(m.Text) > maxConversationBytes {
+		rs.fail(invalidEvent("conversation_full", "item", "The conversation holds "+strconv.Itoa(len(rs.items))+
+			" items and "+strconv.Itoa(rs.itemBytes>>20)+" MiB of text; a session keeps at most "+
+			strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."))
+		return
+	}
+	it := openai.RealtimeItem{ID: ev.Item.ID, Role: m.Role, Text: m.Text, Status: openai.RealtimeCompleted}
+	switch {
+	case it.ID == "":
+		it.ID = newID("item_")
+	case len(it.ID) > maxRealtimeItemID:
+		rs.fail(invalidEvent(openai.CodeInvalidValue, "item.id", "item.id is at most "+strconv.Itoa(maxRealtimeItemID)+" characters."))
+		return
+	case rs.itemIndex(it.ID) >= 0:
+		rs.fail(invalidEvent("item_already_exists", "item.id", "An item with id "+quoteID(it.ID)+" already exists."))
+		return
+	}
+	at := len(rs.items)
+	if ev.PreviousItemID.IsDefined() {
+		switch prev := ev.PreviousItemID.V; prev {
+		case "root":
+			at = 0
+		default:
+			i := rs.itemIndex(prev)
+			if i < 0 {
+				rs.fail(invalidEvent("item_not_found", "previous_item_id", "Item with previous_item_id "+quoteID(prev)+" not found."))
+				return
+			}
+			at = i + 1
+		}
+	}
+	var prev string
+	if at > 0 {
+		prev = rs.items[at-1].ID
+	}
+	rs.items = append(rs.items, openai.RealtimeItem{})
+	copy(rs.items[at+1:], rs.items[at:])
+	rs.items[at] = it
+	rs.itemBytes += itemSize(&it)
+	rs.send(rs.ev.AppendItemCreated(rs.out[:0], prev, &it))
+}
+
+// nextPrefix sets rs.prefix to the event id prefix of the next response
+// or transcription: "event_<session>r<n>_", distinct from the session's
+// own "event_<session>_".
+func (rs *realtimeSession) nextPrefix(tag byte) {
+	rs.responses++
+	sid := rs.id[len("sess_"):]
+	rs.prefix = append(append(append(rs.prefix[:0], "event_"...), sid...), tag)
+	rs.prefix = strconv.AppendInt(rs.prefix, int64(rs.responses), 10)
+	rs.prefix = append(rs.prefix, '_')
+}
+
+// prepareEngine readies rs.ereq and runs Engine.Prepare; it returns the
+// engine's refusal. keep > 0 makes it truncate as the API's "auto"
+// truncation does: while the prompt does not fit the context, the oldest
+// messages after the first keep-1 (the instructions) are left out of it, a
+// quarter at a time, down to the last one. They stay in the conversation.
+func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
+	r := &rs.ereq
+	r.ID, r.Arrival, r.Stream = rs.req.RequestID, time.Now(), true
+	r.StreamInfo = engine.StreamInfo{Model: r.Model}
+	r.StreamInterval = rs.owner.cfg.StreamInterval
+	for {
+		err := rs.owner.cfg.Engine.Prepare(r)
+		if err == nil {
+			return nil
+		}
+		ee := engine.AsError(err)
+		head := keep - 1
+		if keep > 0 && ee.Kind == engine.KindContextLength && len(r.Messages) > head+1 {
+			n := min(max(1, (len(r.Messages)-head)/4), len(r.Messages)-head-1)
+			r.Messages = append(r.Messages[:head], r.Messages[head+n:]...)
+			r.PromptTokens, r.Prepared = nil, nil
+			continue
+		}
+		return ee
+	}
+}
+
+// startEngine starts the prepared rs.ereq; it returns the engine's
+// refusal (overloaded, shutting down), which the caller ends its work
+// with.
+func (rs *realtimeSession) startEngine() *engine.Error {
+	r := &rs.ereq
+	rs.sink.bind(rs.owner, rs.self, rs.req.Endpoint, rs.req.RequestID, r)
+	es, err := rs.owner.cfg.Engine.Start(r, &rs.sink)
+	// The engine read the prompt in Prepare and Start; the session keeps
+	// its own conversation.
+	r.Messages, r.Audio = nil, engine.Audio{}
+	if err != nil {
+		return engine.AsError(err)
+	}
+	rs.es = es
+	return nil
+}
+
+func (rs *realtimeSession) responseCreate() {
+	ev := &rs.in
+	if rs.transcription {
+		rs.fail(invalidEvent(openai.CodeUnsupported, "type", "A transcription session does not create responses."))
+		return
+	}
+	if rs.kind == rtResponse {
+		rs.fail(invalidEvent("conversation_already_has_active_response", "",
+			"Conversation already has an active response in progress: "+rs.respID+". Wait until the response is finished before creating a new one."))
+		return
+	}
+	if rs.kind != rtIdle {
+		rs.fail(invalidEvent("conversation_already_has_active_response", "", "The session is busy transcribing; wait for the transcription to complete."))
+		return
+	}
+	cfg := rs.cfg
+	conv := true
+	var input []openai.RealtimeItemParam
+	if p := ev.Response; p != nil {
+		if pe := p.Apply(&cfg); pe != nil {
+			rs.failParam(pe)
+			return
+		}
+		conv = p.Conversation != "none"
+		input = p.Input
+	}
+	msgs := make([]engine.Message, 0, len(rs.items)+1)
+	keep := 1 // the conversation is truncated to fit, keeping the instructions
+	if cfg.Instructions != "" {
+		msgs = append(msgs, engine.Message{Role: "system", Content: cfg.Instructions})
+		keep = 2
+	}
+	if input != nil {
+		keep = 0 // the client's own context is never truncated
+		for i := range input {
+			m, pe := input[i].Message("response.input[" + strconv.Itoa(i) + "]")
+			if pe != nil {
+				rs.failParam(pe)
+				return
+			}
+			msgs = append(msgs, engine.Message{Role: m.Role, Content: m.Text})
+		}
+	} else {
+		for i := range rs.items {
+			it := &rs.items[i]
+			text := it.Text
+			if it.Audio {
+				text = it.Transcript
+			}
+			msgs = append(msgs, engine.Message{Role: it.Role, Content: text})
+		}
+	}
+	if len(msgs) == 0 {
+		// An empty conversation still has a prompt: the template's turn.
+		msgs = append(msgs, engine.Message{Role: "system"})
+	}
+	rs.ereq = engine.Request{Model: rs.model, Messages: msgs,
+		Sampling: engine.Sampling{MaxTokens: cfg.MaxOutputTokens, Temperature: cfg.Temperature}}
+	meta := openai.RealtimeResponseMeta{ID: newID("resp_"), ItemID: newID("item_"),
+		MaxOutputTokens: cfg.MaxOutputTokens, Temperature: cfg.Temperature}
+	if conv {
+		meta.ConversationID, meta.PreviousItemID = rs.convID, rs.lastItemID()
+	}
+	if err := rs.prepareEngine(keep); err != nil {
+		rs.fail(openai.FromEngineError(err, "response"))
+		return
+	}
+	rs.nextPrefix('r')
+	rs.resp.Reset(meta, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())
+	rs.ereq.Formatter = &rs.resp
+	// response.created is written before the engine starts (the engine
+	// owns the formatter from then on) and sent once it started. A
+	// response the engine refuses (overloaded, shutting down) ends at
+	// once, failed, so that the client sees its response.done.
+	created := rs.resp.AppendCreated(rs.out[:0])
+	if err := rs.startEngine(); err != nil {
+		rs.send(rs.resp.AppendFailed(created, err))
+		return
+	}
+	rs.kind, rs.cancelled, rs.respID, rs.respConv = rtResponse, false, meta.ID, conv
+	if conv {
+		// The assistant item joins the conversation now (the client sees
+		// conversation.item.added with the first output); its text is
+		// filled in when the response ends.
+		rs.items = append(rs.items, openai.RealtimeItem{ID: meta.ItemID, Role: "assistant", Status: openai.RealtimeInProgress})
+	}
+	rs.send(created)
+}
+
+func (rs *realtimeSession) responseCancel() {
+	id := rs.in.ResponseID
+	if rs.kind != rtResponse || (id != "" && id != rs.respID) {
+		msg := "Cancellation failed: no active response found."
+		if id != "" {
+			msg = "Cancellation failed: no active response with id " + quoteID(id) + " found."
+		}
+		rs.fail(invalidEvent("response_cancel_not_active", "response_id", msg))
+		return
+	}
+	if !rs.cancelled {
+		rs.cancelled = true
+		rs.es.Abort() // the final Result comes to forward, which ends the response
+	}
+}
+
+func (rs *realtimeSession) audioAppend() {
+	if !rs.transcription {
+		rs.fail(invalidEvent(openai.CodeUnsupported, "type",
+			"Input audio is served by transcription sessions (?intent=transcription); this server's conversations are text only."))
+		return
+	}
+	a := rs.in.Audio
+	if base64.StdEncoding.DecodedLen(len(a))+len(rs.audio) > maxInputAudio {
+		rs.fail(invalidEvent("input_audio_buffer_too_large", "audio",
+			"The input audio buffer holds at most 10 minutes of audio; commit or clear it first."))
+		return
+	}
+	n := len(rs.audio)
+	var err error
+	if rs.audio, err = base64.StdEncoding.AppendDecode(rs.audio, []byte(a)); err != nil {
+		rs.audio = rs.audio[:n] // the buffer is left as it was
+		rs.fail(invalidEvent("invalid_base64", "audio", "audio is not valid base64."))
+	}
+}
+
+func (rs *realtimeSession) audioCommit() {
+	if !rs.transcription {
+		rs.fail(invalidEvent(openai.CodeUnsupported, "type",
+			"Input audio is served by transcription sessions (?intent=transcription); this server's conversations are text only."))
+		return
+	}
+	n := len(rs.audio) &^ 1 // whole PCM16 samples
+	if n < minCommitAudio {
+		ms := float64(n/2) * 1000 / openai.RealtimeSampleRate
+		rs.fail(invalidEvent("input_audio_buffer_commit_empty", "",
+			"Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has "+
+				strconv.FormatFloat(ms, 'f', 2, 64)+"ms of audio."))
+		return
+	}
+	if len(rs.pending) >= maxPendingTranscriptions || len(rs.items) >= maxRealtimeItems {
+		rs.fail(invalidEvent("input_audio_buffer_busy", "", "Too many commits wait for their transcription; wait for some to complete."))
+		return
+	}
+	it := openai.RealtimeItem{ID: newID("item_"), Role: "user", Audio: true, Status: openai.RealtimeCompleted}
+	prev := rs.lastItemID()
+	rs.items = append(rs.items, it)
+	rs.out = rs.ev.AppendCommitted(rs.out[:0], prev, it.ID)
+	rs.send(rs.ev.AppendItemCreated(rs.out, prev, &it))
+	// The buffer becomes the job's; the next one starts empty.
+	rs.pending = append(rs.pending, realtimeAudio{itemID: it.ID, pcm: rs.audio[:n]})
+	rs.audio = nil
+	rs.transcribeNext()
+}
+
+// transcribeNext starts the oldest committed audio's transcription when
+// the engine session is free.
+func (rs *realtimeSession) transcribeNext() {
+	for rs.kind == rtIdle && len(rs.pending) > 0 && !rs.gone {
+		job := rs.pending[0]
+		rs.pending = rs.pending[1:]
+		rs.ereq = engine.Request{Model: rs.transModel, Audio: engine.Audio{PCM: job.pcm, SampleRate: openai.RealtimeSampleRate}}
+		rs.nextPrefix('t')
+		rs.trans.Reset(job.itemID, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())
+		rs.ereq.Formatter = &rs.trans
+		// A transcription the engine refuses ends with its .failed event.
+		err := rs.prepareEngine(0)
+		if err == nil {
+			err = rs.startEngine()
+		}
+		if err != nil {
+			rs.send(rs.trans.AppendError(rs.out[:0], err))
+			continue
+		}
+		rs.kind = rtTranscription
+	}
+}
+
+// forward moves what the engine delivered to the connection, untouched,
+// and ends the response or transcription with the final Result.
+func (rs *realtimeSession) forward() {
+	var final *engine.Result
+	rs.fwd, final = rs.sink.take(rs.fwd[:0])
+	if rs.gone {
+		return
+	}
+	if final == nil {
+		if len(rs.fwd) > 0 {
+			rs.conn.Send(rs.fwd)
+		}
+		return
+	}
+	switch rs.kind {
+	case rtResponse:
+		rs.fwd = rs.endResponse(rs.fwd, final)
+	case rtTranscription:
+		rs.fwd = rs.endTranscription(rs.fwd, final)
+	}
+	rs.kind, rs.es = rtIdle, nil
+	if len(rs.fwd) > 0 {
+		rs.conn.Send(rs.fwd)
+	}
+	rs.transcribeNext()
+}
+
+// endResponse completes a response whose final Result arrived: the end
+// the engine did not write (a cancelled response's, or a failed one's
+// when code it ran for the response panicked), and the assistant item's
+// text in the conversation. The engine no longer touches the formatter.
+func (rs *realtimeSession) endResponse(dst []byte, final *engine.Result) []byte {
+	switch {
+	case final.Panicked:
+		dst = rs.resp.AppendFailed(dst, final.Err)
+	case rs.resp.Done():
+	case rs.cancelled || final.Err != nil && final.Err.Kind == engine.KindAborted:
+		dst = rs.resp.AppendCancelled(dst, &final.Usage)
+	default:
+		err := final.Err
+		if err == nil {
+			err = &engine.Error{Kind: engine.KindInternal, Message: "the engine ended the response without its end"}
+		}
+		dst = rs.resp.AppendFailed(dst, err)
+	}
+	if rs.respConv {
+		if i := rs.itemIndex(rs.resp.ItemID()); i >= 0 {
+			it := &rs.items[i]
+			it.Text, it.Status = string(rs.resp.Text()), rs.resp.Status()
+			rs.itemBytes += len(it.Text)
+			if it.Status == "" || final.Panicked {
+				it.Status = openai.RealtimeIncomplete
+			}
+		}
+	}
+	return dst
+}
+
+// endTranscription stores the transcript in its item.
+func (rs *realtimeSession) endTranscription(dst []byte, final *engine.Result) []byte {
+	if final.Panicked {
+		dst = rs.trans.AppendError(dst, final.Err)
+	}
+	if final.Err == nil && len(final.Choices) > 0 {
+		if i := rs.itemIndex(rs.trans.ItemID()); i >= 0 {
+			rs.items[i].Transcript, rs.items[i].HasTranscript = final.Choices[0].Text, true
+			rs.itemBytes += len(rs.items[i].Transcript)
+		}
+	}
+	return dst
 }

@@ -129,6 +129,7 @@ func (ss *session) recoverPanic() {
 // that can fail runs before the status line is written.
 func (ss *session) begin(ctx actor.Context) {
 	ss.self = ctx.Self()
+	ss.sink.bind(ss.owner, ss.self, ss.req.Endpoint, ss.req.RequestID, &ss.ereq)
 	ss.bodyLen = len(ss.req.Body)
 	ae := ss.d.decode(ss)
 	// Decoded requests hold copies (codegen's decoders never alias the
@@ -356,8 +357,14 @@ const contentTypeJSON = "application/json"
 // sink receives the engine's deliveries on the engine's goroutine and
 // coalesces them until the actor takes them: one message per batch, however
 // many steps ran before the actor got to it. Its lock is the session's own.
+// It serves any session actor (the HTTP session, the Realtime session):
+// bind sets whom it reports to before the engine starts.
 type sink struct {
-	ss       *session
+	owner    *Sessions
+	self     *actor.PID // the actor told of each batch (*framesReady)
+	ep       Endpoint
+	reqID    string
+	ereq     *engine.Request // the request whose Result it observes
 	mu       sync.Mutex
 	pending  []byte
 	final    *engine.Result
@@ -371,9 +378,9 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	if final != nil {
 		if final.Panicked {
 			// The engine logged it; the session ends the stream.
-			k.ss.owner.panics.Add(1)
+			k.owner.panics.Add(1)
 		}
-		if o := k.ss.owner.cfg.Observer; o != nil {
+		if o := k.owner.cfg.Observer; o != nil {
 			// Once per request, also when the session already left (a
 			// client disconnect counts as an abort).
 			k.observe(o, final)
@@ -392,7 +399,7 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	k.notified = true
 	k.mu.Unlock()
 	if post {
-		k.ss.owner.root.Send(k.ss.self, &k.msg)
+		k.owner.root.Send(k.self, &k.msg)
 	}
 }
 
@@ -403,12 +410,24 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 func (k *sink) observe(o Observer, final *engine.Result) {
 	defer func() {
 		if r := recover(); r != nil {
-			k.ss.owner.panics.Add(1)
-			k.ss.owner.log.Error("panic in the request observer", zap.String("request_id", k.ss.req.RequestID),
+			k.owner.panics.Add(1)
+			k.owner.log.Error("panic in the request observer", zap.String("request_id", k.reqID),
 				zap.Any("panic", r), zap.Stack("stack"))
 		}
 	}()
-	o.RequestDone(k.ss.req.Endpoint, k.ss.ereq.Model, final)
+	o.RequestDone(k.ep, k.ereq.Model, final)
+}
+
+// bind readies k for an engine session of ereq whose deliveries go to the
+// actor self: before Engine.Start (the engine's goroutine reads these
+// fields without the lock; Start orders the writes before it). A sink
+// used for one engine session after another (the Realtime session's) is
+// bound again for each, once the previous one delivered its final.
+func (k *sink) bind(owner *Sessions, self *actor.PID, ep Endpoint, reqID string, ereq *engine.Request) {
+	k.owner, k.self, k.ep, k.reqID, k.ereq = owner, self, ep, reqID, ereq
+	k.mu.Lock()
+	k.detached, k.final, k.notified = false, nil, false
+	k.mu.Unlock()
 }
 
 // take swaps out what was delivered: the pending bytes are appended to dst

@@ -126,7 +126,6 @@ func NewActorSystem(log *zap.Logger) *actor.ActorSystem {
 func (s *Sessions) Start(conn Conn, req *Request) Handle {
 	ss := newSession(req.Endpoint)
 	ss.owner, ss.conn, ss.req = s, conn, req
-	ss.sink.ss = ss
 	props := actor.PropsFromProducer(func() actor.Actor { return ss }, s.withMailbox)
 	s.active.Add(1)
 	ss.pid = s.root.Spawn(props)

@@ -21,6 +21,16 @@ type Request struct {
 	// CachedTokens is set by the engine at admission: prompt tokens found in
 	// the prefix cache.
 
+	// Audio, when it holds samples, makes the request a transcription
+	// instead of a generation: the engine transcribes the audio and
+	// streams the transcript as answer text through the same Formatter
+	// and Sink (Messages, Prompt and PromptTokens are left empty; the
+	// engine fills PromptTokens with the audio's tokens, which the usage
+	// counts as prompt tokens). Read in Prepare and Start only, like
+	// Messages. An engine without speech recognition refuses it in
+	// Prepare with KindInvalid.
+	Audio Audio
+
 	Tools      []Tool
 	ToolChoice ToolChoice
 	// ParallelToolCalls allows more than one call per turn.
@@ -62,6 +72,23 @@ type Request struct {
 	// Engine.Start so that nothing is parsed twice. Callers leave it alone;
 	// an engine that finds it nil (or not its own) prepares again in Start.
 	Prepared any
+}
+
+// Audio is input audio: 16-bit signed little-endian PCM, mono.
+type Audio struct {
+	PCM        []byte
+	SampleRate int // samples per second
+}
+
+// Samples is the number of whole samples in a.
+func (a *Audio) Samples() int { return len(a.PCM) / 2 }
+
+// Duration is how long a plays; 0 without a sample rate.
+func (a *Audio) Duration() time.Duration {
+	if a.SampleRate <= 0 {
+		return 0
+	}
+	return time.Duration(a.Samples()) * time.Second / time.Duration(a.SampleRate)
 }
 
 // Message is one turn of a conversation.

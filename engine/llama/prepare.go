@@ -29,6 +29,10 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if err := e.validate(req); err != nil {
 		return err
 	}
+	if len(req.Audio.PCM) > 0 {
+		return invalid("audio", "this engine (llama.cpp, a text model) does not transcribe audio; "+
+			"serve transcription with an engine that does (the embedded simulated engine does)")
+	}
 	p := &prepared{e: e}
 	var err error
 	thinkingOff := false

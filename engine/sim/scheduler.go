@@ -452,7 +452,7 @@ func (e *Engine) produce(s *seq) {
 			s.end(engine.FinishStop)
 			break
 		}
-		if sp.IgnoreEOS {
+		if sp.IgnoreEOS || g.prep.exact > 0 {
 			break
 		}
 		if s.script == nil {
@@ -464,7 +464,11 @@ func (e *Engine) produce(s *seq) {
 		}
 	}
 	if !s.done && len(s.ids) >= g.prep.maxTokens {
-		s.end(engine.FinishLength)
+		if g.prep.exact > 0 && len(s.ids) >= g.prep.exact {
+			s.end(engine.FinishStop) // the transcript is complete
+		} else {
+			s.end(engine.FinishLength)
+		}
 	}
 	if s.done {
 		// The slot goes first: endChoice runs the request's Formatter,

@@ -173,6 +173,10 @@ type prepared struct {
 	// repetition penalty (shape.go).
 	shaped     bool
 	promptSeen []bool
+	// exact, when above 0, is the answer's length in tokens: the choice
+	// ends (stop) after exactly that many, never earlier (a transcript,
+	// see audio.go).
+	exact int
 	// spare is the session of the first Start of a one-choice request,
 	// allocated with the prepared request; spareTaken claims it.
 	spare      *group
@@ -216,6 +220,10 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	p := newPrepared(e, req.Sampling.Choices())
 	var lastUser string
 	switch {
+	case len(req.Audio.PCM) > 0:
+		if err := e.prepareAudio(req, p); err != nil {
+			return err
+		}
 	case len(req.Messages) > 0:
 		req.PromptTokens = e.vocab.encodeChatML(req.Messages, req.Tools)
 		for i := len(req.Messages) - 1; i >= 0; i-- {
@@ -257,6 +265,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 			" tokens, which leaves no room for the completion. Please reduce the length of the messages."}
 	case mt == 0:
 		mt = limit - p.promptLen
+	}
+	if p.exact > 0 {
+		mt = min(mt, p.exact)
 	}
 	p.maxTokens = mt
 	p.hashes = appendBlockHashes(p.hashBuf[:0], req.PromptTokens)
