@@ -1,8 +1,192 @@
 package actors
 
-// startResponsesWS serves the Responses API over WebSocket. Not yet built:
-// the connection is closed with 1011.
-func (s *Sessions) startResponsesWS(conn WSConn, _ *WSRequest) WSHandle {
-	conn.Close(1011, "the Responses API over WebSocket is not served yet")
-	return closedWS{}
+import (
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+)
+
+// The Responses API over WebSocket (GET /v1/responses with Upgrade, as
+// openai-go's client.Responses.Connect dials it): one actor per upgraded
+// connection. Each response.create client event runs as an ordinary
+// Responses API request, a session of EndpointResponses whose body is the
+// create's parameters with "stream":true (responses_ws_event.go) and whose
+// Conn is a wsExchange (responses_ws_conn.go), so everything a POST
+// /v1/responses does (validation, previous_response_id, store, usage,
+// metrics) it does the same way, with no copy.
+//
+// Lanes: creates with the same stream_id (none is a lane too) run one at a
+// time, in the order they came (OpenAI: "Requests with the same stream_id
+// are processed FIFO"); different lanes run at once, their events
+// interleaved whole, each carrying its stream_id. A closed connection
+// aborts every running response's engine session at once and drops the
+// queued ones.
+
+// maxWSPending bounds the creates one connection may have running or
+// queued, across its lanes (and so the lanes themselves): 64, openai-go's
+// default MaxLanes. A create past it gets a 429 error event.
+const maxWSPending = 64
+
+// responsesWS is the actor of one Responses API WebSocket connection.
+type responsesWS struct {
+	owner *Sessions
+	conn  WSConn
+	req   WSRequest
+	pid   *actor.PID
+
+	lanes   map[string]*wsLane
+	pending int    // creates running or queued
+	n       uint64 // creates seen, for their request ids
+	closed  bool
+	// body holds the create being built; out the actor's own events.
+	body []byte
+	out  []byte
+
+	closedMsg wsConnClosed
+}
+
+// wsLane is the creates of one stream_id: the running one and the ones
+// waiting for it, in order.
+type wsLane struct {
+	id      string
+	running *wsExchange
+	queue   []*Request
+}
+
+// wsClientMessage is one client text message, copied off the event loop.
+type wsClientMessage struct {
+	p       []byte
+	arrival time.Time
+}
+
+// wsConnClosed tells the connection's actor its client is gone.
+type wsConnClosed struct{}
+
+// startResponsesWS spawns the actor of one upgraded connection. Loop-only
+// caller (StartWS); never blocks.
+func (s *Sessions) startResponsesWS(conn WSConn, req *WSRequest) WSHandle {
+	ws := &responsesWS{owner: s, conn: conn, req: *req, lanes: map[string]*wsLane{}}
+	props := actor.PropsFromProducer(func() actor.Actor { return ws }, s.withMailbox)
+	ws.pid = s.root.Spawn(props)
+	return ws
+}
+
+// Message implements WSHandle: p is copied. Safe for concurrent use; never
+// blocks.
+func (ws *responsesWS) Message(p []byte) {
+	ws.owner.root.Send(ws.pid, &wsClientMessage{p: append([]byte(nil), p...), arrival: time.Now()})
+}
+
+// ConnClosed implements WSHandle. Safe for concurrent use; idempotent.
+func (ws *responsesWS) ConnClosed() {
+	ws.owner.root.Send(ws.pid, &ws.closedMsg)
+}
+
+// Receive implements actor.Actor.
+func (ws *responsesWS) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *wsClientMessage:
+		if !ws.closed {
+			ws.message(m)
+		}
+	case *wsExchangeEnded:
+		if !ws.closed {
+			ws.ended(m.ex)
+		}
+	case *wsConnClosed:
+		if !ws.closed {
+			ws.close()
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopped:
+		ws.close() // a no-op after a close; else (the system stopping) the same cleanup
+	}
+}
+
+// message handles one client event: a valid response.create starts or
+// queues a response in its lane; anything else gets an error event.
+func (ws *responsesWS) message(m *wsClientMessage) {
+	streamID, body, ae := parseCreate(m.p, ws.body[:0])
+	ws.body = body[:0]
+	if ae == nil && ws.pending >= maxWSPending {
+		ae = &apiError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+			Message: "Too many responses running or queued on this connection (limit " + strconv.Itoa(maxWSPending) + "); wait for one to end."}
+	}
+	if ae != nil {
+		ws.refuse(ae, streamID)
+		return
+	}
+	ws.n++
+	req := NewRequest(EndpointResponses, ws.req.RequestID+"-"+strconv.FormatUint(ws.n, 10), body)
+	req.websocket = true
+	req.Arrival = m.arrival
+	ws.pending++
+	lane := ws.lanes[streamID]
+	if lane == nil {
+		lane = &wsLane{id: streamID}
+		ws.lanes[streamID] = lane
+	}
+	if lane.running != nil {
+		lane.queue = append(lane.queue, req)
+		return
+	}
+	ws.run(lane, req)
+}
+
+// refuse sends the error event of a client event that starts nothing.
+func (ws *responsesWS) refuse(ae *apiError, streamID string) {
+	if ce := ws.owner.log.Check(zap.DebugLevel, "websocket client event refused"); ce != nil {
+		ce.Write(zap.String("request_id", ws.req.RequestID), zap.String("code", ae.Code), zap.String("param", ae.Param))
+	}
+	eb := appendOpenAIError(ws.body[:0], ae)
+	ws.out = appendWSErrorEvent(ws.out[:0], ae.Status, eb, streamID)
+	ws.body = eb[:0]
+	ws.conn.Send(ws.out)
+}
+
+// run starts req as the lane's running response.
+func (ws *responsesWS) run(lane *wsLane, req *Request) {
+	ex := &wsExchange{ws: ws, lane: lane, streamID: lane.id}
+	ex.ended.ex = ex
+	lane.running = ex
+	ex.handle = ws.owner.Start(ex, req)
+}
+
+// ended starts the next create of an exchange's lane, or drops the lane.
+func (ws *responsesWS) ended(ex *wsExchange) {
+	lane := ex.lane
+	if lane.running != ex {
+		return
+	}
+	lane.running = nil
+	ws.pending--
+	if len(lane.queue) == 0 {
+		delete(ws.lanes, lane.id)
+		return
+	}
+	req := lane.queue[0]
+	lane.queue[0] = nil
+	lane.queue = lane.queue[1:]
+	ws.run(lane, req)
+}
+
+// close aborts every running response (their sessions abort their engine
+// sessions and stop) and drops the queued ones.
+func (ws *responsesWS) close() {
+	if ws.closed {
+		return
+	}
+	ws.closed = true
+	for id, lane := range ws.lanes {
+		if ex := lane.running; ex != nil && !ex.done.Swap(true) {
+			ex.handle.ConnClosed()
+		}
+		for _, req := range lane.queue {
+			req.release()
+		}
+		delete(ws.lanes, id)
+	}
+	ws.pending = 0
 }

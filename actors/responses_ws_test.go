@@ -1,0 +1,342 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/sim"
+)
+
+// The Responses API over WebSocket, driven through its WSHandle with a fake
+// WSConn over the simulated engine: what netio's WebSocket layer does,
+// without the socket.
+
+// fakeWS is a WSConn that splits what it is sent into frames, checks each
+// is one whole final text frame, and hands their payloads to the test.
+type fakeWS struct {
+	t      *testing.T
+	events chan string
+	mu     sync.Mutex
+	closed bool
+}
+
+func newFakeWS(t *testing.T) *fakeWS {
+	return &fakeWS{t: t, events: make(chan string, 1<<14)}
+}
+
+func (c *fakeWS) Send(p []byte) {
+	for len(p) > 0 {
+		payload, rest, ok := cutTextFrame(p)
+		if !ok {
+			c.t.Errorf("Send: not whole text frames: %q", p)
+			return
+		}
+		c.events <- string(payload)
+		p = rest
+	}
+}
+
+func (c *fakeWS) Close(code int, reason string) {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.t.Errorf("Close(%d, %q): the session must not close its connection", code, reason)
+}
+
+// wsEvent is what the tests read of a server event.
+type wsEvent struct {
+	Type           string `json:"type"`
+	StreamID       string `json:"stream_id"`
+	SequenceNumber *int   `json:"sequence_number"`
+	Status         int    `json:"status"`
+	Delta          string `json:"delta"`
+	Error          *struct {
+		Type, Code, Param, Message string
+	} `json:"error"`
+	Response *struct {
+		ID       string `json:"id"`
+		Status   string `json:"status"`
+		Previous string `json:"previous_response_id"`
+		Output   []struct {
+			Type    string `json:"type"`
+			Content []struct {
+				Type, Text string
+			} `json:"content"`
+		} `json:"output"`
+		Usage *struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+			TotalTokens  int `json:"total_tokens"`
+		} `json:"usage"`
+	} `json:"response"`
+	raw string
+}
+
+func (c *fakeWS) next(t *testing.T) wsEvent {
+	t.Helper()
+	select {
+	case s := <-c.events:
+		var ev wsEvent
+		if err := json.Unmarshal([]byte(s), &ev); err != nil {
+			t.Fatalf("event is not JSON: %v: %s", err, s)
+		}
+		ev.raw = s
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	panic("unreachable")
+}
+
+// untilEnd reads one response's events up to its terminal event and checks
+// their order and numbering. It returns them.
+func (c *fakeWS) untilEnd(t *testing.T) []wsEvent {
+	t.Helper()
+	var evs []wsEvent
+	for range 100000 {
+		ev := c.next(t)
+		evs = append(evs, ev)
+		if terminal(ev.Type) || ev.Type == "error" {
+			return evs
+		}
+	}
+	t.Fatal("no terminal event")
+	return nil
+}
+
+func terminal(typ string) bool {
+	return typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed"
+}
+
+// finals is an Observer that passes on every final Result.
+type finals chan engine.Result
+
+func (f finals) RequestDone(_ Endpoint, _ string, res *engine.Result) { f <- *res }
+
+func newWSTest(t *testing.T, itl time.Duration) (*Sessions, *sim.Engine, finals) {
+	t.Helper()
+	sc := sim.DefaultConfig()
+	sc.ITL = itl
+	eng, err := sim.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make(finals, 64)
+	s, err := NewSessions(Config{Engine: eng, Models: []string{"vajra-sim"}, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = eng.Close()
+		s.Close()
+	})
+	return s, eng, obs
+}
+
+func dialWS(t *testing.T, s *Sessions) (*fakeWS, WSHandle) {
+	c := newFakeWS(t)
+	h := s.StartWS(c, &WSRequest{Endpoint: EndpointResponsesWS, RequestID: "req-ws", Arrival: time.Now()})
+	return c, h
+}
+
+// checkStream checks one response's events: numbered from 0 in order,
+// response.created first, deltas whose concatenation is the final
+// response's text, usage at the end (completed, or incomplete when
+// max_output_tokens cut it). It returns the final response's id.
+func checkStream(t *testing.T, evs []wsEvent, streamID string) (id string, inputTokens int) {
+	t.Helper()
+	if evs[0].Type != "response.created" || evs[0].Response == nil {
+		t.Fatalf("first event %s", evs[0].raw)
+	}
+	var text strings.Builder
+	for i, ev := range evs {
+		if ev.SequenceNumber == nil || *ev.SequenceNumber != i {
+			t.Fatalf("event %d has sequence_number %v: %s", i, ev.SequenceNumber, ev.raw)
+		}
+		if ev.StreamID != streamID {
+			t.Fatalf("event %d stream_id %q, want %q: %s", i, ev.StreamID, streamID, ev.raw)
+		}
+		if ev.Type == "response.output_text.delta" {
+			text.WriteString(ev.Delta)
+		}
+	}
+	last := evs[len(evs)-1]
+	if (last.Type != "response.completed" && last.Type != "response.incomplete") || last.Response == nil || last.Response.Usage == nil || last.Response.Usage.OutputTokens == 0 {
+		t.Fatalf("last event %s", last.raw)
+	}
+	var out strings.Builder
+	for _, o := range last.Response.Output {
+		for _, c := range o.Content {
+			if c.Type == "output_text" {
+				out.WriteString(c.Text)
+			}
+		}
+	}
+	if out.String() == "" || out.String() != text.String() {
+		t.Fatalf("deltas %q, completed text %q", text.String(), out.String())
+	}
+	if last.Response.ID != evs[0].Response.ID {
+		t.Fatalf("ids %q, %q", evs[0].Response.ID, last.Response.ID)
+	}
+	return last.Response.ID, last.Response.Usage.InputTokens
+}
+
+func TestResponsesWSStreamsAndChains(t *testing.T) {
+	s, _, _ := newWSTest(t, 0)
+	c, h := dialWS(t, s)
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"Say hello.","max_output_tokens":24}`))
+	first, in1 := checkStream(t, c.untilEnd(t), "")
+
+	// The second sees the first's conversation: its prompt holds the
+	// first's input and answer, so it is longer than the first's prompt.
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"And again.","previous_response_id":"` + first + `","max_output_tokens":24}`))
+	evs := c.untilEnd(t)
+	second, in2 := checkStream(t, evs, "")
+	if second == first || evs[len(evs)-1].Response.Previous != first {
+		t.Fatalf("second response %s", evs[len(evs)-1].raw)
+	}
+	if in2 <= in1 {
+		t.Fatalf("chained prompt has %d tokens, the first had %d: history not carried", in2, in1)
+	}
+
+	// store: false is honoured: a response chained to an unstored one
+	// finds nothing.
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"x","store":false,"max_output_tokens":4}`))
+	unstored, _ := checkStream(t, c.untilEnd(t), "")
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"y","previous_response_id":"` + unstored + `"}`))
+	ev := c.next(t)
+	if ev.Type != "error" || ev.Status != 400 || ev.Error == nil || ev.Error.Code != "previous_response_not_found" {
+		t.Fatalf("chained to an unstored response: %s", ev.raw)
+	}
+	h.ConnClosed()
+}
+
+func TestResponsesWSLanes(t *testing.T) {
+	s, _, _ := newWSTest(t, time.Millisecond)
+	c, h := dialWS(t, s)
+	// Two lanes at once, two creates queued in lane a.
+	h.Message([]byte(`{"type":"response.create","stream_id":"a","model":"vajra-sim","input":"one","max_output_tokens":12}`))
+	h.Message([]byte(`{"type":"response.create","stream_id":"b.2","model":"vajra-sim","input":"two","max_output_tokens":12}`))
+	h.Message([]byte(`{"type":"response.create","stream_id":"a","model":"vajra-sim","input":"three","max_output_tokens":12}`))
+	byLane := map[string][]wsEvent{}
+	done := 0
+	for done < 3 {
+		ev := c.next(t)
+		byLane[ev.StreamID] = append(byLane[ev.StreamID], ev)
+		if terminal(ev.Type) {
+			done++
+		}
+	}
+	if len(byLane) != 2 {
+		t.Fatalf("lanes %v", len(byLane))
+	}
+	checkStream(t, byLane["b.2"], "b.2")
+	// Lane a ran its two creates one after the other: the first's events
+	// end before the second's begin.
+	a := byLane["a"]
+	for i, ev := range a {
+		if terminal(ev.Type) {
+			checkStream(t, a[:i+1], "a")
+			checkStream(t, a[i+1:], "a")
+			break
+		}
+	}
+	h.ConnClosed()
+}
+
+func TestResponsesWSBadEventsKeepTheSocket(t *testing.T) {
+	s, _, _ := newWSTest(t, 0)
+	c, h := dialWS(t, s)
+	for _, tc := range []struct{ msg, code, param, streamID string }{
+		{`{"type":"response.create",`, "invalid_json", "", ""},
+		{`[1,2]`, "invalid_json", "", ""},
+		{`{"model":"vajra-sim"}`, "missing_required_parameter", "type", ""},
+		{`{"type":"response.frobnicate","stream_id":"l"}`, "unknown_event_type", "type", "l"},
+		{`{"type":"response.steer","previous_response_id":"resp_x","input":"hi"}`, "unsupported_event_type", "type", ""},
+		{`{"type":"response.create","stream_id":"bad id!","model":"vajra-sim","input":"hi"}`, "invalid_stream_id", "stream_id", ""},
+		{`{"type":"response.create","model":"vajra-sim","input":"hi","background":true}`, "unsupported_parameter", "background", ""},
+		{`{"type":"response.create","model":"vajra-sim","input":"hi","generate":false}`, "unsupported_parameter", "generate", ""},
+		{`{"type":"response.create","stream_id":"z","model":"vajra-sim","input":"hi","temperature":9}`, "", "temperature", "z"},
+		{`{"type":"response.create","model":"nope","input":"hi"}`, "model_not_found", "model", ""},
+	} {
+		h.Message([]byte(tc.msg))
+		ev := c.next(t)
+		if ev.Type != "error" || ev.Error == nil || ev.Status < 400 || ev.Error.Param != tc.param || ev.StreamID != tc.streamID ||
+			(tc.code != "" && ev.Error.Code != tc.code) || ev.Error.Message == "" {
+			t.Errorf("%s: got %s", tc.msg, ev.raw)
+		}
+	}
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"still here?","max_output_tokens":8,"stream":false}`))
+	checkStream(t, c.untilEnd(t), "")
+	h.ConnClosed()
+}
+
+func TestResponsesWSCloseAbortsTheEngine(t *testing.T) {
+	s, eng, obs := newWSTest(t, 5*time.Millisecond)
+	c, h := dialWS(t, s)
+	// Two lanes running long responses and one queued behind them.
+	long := `"model":"vajra-sim","input":"Think hard.","reasoning":{"effort":"high"},"max_output_tokens":4000}`
+	h.Message([]byte(`{"type":"response.create","stream_id":"a",` + long))
+	h.Message([]byte(`{"type":"response.create","stream_id":"b",` + long))
+	h.Message([]byte(`{"type":"response.create","stream_id":"a",` + long))
+	deltas := map[string]bool{}
+	for len(deltas) < 2 {
+		if ev := c.next(t); strings.HasSuffix(ev.Type, ".delta") {
+			deltas[ev.StreamID] = true
+		}
+	}
+	if got := eng.Stats().Running; got != 2 {
+		t.Fatalf("running mid-stream %d, want 2", got)
+	}
+	closedAt := time.Now()
+	h.ConnClosed()
+	for range 2 {
+		select {
+		case res := <-obs:
+			if res.Err == nil || res.Err.Kind != engine.KindAborted {
+				t.Fatalf("final after close: %+v", res.Err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("engine session not aborted after the close")
+		}
+	}
+	waitRunning(t, eng, 0)
+	t.Logf("engine slots freed %v after the close", time.Since(closedAt))
+	waitSessions(t, s)
+	select {
+	case res := <-obs:
+		t.Fatalf("the queued create ran after the close: %+v", res)
+	default:
+	}
+}
+
+// waitRunning waits, bounded, for the engine's published running count
+// (the sim publishes it once per scheduler pass, right after the finals).
+func waitRunning(t *testing.T, eng engine.Engine, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for eng.Stats().Running != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("engine running %d, want %d", eng.Stats().Running, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func waitSessions(t *testing.T, s *Sessions) {
+	t.Helper()
+	ctx, cancel := contextWithTimeout(5 * time.Second)
+	defer cancel()
+	if err := s.Wait(ctx); err != nil {
+		t.Fatalf("sessions still live: %d", s.Active())
+	}
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
