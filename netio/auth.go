@@ -44,6 +44,18 @@ func (ks *keySet) allowed(req *httpparse.Request) bool {
 	return false
 }
 
+// allowedSubprotocol reports whether a WebSocket handshake carries an
+// accepted key in the browser form of the Realtime API, a
+// Sec-WebSocket-Protocol token "openai-insecure-api-key.KEY" (browsers
+// cannot set Authorization on a WebSocket).
+func (ks *keySet) allowedSubprotocol(req *httpparse.Request) bool {
+	if len(ks.digests) == 0 {
+		return true
+	}
+	key := subprotocolsOf(req).key
+	return len(key) > 0 && ks.match(key)
+}
+
 func (ks *keySet) match(key []byte) bool {
 	d := sha256.Sum256(key)
 	ok := 0

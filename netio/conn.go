@@ -43,6 +43,10 @@ type conn struct {
 	since              time.Time
 	prevConn, nextConn *conn // the loop's list of connections
 
+	// ws is the connection's WebSocket state once it upgraded (ws_conn.go):
+	// from then on it is busy for good and parses no HTTP.
+	ws *wsConn
+
 	scratch []byte // inline responses
 	cors    []byte // the CORS header lines of the request being served
 }
@@ -94,7 +98,9 @@ func (c *conn) serve() (closeConn bool) {
 	}
 	c.since = c.loop.now // idle from now (or busy: not timed)
 	c.releaseParser()
-	c.backpressure()
+	if c.ws == nil {
+		c.backpressure() // a WebSocket reads its input as it comes
+	}
 	return false
 }
 
@@ -156,6 +162,9 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		c.scratch = appendRouteError(c.scratch[:0], rt, status, req.Minor, req.KeepAlive)
 		c.finishInline(rt, req, status, cors)
 		return !req.KeepAlive || status == 503
+	}
+	if rt.websocket {
+		return c.upgrade(rt, req)
 	}
 	if rt.inline != nil {
 		c.scratch = rt.inline(s, c.scratch[:0], req)
@@ -294,6 +303,9 @@ func (c *conn) flushOutbox() {
 			return
 		}
 		c.repause(outBefore)
+		if c.ws != nil {
+			c.ws.active = true
+		}
 		if c.gc.OutboundBuffered() > c.srv.opts.MaxOutboundBytes {
 			// Slow consumer: the client does not read as fast as the
 			// engine produces. Close; OnClose aborts the session.
@@ -321,6 +333,8 @@ func (c *conn) flushOutbox() {
 		c.endExchange()
 		c.closing = true
 		_ = c.gc.Close()
+	case endWSClose:
+		c.ws.closeWritten()
 	}
 }
 
@@ -332,7 +346,11 @@ func (c *conn) onClose() {
 	c.out.pending = c.out.pending[:0]
 	c.out.mu.Unlock()
 	h := c.handle
-	if h != nil {
+	if c.ws != nil {
+		// A WebSocket session always ends with its connection; that is no
+		// client abort.
+		c.srv.wsOpen.Add(-1)
+	} else if h != nil {
 		c.srv.clientAborts.Add(1)
 	}
 	if w, ok := h.(*waiter); ok {

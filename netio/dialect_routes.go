@@ -12,6 +12,9 @@ func addDialectRoutes(t *routeTable) {
 	t.add("/v1/chat/completions", &route{name: "chat_completions", method: "POST", endpoint: actors.EndpointChatCompletions})
 	t.add("/v1/completions", &route{name: "completions", method: "POST", endpoint: actors.EndpointCompletions})
 	t.add("/v1/responses", &route{name: "responses", method: "POST", endpoint: actors.EndpointResponses})
+	// Over WebSocket (ws_handshake.go): a GET with Upgrade: websocket.
+	t.add("/v1/realtime", &route{name: "realtime", method: "GET", endpoint: actors.EndpointRealtime, websocket: true})
+	t.add("/v1/responses", &route{name: "responses_ws", method: "GET", endpoint: actors.EndpointResponsesWS, websocket: true})
 	t.add("/v1/messages", &route{name: "messages", method: "POST", dialect: dialectAnthropic, endpoint: actors.EndpointMessages})
 	t.add("/v1/messages/count_tokens", &route{name: "count_tokens", method: "POST", dialect: dialectAnthropic, endpoint: actors.EndpointCountTokens})
 

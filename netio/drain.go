@@ -14,6 +14,13 @@ import (
 // exchanges in flight, up to its shutdown timeout, and ends the rest
 // through the engine (see vajra.Server.Shutdown). A connection accepted
 // just before the listener closed is answered 503 and closed.
+//
+// A WebSocket connection is an exchange in flight for as long as it is
+// open; Drain sends each a close frame 1001 ("going away") through its
+// loop, and the connection closes when the client answers it (or after
+// the close wait, ws_conn.go), which ends its session. Its session's own
+// engine work is not waited for separately: a drain's deadline ends it
+// as it ends any stream.
 
 // Drain starts draining: see above. Safe for concurrent use; idempotent.
 func (s *Server) Drain() {
@@ -24,6 +31,12 @@ func (s *Server) Drain() {
 	if err := s.closeListener(); err != nil {
 		s.log.Warn("drain: closing the listener", zap.Error(err))
 	}
+	s.loops.Range(func(_, v any) bool {
+		l := v.(*loop)
+		l.drainDue.Store(true)
+		l.wake()
+		return true
+	})
 	if s.inflight.Load() == 0 {
 		s.signalIdle()
 	}

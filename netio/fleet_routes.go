@@ -84,7 +84,7 @@ func (s *Server) setupFleet() {
 // ServerStats returns the network layer's counters for metrics. Safe for
 // concurrent use.
 func (s *Server) ServerStats() metrics.ServerStats {
-	return metrics.ServerStats{
+	st := metrics.ServerStats{
 		OpenConnections: s.openConns.Load(),
 		BytesWritten:    s.bytesWritten.Load(),
 		ParseErrors:     s.parseErrors.Load(),
@@ -93,6 +93,8 @@ func (s *Server) ServerStats() metrics.ServerStats {
 		LoopWakes:       s.Wakes(),
 		IdleClosed:      s.idleClosed.Load(),
 	}
+	s.webSocketStats(&st)
+	return st
 }
 
 // handleLoad answers GET /load: the engine's load and Vajra's own, for

@@ -57,6 +57,9 @@ type loop struct {
 	conns    *conn
 	now      time.Time
 	sweepDue atomic.Bool
+	// drainDue asks the next Run to send the loop's WebSocket connections
+	// a 1001 close (drain.go).
+	drainDue atomic.Bool
 
 	// Back-pressure (backpressure.go): the loop's epoll descriptor (-1:
 	// unknown, nothing pauses) and the most input a busy connection held.
@@ -203,6 +206,9 @@ func (l *loop) Run(context.Context) error {
 	if l.sweepDue.Load() && l.sweepDue.Swap(false) {
 		l.sweep(time.Now())
 	}
+	if l.drainDue.Load() && l.drainDue.Swap(false) {
+		l.goAway()
+	}
 	// Clear the bell before taking the list: a producer that queues after
 	// the take finds the bell clear and rings again.
 	l.rung.Store(false)
@@ -239,6 +245,9 @@ type outbox struct {
 	end endKind
 	// closed is set on the loop when the connection closed.
 	closed bool
+	// wsClosing is set when a WebSocket close frame is queued: every frame
+	// after it is dropped (RFC 6455 §5.5.1).
+	wsClosing bool
 }
 
 type endKind uint8
@@ -248,6 +257,7 @@ const (
 	endKeep            // response complete; serve the next request
 	endClose           // response complete; close after flushing
 	endAbandon         // no clean end possible; close after flushing
+	endWSClose         // a WebSocket close frame was queued (ws_conn.go)
 )
 
 // exchange is one request/response on a connection, as seen by a session.

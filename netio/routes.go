@@ -34,6 +34,9 @@ type route struct {
 	// /detokenize): it takes no admission permit, and its body is not
 	// held to Content-Type: application/json.
 	utility bool
+	// websocket marks a route served over WebSocket (ws_handshake.go): a
+	// GET that must be an upgrade, to a session of endpoint.
+	websocket bool
 }
 
 // routeTable maps paths to routes: exact paths, and path prefixes for
@@ -141,7 +144,7 @@ func (s *Server) precheck(req *httpparse.Request) (*route, int) {
 			break
 		}
 	}
-	if !rt.public && !s.keys.allowed(req) {
+	if !rt.public && !s.keys.allowed(req) && !(rt.websocket && s.keys.allowedSubprotocol(req)) {
 		return rt, 401
 	}
 	if rt == notFound {
@@ -155,7 +158,7 @@ func (s *Server) precheck(req *httpparse.Request) (*route, int) {
 		// and the connection closes after the answer (appendRouteError).
 		return rt, 503
 	}
-	if rt.endpoint != 0 && rt.input == nil && !rt.utility && !isJSON(req.ContentType) {
+	if rt.endpoint != 0 && rt.input == nil && !rt.utility && !rt.websocket && !isJSON(req.ContentType) {
 		return rt, 415
 	}
 	return rt, 0

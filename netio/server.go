@@ -101,6 +101,15 @@ type Options struct {
 	// Anthropic ping event, a WebSocket ping frame. 0 turns it off.
 	StreamKeepalive time.Duration
 
+	// WebSockets starts the sessions of upgraded WebSocket connections
+	// (GET /v1/realtime, GET /v1/responses with Upgrade: websocket).
+	// Default: Sessions.
+	WebSockets WSStarter
+	// MaxWSMessageBytes bounds one client WebSocket message after
+	// reassembly; a bigger one closes its connection with 1009.
+	// Default DefaultMaxWSMessageBytes.
+	MaxWSMessageBytes int
+
 	// AllowedOrigins enables CORS for these origins ("*": any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (sample it: see
@@ -118,11 +127,12 @@ const DefaultMaxOutboundBytes = 4 << 20
 type Server struct {
 	gnet.BuiltinEventEngine
 
-	opts     Options
-	log      *zap.Logger
-	sessions *actors.Sessions
-	keys     keySet
-	routes   routeTable
+	opts       Options
+	log        *zap.Logger
+	sessions   *actors.Sessions
+	webSockets WSStarter
+	keys       keySet
+	routes     routeTable
 
 	maxBuffered  int // inbound bytes one connection may hold at all
 	maxPipelined int // inbound bytes a busy connection holds before it is paused
@@ -178,6 +188,11 @@ type Server struct {
 		overloaded, draining, maxConns, unauthorized, timeout, queueTimeout, descriptors *metrics.Counter
 	}
 	idleClosed atomic.Uint64 // connections closed by IdleTimeout
+
+	// WebSocket counters (ws_conn.go).
+	wsOpen           atomic.Int64
+	wsProtocolErrors atomic.Uint64
+	wsCloses         wsCloseCounts
 }
 
 // New builds a Server; Start runs it.
@@ -206,19 +221,26 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = DefaultMaxConnections()
 	}
+	if opts.WebSockets == nil {
+		opts.WebSockets = opts.Sessions
+	}
+	if opts.MaxWSMessageBytes <= 0 {
+		opts.MaxWSMessageBytes = DefaultMaxWSMessageBytes
+	}
 	s := &Server{
-		opts:     opts,
-		log:      opts.Logger,
-		sessions: opts.Sessions,
-		keys:     newKeySet(opts.APIKeys),
-		started:  make(chan error, 1),
-		done:     make(chan error, 1),
-		stopped:  make(chan struct{}),
-		loopsUp:  make(chan struct{}),
-		idle:     make(chan struct{}, 1),
-		maxConns: int64(opts.MaxConnections),
-		access:   opts.AccessLog,
-		offloop:  make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
+		opts:       opts,
+		log:        opts.Logger,
+		sessions:   opts.Sessions,
+		webSockets: opts.WebSockets,
+		keys:       newKeySet(opts.APIKeys),
+		started:    make(chan error, 1),
+		done:       make(chan error, 1),
+		stopped:    make(chan struct{}),
+		loopsUp:    make(chan struct{}),
+		idle:       make(chan struct{}, 1),
+		maxConns:   int64(opts.MaxConnections),
+		access:     opts.AccessLog,
+		offloop:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
 	s.maxBuffered = opts.Limits.MaxHeaderBytes + int(opts.Limits.MaxBody) + 4096
 	s.maxPipelined = opts.MaxPipelinedBytes
@@ -249,9 +271,9 @@ func (s *Server) Start() error {
 	if !s.opts.KeepGOMAXPROCS {
 		s.ctlDone = spareproc.Start(s.log, loops, s.stopped)
 	}
-	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 || (s.adm != nil && s.opts.MaxQueueWait > 0) {
-		go s.sweeper()
-	}
+	// The sweep always runs: besides the timeouts it ends WebSocket close
+	// handshakes and sends their keep-alives (ws_conn.go).
+	go s.sweeper()
 	gnetAddr, err := s.listen()
 	if err != nil {
 		return err
@@ -382,6 +404,10 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		gc.Context().(*doorbell).answer(gc)
 		return gnet.None
 	}
+	if c.ws != nil {
+		c.ws.traffic()
+		return gnet.None
+	}
 	if c.busy {
 		// A session owns the exchange; later pipelined requests wait in
 		// gnet's buffer, and past MaxPipelinedBytes the connection is no
@@ -394,6 +420,9 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	if c.serve() {
 		return gnet.Close
+	}
+	if c.ws != nil && gc.InboundBuffered() > 0 {
+		c.ws.traffic() // the first frames came with the upgrade request
 	}
 	return gnet.None
 }

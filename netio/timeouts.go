@@ -67,6 +67,8 @@ func (l *loop) sweep(now time.Time) {
 		next := c.nextConn
 		switch {
 		case c.closing || c.closed:
+		case c.ws != nil:
+			c.ws.sweep(now) // never idle: a live session
 		case c.busy:
 			if t := s.opts.MaxQueueWait; t > 0 {
 				if w, ok := c.handle.(*waiter); ok && now.Sub(w.queuedAt) > t && w.expire() {
