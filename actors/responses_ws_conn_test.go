@@ -28,6 +28,7 @@ func TestParseCreate(t *testing.T) {
 	f(` { "model" : "m" , "type" : "response.create", "stream":false, "stream_id":"A-z_0.9", "generate":true, "background":false } `, "A-z_0.9",
 		`{"model":"m","stream":true}`)
 	f(`{"type":"response.create","stream_id":null,"generate":null,"background":null,"a\u00e9":1}`, "", `{"aé":1,"stream":true}`)
+	f(`{"type":"response.create","stream_id":"l\u0061ne"}`, "lane", `{"stream":true}`)
 	f(`{"type":"response.create","stream_id":"`+strings.Repeat("x", 256)+`"}`, strings.Repeat("x", 256), `{"stream":true}`)
 
 	refused := func(msg, code, param string) {
@@ -71,7 +72,7 @@ func FuzzParseCreate(f *testing.F) {
 			if ae.Status != 400 || ae.Message == "" {
 				t.Fatalf("refusal %+v", ae)
 			}
-			if id != "" && !validStreamID([]byte(id)) {
+			if id != "" && !validStreamID(id) {
 				t.Fatalf("invalid stream_id %q returned", id)
 			}
 			return
@@ -79,7 +80,7 @@ func FuzzParseCreate(f *testing.F) {
 		if !json.Valid(body) || !strings.HasSuffix(string(body), `"stream":true}`) {
 			t.Fatalf("body %q from %q", body, msg)
 		}
-		if id != "" && !validStreamID([]byte(id)) {
+		if id != "" && !validStreamID(id) {
 			t.Fatalf("stream_id %q", id)
 		}
 	})

@@ -59,9 +59,9 @@ func parseCreate(msg, body []byte) (streamID string, out []byte, ae *apiError) {
 				in.Skip()
 				break
 			}
-			id := in.UnsafeBytes()
-			if validStreamID(id) {
-				streamID = string(id)
+			// Unescaped, as the SDK reads it ("l\u0061ne" is "lane").
+			if id := in.String(); validStreamID(id) {
+				streamID = id
 			} else {
 				badStreamID = true
 			}
@@ -131,11 +131,11 @@ func wsBadJSON() *apiError {
 
 // validStreamID is openai-go's rule for a stream_id. An id that passes
 // needs no escaping in JSON, so it is written into events as it is.
-func validStreamID(id []byte) bool {
+func validStreamID(id string) bool {
 	if len(id) == 0 || len(id) > maxStreamID {
 		return false
 	}
-	for _, c := range id {
+	for _, c := range []byte(id) {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
 			return false
 		}

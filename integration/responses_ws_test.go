@@ -1,0 +1,328 @@
+package integration_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// The Responses API over WebSocket end to end with openai-go v3.99's
+// client.Responses.Connect: streamed responses, FinalResponse, chaining,
+// the store, lanes, bad events, and the abort on a dropped socket.
+
+func wsCreate(input string, maxTokens int64) responses.ResponsesClientEventResponseCreateParam {
+	return responses.ResponsesClientEventResponseCreateParam{
+		Model:           vajra.DefaultModelName,
+		Input:           responses.ResponsesClientEventResponseCreateInputUnionParam{OfString: openai.String(input)},
+		MaxOutputTokens: openai.Int(maxTokens),
+	}
+}
+
+func connectWS(t *testing.T, client openai.Client) *responses.ResponseConnection {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := client.Responses.Connect(ctx, responses.ResponseConnectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// wsEnvelope is what every event carries beside its variant's fields.
+type wsEnvelope struct {
+	SequenceNumber *int64 `json:"sequence_number"`
+	StreamID       string `json:"stream_id"`
+}
+
+// recvResponse reads one response's events with Recv up to its terminal
+// event and checks them: numbered from 0 in order, response.created first,
+// the deltas' concatenation equal to the final response's text, usage
+// present. It returns the final response.
+func recvResponse(t *testing.T, ctx context.Context, recv func(context.Context) (responses.ResponsesServerEventUnion, error), streamID string) responses.Response {
+	t.Helper()
+	var text strings.Builder
+	for i := int64(0); i < 100000; i++ {
+		ev, err := recv(ctx)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		var env wsEnvelope
+		if err := json.Unmarshal([]byte(ev.RawJSON()), &env); err != nil {
+			t.Fatal(err)
+		}
+		if env.SequenceNumber == nil || *env.SequenceNumber != i || env.StreamID != streamID {
+			t.Fatalf("event %d: %s", i, ev.RawJSON())
+		}
+		if i == 0 && ev.Type != "response.created" {
+			t.Fatalf("first event %s", ev.RawJSON())
+		}
+		switch ev.Type {
+		case "response.output_text.delta":
+			text.WriteString(ev.OfResponsesServerEventResponseTextWsDelta.Delta)
+		case "response.completed", "response.incomplete":
+			r := ev.OfResponsesServerEventResponseWsCompleted.Response
+			if ev.Type == "response.incomplete" {
+				r = ev.OfResponsesServerEventResponseWsIncomplete.Response
+			}
+			if r.OutputText() == "" || r.OutputText() != text.String() || r.Usage.OutputTokens == 0 ||
+				r.Usage.TotalTokens != r.Usage.InputTokens+r.Usage.OutputTokens {
+				t.Fatalf("deltas %q, final %s", text.String(), r.RawJSON())
+			}
+			return r
+		case "response.failed", "error":
+			t.Fatalf("event %s", ev.RawJSON())
+		}
+	}
+	t.Fatal("no terminal event")
+	return responses.Response{}
+}
+
+func TestResponsesWSStreamFinalAndChain(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	client := newClient(base)
+	conn := connectWS(t, client)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if err := conn.Create(ctx, wsCreate(question, 200)); err != nil {
+		t.Fatal(err)
+	}
+	first := recvResponse(t, ctx, conn.Recv, "")
+
+	// Chained on the same socket, read with FinalResponse: the second turn
+	// sees the first's conversation (its prompt holds the first's input
+	// and answer).
+	next := wsCreate("And then?", 200)
+	next.PreviousResponseID = openai.String(first.ID)
+	if err := conn.Create(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	second, err := conn.FinalResponse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ID == first.ID || second.PreviousResponseID != first.ID || second.OutputText() == "" ||
+		second.Usage.InputTokens <= first.Usage.InputTokens+first.Usage.OutputTokens {
+		t.Fatalf("chained response %s after %s", second.RawJSON(), first.RawJSON())
+	}
+
+	// store is honoured: both stored responses are there over HTTP, an
+	// unstored one is not.
+	for _, r := range []*responses.Response{&first, second} {
+		got, err := client.Responses.Get(ctx, r.ID, responses.ResponseGetParams{})
+		if err != nil || got.ID != r.ID || got.OutputText() != r.OutputText() {
+			t.Fatalf("GET %s: %v", r.ID, err)
+		}
+	}
+	unstored := wsCreate("hi", 8)
+	unstored.Store = openai.Bool(false)
+	if err := conn.Create(ctx, unstored); err != nil {
+		t.Fatal(err)
+	}
+	u, err := conn.FinalResponse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *openai.Error
+	if _, err := client.Responses.Get(ctx, u.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("GET of an unstored response: %v", err)
+	}
+}
+
+// The same under /openai/v1/, and with lanes: two stream_ids at once, each
+// lane's events carrying its id, read by the SDK's lanes.
+func TestResponsesWSLanes(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	client := openai.NewClient(option.WithBaseURL(base+"/openai/v1/"), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
+	conn := connectWS(t, client)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lanes := map[string]*responses.ResponseLane{}
+	for _, id := range []string{"a", "b-2"} {
+		lane, err := conn.Lane(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lanes[id] = lane
+		c := wsCreate(question, 40)
+		c.StreamID = openai.String(id)
+		if err := conn.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, lane := range lanes {
+		recvResponse(t, ctx, lane.Recv, id)
+	}
+}
+
+func TestResponsesWSBadEventsThenServes(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	conn := connectWS(t, newClient(base))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	bad := wsCreate(question, 8)
+	bad.Temperature = openai.Float(9)
+	if err := conn.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	_, err := conn.FinalResponse(ctx)
+	var pe *responses.ResponseProtocolError
+	if !errors.As(err, &pe) {
+		t.Fatalf("invalid create: %v", err)
+	}
+	e := pe.Event.OfResponsesServerEventResponseWsError
+	if pe.Event.Type != "error" || e.Status != 400 || e.Error.Type != "invalid_request_error" || e.Error.Param != "temperature" || e.Error.Message == "" {
+		t.Fatalf("error event %s", pe.Event.RawJSON())
+	}
+
+	for _, raw := range []string{`{"type":"response.create",`, `{"type":"response.nope"}`} {
+		if err := conn.SendRaw(ctx, json.RawMessage(raw)); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := conn.Recv(ctx)
+		if err != nil || ev.Type != "error" || ev.OfResponsesServerEventResponseWsError.Status != 400 {
+			t.Fatalf("%s: %v %s", raw, err, ev.RawJSON())
+		}
+	}
+
+	// The socket still serves.
+	if err := conn.Create(ctx, wsCreate(question, 16)); err != nil {
+		t.Fatal(err)
+	}
+	recvResponse(t, ctx, conn.Recv, "")
+}
+
+// A socket dropped (TCP) or closed (close frame) mid-response aborts the
+// engine session: its final comes back aborted and the engine's slot is
+// free, within milliseconds.
+func TestResponsesWSDisconnectAborts(t *testing.T) {
+	for _, how := range []string{"abort", "close"} {
+		t.Run(how, func(t *testing.T) {
+			_, obs, base := startServer(t, func(c *vajra.Config) { c.Sim.ITL = 5 * time.Millisecond })
+			conn := connectWS(t, newClient(base))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			long := wsCreate(question, 4000)
+			long.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffortHigh}
+			if err := conn.Create(ctx, long); err != nil {
+				t.Fatal(err)
+			}
+			for deltas := 0; deltas < 3; {
+				ev, err := conn.Recv(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.HasSuffix(ev.Type, ".delta") {
+					deltas++
+				}
+			}
+			if got := obs.Stats().Running; got != 1 {
+				t.Fatalf("running mid-stream %d", got)
+			}
+			gone := time.Now()
+			if how == "abort" {
+				conn.Abort()
+			} else {
+				_ = conn.Close()
+			}
+			select {
+			case res := <-obs.finals:
+				if res.Err == nil || res.Err.Kind != engine.KindAborted {
+					t.Fatalf("final after the disconnect: %+v", res.Err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("not aborted after the disconnect")
+			}
+			waitEngine(t, obs, func(st engine.Stats) bool { return st.Running == 0 })
+			if d := time.Since(gone); d > time.Second {
+				t.Fatalf("engine slot freed only %v after the disconnect", d)
+			}
+		})
+	}
+}
+
+// Over WebSocket a response's events are, byte for byte, the data of the
+// same response's SSE events: the golden stream of responses.sse, each
+// event in one text frame. With a stream_id, each event carries it after
+// its type.
+func TestResponsesWSGolden(t *testing.T) {
+	var body string
+	for _, c := range goldenCases {
+		if c.name == "responses" {
+			body = c.body
+		}
+	}
+	want := goldenSSEData(t, filepath.Join("testdata", "golden", "responses.sse"))
+	for _, streamID := range []string{"", "g1"} {
+		_, _, base := startServer(t, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/v1/responses",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer test-key"}}, CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		create := `{"type":"response.create",` + strings.TrimPrefix(strings.ReplaceAll(body, "\n", ""), "{")
+		if streamID != "" {
+			create = `{"stream_id":"` + streamID + `",` + create[1:]
+		}
+		if err := ws.Write(ctx, websocket.MessageText, []byte(create)); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			typ, got, err := ws.Read(ctx)
+			if err != nil || typ != websocket.MessageText {
+				t.Fatalf("event %d: %v %v", i, typ, err)
+			}
+			if streamID != "" {
+				q := strings.IndexByte(w[len(`{"type":"`):], '"') + len(`{"type":"`) + 1
+				w = w[:q] + `,"stream_id":"` + streamID + `"` + w[q:]
+			}
+			if got := normalise(got); string(got) != w {
+				t.Fatalf("event %d:\n got %s\nwant %s", i, got, w)
+			}
+		}
+		_ = ws.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// goldenSSEData returns the data of each event of an SSE golden file.
+func goldenSSEData(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			data = append(data, d)
+		}
+	}
+	if len(data) < 5 {
+		t.Fatalf("%s: %d events", path, len(data))
+	}
+	return data
+}
