@@ -86,6 +86,7 @@ func (ws *responsesWS) ConnClosed() {
 
 // Receive implements actor.Actor.
 func (ws *responsesWS) Receive(ctx actor.Context) {
+	defer ws.recoverPanic()
 	switch m := ctx.Message().(type) {
 	case *wsClientMessage:
 		if !ws.closed {
@@ -101,7 +102,24 @@ func (ws *responsesWS) Receive(ctx actor.Context) {
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Stopped:
-		ws.close() // a no-op after a close; else (the system stopping) the same cleanup
+		// After a close this is a no-op. Otherwise the actor failed (its
+		// supervisor stops it) or the system is stopping: the running
+		// responses are aborted and the client told, with 1011.
+		if !ws.closed {
+			ws.close()
+			ws.conn.Close(1011, "the session failed")
+		}
+	}
+}
+
+// recoverPanic logs a panic of the connection's actor once, counts it and
+// panics again for the supervisor, which stops the actor (as a session's).
+func (ws *responsesWS) recoverPanic() {
+	if r := recover(); r != nil {
+		ws.owner.panics.Add(1)
+		ws.owner.log.Error("responses websocket session panicked; its connection is closed",
+			zap.String("request_id", ws.req.RequestID), zap.Any("panic", r), zap.Stack("stack"))
+		panic(r)
 	}
 }
 

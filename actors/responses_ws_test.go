@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +20,9 @@ import (
 type fakeWS struct {
 	t      *testing.T
 	events chan string
-	mu     sync.Mutex
-	closed bool
+	// closes, when not nil, gets the code of each Close; otherwise a
+	// Close fails the test.
+	closes chan int
 }
 
 func newFakeWS(t *testing.T) *fakeWS {
@@ -42,9 +42,10 @@ func (c *fakeWS) Send(p []byte) {
 }
 
 func (c *fakeWS) Close(code int, reason string) {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
+	if c.closes != nil {
+		c.closes <- code
+		return
+	}
 	c.t.Errorf("Close(%d, %q): the session must not close its connection", code, reason)
 }
 
@@ -339,4 +340,37 @@ func waitSessions(t *testing.T, s *Sessions) {
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
+}
+
+// A panic in the connection's actor stops it: its running responses are
+// aborted and the client gets a 1011 close, the server goes on.
+func TestResponsesWSPanicClosesTheConnection(t *testing.T) {
+	s, eng, obs := newWSTest(t, 5*time.Millisecond)
+	c, h := dialWS(t, s)
+	c.closes = make(chan int, 1)
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"Think.","reasoning":{"effort":"high"},"max_output_tokens":4000}`))
+	for ev := c.next(t); !strings.HasSuffix(ev.Type, ".delta"); ev = c.next(t) {
+	}
+	ws := h.(*responsesWS)
+	s.root.Send(ws.pid, &wsExchangeEnded{}) // no exchange: a nil dereference in the actor
+	select {
+	case code := <-c.closes:
+		if code != 1011 {
+			t.Fatalf("close code %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no close after the panic")
+	}
+	select {
+	case res := <-obs:
+		if res.Err == nil || res.Err.Kind != engine.KindAborted {
+			t.Fatalf("final %+v", res.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("running response not aborted")
+	}
+	waitRunning(t, eng, 0)
+	if s.Panics() != 1 {
+		t.Fatalf("panics %d", s.Panics())
+	}
 }
