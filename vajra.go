@@ -87,6 +87,11 @@ type Config struct {
 	// clients that stop reading).
 	IdleTimeout        time.Duration
 	RequestReadTimeout time.Duration // see IdleTimeout
+	// MaxWSMessageBytes bounds one client WebSocket message (Realtime,
+	// Responses over WebSocket) after reassembly; a bigger one closes its
+	// connection with 1009 (0: netio.DefaultMaxWSMessageBytes, 16 MiB,
+	// room for the Realtime API's 15 MiB audio appends).
+	MaxWSMessageBytes int
 	// AllowedOrigins enables CORS for these origins ("*" for any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (never per token);
@@ -199,6 +204,7 @@ func New(cfg Config) (*Server, error) {
 		RetryAfter:            cfg.RetryAfter,
 		MaxConnections:        cfg.MaxConnections,
 		MaxOutboundBytes:      cfg.MaxOutboundBytes,
+		MaxWSMessageBytes:     cfg.MaxWSMessageBytes,
 		IdleTimeout:           cfg.IdleTimeout,
 		RequestReadTimeout:    cfg.RequestReadTimeout,
 		AllowedOrigins:        cfg.AllowedOrigins,

@@ -31,6 +31,8 @@ type WSStarter interface {
 	StartWS(conn actors.WSConn, req *actors.WSRequest) actors.WSHandle
 }
 
+var _ WSStarter = (*actors.Sessions)(nil)
+
 // DefaultMaxWSMessageBytes bounds one client WebSocket message after
 // reassembly: the Realtime API accepts audio appends of up to 15 MiB
 // (base64 in JSON), and a bit more leaves room for the JSON around them.

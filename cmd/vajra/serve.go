@@ -85,6 +85,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle between requests for longer (0: never)")
 	fs.DurationVar(&cfg.RequestReadTimeout, "request-read-timeout", cfg.RequestReadTimeout, "answer 408 and close when a request is still incomplete after this (0: never)")
 	fs.IntVar(&cfg.MaxOutboundBytes, "max-outbound-bytes", 0, "slow-consumer limit: a client this many bytes behind is disconnected and its request aborted (0: 4 MiB)")
+	fs.IntVar(&cfg.MaxWSMessageBytes, "max-ws-message-bytes", 0, "largest client WebSocket message (Realtime, Responses over WebSocket) after reassembly; a bigger one closes the connection with 1009 (0: 16 MiB)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
 	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per P, i.e. GOMAXPROCS)")
 	fs.BoolVar(&cfg.KeepGOMAXPROCS, "keep-gomaxprocs", false, "do not raise GOMAXPROCS to event loops + 1 while the CPU is not saturated (the loops hold their P while idle in epoll_wait; see docs/configuration.md)")
