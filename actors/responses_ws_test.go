@@ -374,3 +374,41 @@ func TestResponsesWSPanicClosesTheConnection(t *testing.T) {
 		t.Fatalf("panics %d", s.Panics())
 	}
 }
+
+// A connection holds at most maxWSPending creates, running or queued; one
+// more is refused with a 429 error event on its lane, and the close drops
+// the queued ones without running them.
+func TestResponsesWSPendingBound(t *testing.T) {
+	s, eng, obs := newWSTest(t, 5*time.Millisecond)
+	c, h := dialWS(t, s)
+	create := []byte(`{"type":"response.create","stream_id":"q","model":"vajra-sim","input":"Think.","reasoning":{"effort":"high"},"max_output_tokens":4000}`)
+	for range maxWSPending + 1 {
+		h.Message(create)
+	}
+	for {
+		ev := c.next(t)
+		if ev.Type == "error" {
+			if ev.Status != 429 || ev.StreamID != "q" || ev.Error.Code != "rate_limit_exceeded" {
+				t.Fatalf("refusal %s", ev.raw)
+			}
+			break
+		}
+		if terminal(ev.Type) {
+			t.Fatalf("the first response ended before the refusal: %s", ev.raw)
+		}
+	}
+	h.ConnClosed()
+	select {
+	case res := <-obs:
+		if res.Err == nil || res.Err.Kind != engine.KindAborted {
+			t.Fatalf("final %+v", res.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("running response not aborted")
+	}
+	waitRunning(t, eng, 0)
+	waitSessions(t, s)
+	if len(obs) != 0 {
+		t.Fatalf("%d queued creates ran after the close", len(obs))
+	}
+}

@@ -326,3 +326,46 @@ func goldenSSEData(t *testing.T, path string) []string {
 	}
 	return data
 }
+
+// An engine failure after the stream started ends the response with
+// response.failed at the next sequence_number (carrying the lane's
+// stream_id), FinalResponse returns the failed response, and the socket
+// serves the next create.
+func TestResponsesWSFailureMidStream(t *testing.T) {
+	_, _, base := startServerWrapped(t, nil, func(e engine.Engine) engine.Engine { return failingEngine{e} })
+	conn := connectWS(t, newClient(base))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lane, err := conn.Lane("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := wsCreate(failMidStream, 16)
+	c.StreamID = openai.String("f")
+	if err := conn.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var last responses.ResponsesServerEventUnion
+	for i := int64(0); ; i++ {
+		ev, err := lane.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env wsEnvelope
+		if err := json.Unmarshal([]byte(ev.RawJSON()), &env); err != nil || env.SequenceNumber == nil || *env.SequenceNumber != i || env.StreamID != "f" {
+			t.Fatalf("event %d: %s", i, ev.RawJSON())
+		}
+		if ev.Type == "response.failed" || ev.Type == "error" || ev.Type == "response.completed" {
+			last = ev
+			break
+		}
+	}
+	r := last.OfResponsesServerEventResponseWsFailed.Response
+	if last.Type != "response.failed" || r.Status != responses.ResponseStatusFailed || r.Error.Message == "" {
+		t.Fatalf("terminal event %s", last.RawJSON())
+	}
+	if err := conn.Create(ctx, wsCreate(question, 16)); err != nil {
+		t.Fatal(err)
+	}
+	recvResponse(t, ctx, conn.Recv, "")
+}
