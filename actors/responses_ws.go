@@ -29,6 +29,16 @@ import (
 // default MaxLanes. A create past it gets a 429 error event.
 const maxWSPending = 64
 
+// maxWSQueuedBytes bounds the bodies of the creates one connection has
+// queued behind a running one in their lanes (a running create's body is
+// released once decoded): 64 creates of up to --max-ws-message-bytes each
+// would otherwise hold a gigabyte. A create past it gets a 429 error event.
+const maxWSQueuedBytes = 32 << 20
+
+// maxWSScratch bounds the scratch buffer the actor keeps between client
+// events: a huge create does not pin its size for the connection's life.
+const maxWSScratch = 64 << 10
+
 // responsesWS is the actor of one Responses API WebSocket connection.
 type responsesWS struct {
 	owner *Sessions
@@ -38,6 +48,7 @@ type responsesWS struct {
 
 	lanes   map[string]*wsLane
 	pending int    // creates running or queued
+	queued  int    // bytes of the queued creates' bodies
 	n       uint64 // creates seen, for their request ids
 	closed  bool
 	// body holds the create being built; out the actor's own events.
@@ -128,9 +139,18 @@ func (ws *responsesWS) recoverPanic() {
 func (ws *responsesWS) message(m *wsClientMessage) {
 	streamID, body, ae := parseCreate(m.p, ws.body[:0])
 	ws.body = body[:0]
-	if ae == nil && ws.pending >= maxWSPending {
+	if cap(ws.body) > maxWSScratch {
+		ws.body = nil
+	}
+	lane := ws.lanes[streamID]
+	switch {
+	case ae != nil:
+	case ws.pending >= maxWSPending:
 		ae = &apiError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
 			Message: "Too many responses running or queued on this connection (limit " + strconv.Itoa(maxWSPending) + "); wait for one to end."}
+	case lane != nil && ws.queued+len(body) > maxWSQueuedBytes:
+		ae = &apiError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+			Message: "Too many bytes of responses queued on this connection (limit " + strconv.Itoa(maxWSQueuedBytes>>20) + " MiB); wait for one to end."}
 	}
 	if ae != nil {
 		ws.refuse(ae, streamID)
@@ -141,16 +161,15 @@ func (ws *responsesWS) message(m *wsClientMessage) {
 	req.websocket = true
 	req.Arrival = m.arrival
 	ws.pending++
-	lane := ws.lanes[streamID]
 	if lane == nil {
 		lane = &wsLane{id: streamID}
 		ws.lanes[streamID] = lane
-	}
-	if lane.running != nil {
-		lane.queue = append(lane.queue, req)
+		ws.run(lane, req)
 		return
 	}
-	ws.run(lane, req)
+	// A lane in the map has a running create (ended drops idle lanes).
+	lane.queue = append(lane.queue, req)
+	ws.queued += len(req.Body)
 }
 
 // refuse sends the error event of a client event that starts nothing.
@@ -187,6 +206,7 @@ func (ws *responsesWS) ended(ex *wsExchange) {
 	req := lane.queue[0]
 	lane.queue[0] = nil
 	lane.queue = lane.queue[1:]
+	ws.queued -= len(req.Body)
 	ws.run(lane, req)
 }
 
@@ -206,5 +226,5 @@ func (ws *responsesWS) close() {
 		}
 		delete(ws.lanes, id)
 	}
-	ws.pending = 0
+	ws.pending, ws.queued = 0, 0
 }

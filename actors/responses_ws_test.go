@@ -412,3 +412,30 @@ func TestResponsesWSPendingBound(t *testing.T) {
 		t.Fatalf("%d queued creates ran after the close", len(obs))
 	}
 }
+
+// The bodies queued behind a running create are bounded in bytes too.
+func TestResponsesWSQueuedBytesBound(t *testing.T) {
+	s, eng, _ := newWSTest(t, 5*time.Millisecond)
+	c, h := dialWS(t, s)
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"Think.","reasoning":{"effort":"high"},"max_output_tokens":4000}`))
+	big := []byte(`{"type":"response.create","model":"vajra-sim","input":"` + strings.Repeat("a", 2<<20) + `"}`)
+	fit := maxWSQueuedBytes / len(big) // bodies are a little shorter than their messages
+	for range fit + 1 {
+		h.Message(big)
+	}
+	for {
+		ev := c.next(t)
+		if ev.Type == "error" {
+			if ev.Status != 429 || !strings.Contains(ev.Error.Message, "bytes") {
+				t.Fatalf("refusal %s", ev.raw)
+			}
+			break
+		}
+		if terminal(ev.Type) {
+			t.Fatalf("the first response ended before the refusal: %s", ev.raw)
+		}
+	}
+	h.ConnClosed()
+	waitRunning(t, eng, 0)
+	waitSessions(t, s)
+}
