@@ -149,7 +149,8 @@ func TestResponsesWSStreamFinalAndChain(t *testing.T) {
 }
 
 // The same under /openai/v1/, and with lanes: two stream_ids at once, each
-// lane's events carrying its id, read by the SDK's lanes.
+// lane's events carrying its id, read by the SDK's lanes; then a third lane
+// forks the first's conversation.
 func TestResponsesWSLanes(t *testing.T) {
 	_, _, base := startServer(t, nil)
 	client := openai.NewClient(option.WithBaseURL(base+"/openai/v1/"), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
@@ -169,8 +170,26 @@ func TestResponsesWSLanes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	finals := map[string]responses.Response{}
 	for id, lane := range lanes {
-		recvResponse(t, ctx, lane.Recv, id)
+		finals[id] = recvResponse(t, ctx, lane.Recv, id)
+	}
+
+	// A new lane forks lane a's conversation: stream_id routes,
+	// previous_response_id is the lineage.
+	fork, err := conn.Lane("fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := wsCreate("Go on.", 40)
+	c.StreamID = openai.String("fork")
+	c.PreviousResponseID = openai.String(finals["a"].ID)
+	if err := conn.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r := recvResponse(t, ctx, fork.Recv, "fork")
+	if r.PreviousResponseID != finals["a"].ID || r.Usage.InputTokens <= finals["a"].Usage.InputTokens+finals["a"].Usage.OutputTokens {
+		t.Fatalf("fork %s of %s", r.RawJSON(), finals["a"].RawJSON())
 	}
 }
 
