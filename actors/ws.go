@@ -40,6 +40,16 @@ type WSHandle interface {
 	Message(p []byte)
 }
 
+// WSBacklog may be implemented by a WSHandle that queues client messages
+// for later work (a mailbox). Backlogged reports whether it holds more
+// unprocessed messages than it wants: netio then stops reading the
+// connection (TCP flow control holds the client back) until Backlogged
+// reports false, which it checks whenever the session sends and once a
+// second. Called on the event loop after each Message; must not block.
+type WSBacklog interface {
+	Backlogged() bool
+}
+
 // WSRequest is what a WebSocket session needs of its upgrade request.
 type WSRequest struct {
 	Endpoint  Endpoint // EndpointRealtime or EndpointResponsesWS

@@ -228,6 +228,9 @@ func (l *loop) Run(context.Context) error {
 		c.nextReady = nil
 		c.queued.Store(false)
 		c.flushOutbox()
+		if c.ws != nil && c.ws.held {
+			c.ws.resume() // what the session sent may mean it caught up
+		}
 		c = next
 	}
 	return nil

@@ -67,6 +67,12 @@ type wsConn struct {
 	c *conn
 	h actors.WSHandle
 	r wsproto.Reader
+	// backlog is h's actors.WSBacklog, if it has one; held is true while
+	// reading is paused because it reported a backlog (inbound
+	// back-pressure, like backpressure.go's for pipelined HTTP).
+	backlog actors.WSBacklog
+	held    bool
+	inRead  bool // traffic is running: flushes do not re-enter it
 
 	// closeQueued is set with outbox.wsClosing, for the loop to read
 	// without the lock: once a close is queued (by the session too), the
@@ -94,6 +100,7 @@ func (c *conn) startWS(req *actors.WSRequest) {
 	s.wsOpen.Add(1)
 	c.since = c.loop.now
 	w.h = s.webSockets.StartWS(w, req)
+	w.backlog, _ = w.h.(actors.WSBacklog)
 	c.handle = w.h
 }
 
@@ -158,42 +165,87 @@ func (w *wsConn) queueControl(op byte, payload []byte) {
 // Peek once it wraps). Loop-only.
 func (w *wsConn) traffic() {
 	c := w.c
+	if w.held {
+		if w.backlog.Backlogged() {
+			c.setReading(false) // gnet re-armed reading: pause again
+			return
+		}
+		w.release()
+	}
+	w.inRead = true
 	buf, _ := c.gc.Peek(-1)
 	off := 0
 	for off < len(buf) && !c.closing && !c.closed {
 		if w.broken {
-			off = len(buf)
+			off = len(buf) // the framing is in doubt: drop the rest
 			break
 		}
-		n, k, p, err := w.r.Next(buf[off:])
+		n, more := w.frame(buf[off:])
 		off += n
-		if err != nil {
-			w.fail(err.(*wsproto.Error))
-			continue
-		}
-		switch k {
-		case wsproto.None:
-			if n == 0 {
-				goto done // a partial frame: wait for more
-			}
-		case wsproto.Message:
-			if !w.closeQueued.Load() {
-				w.h.Message(p)
-			}
-		case wsproto.Ping:
-			w.queueControl(wsproto.OpPong, p) // §5.5.3: the same payload
-		case wsproto.Pong:
-			// §5.5.3: an unsolicited pong is a heartbeat; nothing to do.
-		case wsproto.Close:
-			w.peerClose(p)
+		if !more {
+			break
 		}
 	}
-done:
 	_, _ = c.gc.Discard(off)
+	w.inRead = false
 	if w.flush && !c.closing && !c.closed {
 		w.flush = false
 		c.flushOutbox()
 	}
+}
+
+// frame reads what it can of in, up to one message or control frame, and
+// acts on it. It returns the bytes consumed and whether to read on (false:
+// a partial frame waits for more, or reading is held). Loop-only.
+func (w *wsConn) frame(in []byte) (n int, more bool) {
+	n, k, p, err := w.r.Next(in)
+	if err != nil {
+		// Next's errors are all *wsproto.Error.
+		w.fail(err.(*wsproto.Error))
+		return n, true
+	}
+	switch k {
+	case wsproto.None:
+		return n, n > 0
+	case wsproto.Message:
+		if w.closeQueued.Load() {
+			return n, true // closing: data is no longer delivered
+		}
+		w.h.Message(p)
+		if w.backlog != nil && w.backlog.Backlogged() {
+			// The session is behind: leave the rest in gnet's buffer and
+			// stop reading until it catches up (resume).
+			w.held = true
+			w.c.setReading(false)
+			return n, false
+		}
+	case wsproto.Ping:
+		w.queueControl(wsproto.OpPong, p) // §5.5.3: the same payload
+	case wsproto.Pong:
+		// §5.5.3: an unsolicited pong is a heartbeat; nothing to do.
+	case wsproto.Close:
+		w.peerClose(p)
+	}
+	return n, true
+}
+
+// resume reads on if reading was held for a backlog that has cleared:
+// checked after each flush of what the session sent and at each sweep.
+// Loop-only.
+func (w *wsConn) resume() {
+	if !w.held || w.inRead || w.c.closing || w.c.closed || w.backlog.Backlogged() {
+		return
+	}
+	w.release()
+	if w.c.gc.InboundBuffered() > 0 {
+		w.traffic()
+	}
+}
+
+// release ends a hold: the connection is read again. Loop-only.
+func (w *wsConn) release() {
+	w.held = false
+	w.c.setReading(true)
 }
 
 // fail answers a protocol breach: the close frame with the breach's code,
@@ -246,6 +298,10 @@ func (w *wsConn) closeWritten() {
 // ping. Loop-only.
 func (w *wsConn) sweep(now time.Time) {
 	c := w.c
+	w.resume()
+	if c.closing || c.closed {
+		return
+	}
 	if w.closeSent {
 		if now.Sub(w.closeAt) > wsCloseWait {
 			c.closing = true

@@ -34,10 +34,16 @@ const wsWait = 10 * time.Second
 // each to the test.
 type echoStarter struct {
 	sessions chan *echoSession
+	// backlogAt, when set, makes the sessions queue messages (for the test
+	// to work off) and report a backlog from that many on.
+	backlogAt int
 }
 
 func (e *echoStarter) StartWS(conn actors.WSConn, req *actors.WSRequest) actors.WSHandle {
-	s := &echoSession{conn: conn, req: *req, gone: make(chan struct{})}
+	s := &echoSession{conn: conn, req: *req, gone: make(chan struct{}), backlogAt: e.backlogAt}
+	if e.backlogAt > 0 {
+		s.queue = make(chan []byte, 1024)
+	}
 	select {
 	case e.sessions <- s:
 	default:
@@ -57,10 +63,37 @@ type echoSession struct {
 	closes atomic.Int32
 	gone   chan struct{} // closed by the first ConnClosed
 	msgs   atomic.Int64
+
+	backlogAt int
+	queue     chan []byte  // messages not yet worked off (backlogAt > 0)
+	maxQueued atomic.Int64 // the longest the queue was
+}
+
+// Backlogged implements actors.WSBacklog.
+func (s *echoSession) Backlogged() bool { return s.backlogAt > 0 && len(s.queue) >= s.backlogAt }
+
+// work echoes the queued messages, as a session's actor works off its
+// mailbox, until the connection closes.
+func (s *echoSession) work() {
+	for {
+		select {
+		case p := <-s.queue:
+			s.conn.Send(wsproto.AppendFrame(nil, wsproto.OpText, p))
+		case <-s.gone:
+			return
+		}
+	}
 }
 
 func (s *echoSession) Message(p []byte) {
 	s.msgs.Add(1)
+	if s.queue != nil {
+		s.queue <- append([]byte(nil), p...) // cap 1024: a test bug if full
+		if n := int64(len(s.queue)); n > s.maxQueued.Load() {
+			s.maxQueued.Store(n)
+		}
+		return
+	}
 	if code, ok := bytes.CutPrefix(p, []byte("close ")); ok {
 		n, _ := strconv.Atoi(string(code))
 		s.conn.Close(n, "closed by the session")
@@ -114,7 +147,13 @@ type wsServer struct {
 
 func startWSServer(t *testing.T, mutate func(*netio.Options)) *wsServer {
 	t.Helper()
-	echo := &echoStarter{sessions: make(chan *echoSession, 16)}
+	return startEchoServer(t, &echoStarter{}, mutate)
+}
+
+// startEchoServer is startWSServer with an echoStarter set up by the test.
+func startEchoServer(t *testing.T, echo *echoStarter, mutate func(*netio.Options)) *wsServer {
+	t.Helper()
+	echo.sessions = make(chan *echoSession, 16)
 	s := startServer(t, 0, func(o *netio.Options) {
 		o.WebSockets = echo
 		if mutate != nil {

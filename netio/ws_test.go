@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/realtime"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/netio"
@@ -400,4 +404,127 @@ func TestWSDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	es.waitGone(t)
+}
+
+// TestWSOpenAISDK: openai-go's own WebSocket clients (Realtime and
+// Responses, which dial with coder/websocket, compression disabled) connect
+// with their API key and exchange events with the echo session.
+func TestWSOpenAISDK(t *testing.T) {
+	s := startWSServer(t, func(o *netio.Options) { o.APIKeys = []string{"test-key"} })
+	client := newClient("http://" + s.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), wsWait)
+	defer cancel()
+
+	rt, err := client.Realtime.Connect(ctx, realtime.RealtimeConnectionOptions{}, option.WithQuery("model", modelName))
+	if err != nil {
+		t.Fatalf("realtime connect: %v", err)
+	}
+	defer rt.Close()
+	if es := s.session(t); es.req.Endpoint != actors.EndpointRealtime || es.req.Query != "model="+modelName {
+		t.Fatalf("WSRequest %+v", es.req)
+	}
+	if err := rt.SendRaw(ctx, json.RawMessage(`{"type":"session.updated","event_id":"e1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := rt.Recv(ctx)
+	if err != nil || ev.Type != "session.updated" {
+		t.Fatalf("realtime recv: %v %q", err, ev.Type)
+	}
+
+	rs, err := client.Responses.Connect(ctx, responses.ResponseConnectionOptions{})
+	if err != nil {
+		t.Fatalf("responses connect: %v", err)
+	}
+	defer rs.Close()
+	if es := s.session(t); es.req.Endpoint != actors.EndpointResponsesWS {
+		t.Fatalf("WSRequest %+v", es.req)
+	}
+	if err := rs.SendRaw(ctx, json.RawMessage(`{"type":"response.created","sequence_number":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rs.RecvRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), `"response.created"`) {
+		t.Fatalf("responses recv: %v %s", err, raw)
+	}
+}
+
+// TestWSInboundBackpressure: a session that reports a backlog stops the
+// reading of its connection: of 300 messages sent in one write, it gets
+// exactly as many as its backlog bound and the connection is paused; once
+// it works them off, reading resumes and every message is echoed, in
+// order.
+func TestWSInboundBackpressure(t *testing.T) {
+	const backlog = 4
+	s := startEchoServer(t, &echoStarter{backlogAt: backlog}, nil)
+	c := dialRawWS(t, s.addr, "/v1/realtime", nil)
+	es := s.session(t)
+	var burst []byte
+	for i := 0; i < 300; i++ {
+		burst = append(burst, clientText(strconv.Itoa(i))...)
+	}
+	pausesBefore := s.net.ReadPauses()
+	c.write(burst)
+	deadline := time.Now().Add(wsWait)
+	for s.net.ReadPauses() == pausesBefore || len(es.queue) < backlog {
+		if time.Now().After(deadline) {
+			t.Fatalf("no pause: %d pauses, %d queued", s.net.ReadPauses()-pausesBefore, len(es.queue))
+		}
+		time.Sleep(time.Millisecond) // polling a counter the loop sets, bounded
+	}
+	if n := len(es.queue); n != backlog {
+		t.Fatalf("%d messages delivered while backlogged, want %d", n, backlog)
+	}
+	go es.work()
+	for i := 0; i < 300; i++ {
+		if _, op, p := c.readFrame(); op != wsproto.OpText || string(p) != strconv.Itoa(i) {
+			t.Fatalf("echo %d: op %d %q", i, op, p)
+		}
+	}
+	if m := es.maxQueued.Load(); m > backlog {
+		t.Fatalf("the session held %d messages, over its backlog bound %d", m, backlog)
+	}
+}
+
+// TestWSMetrics: open WebSocket connections, close frames sent by code,
+// protocol errors and the 101s are counted on /metrics.
+func TestWSMetrics(t *testing.T) {
+	s := startWSServer(t, nil)
+	c := s.dial(t, "/v1/realtime", nil)
+	es := s.session(t)
+	echo(t, c, "counted")
+	mfs := scrape(t, s.addr)
+	if v := value(mfs, "vajra_websocket_connections"); v != 1 {
+		t.Fatalf("vajra_websocket_connections %v, want 1", v)
+	}
+	if v := value(mfs, "vajra_http_requests_total", "route", "realtime", "status", "101"); v != 1 {
+		t.Fatalf("101s counted: %v", v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wsWait)
+	defer cancel()
+	_ = c.Write(ctx, websocket.MessageText, []byte("close 1008"))
+	closeStatus(t, c)
+	es.waitGone(t)
+
+	raw := dialRawWS(t, s.addr, "/v1/responses", nil)
+	es = s.session(t)
+	raw.write(clientFrame(true, wsproto.OpBinary, []byte{0}))
+	raw.readClose()
+	raw.expectEOF()
+	es.waitGone(t)
+
+	mfs = scrape(t, s.addr)
+	for _, m := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"vajra_websocket_connections", nil, 0},
+		{"vajra_websocket_closes_total", []string{"code", "1008"}, 1},
+		{"vajra_websocket_closes_total", []string{"code", "1003"}, 1},
+		{"vajra_websocket_protocol_errors_total", nil, 1},
+	} {
+		if v := value(mfs, m.name, m.labels...); v != m.want {
+			t.Fatalf("%s%v = %v, want %v", m.name, m.labels, v, m.want)
+		}
+	}
 }

@@ -110,6 +110,7 @@ func (r *Reader) Next(buf []byte) (n int, k Kind, payload []byte, err error) {
 		// Inside a data frame: take what has arrived of its payload.
 		take := min(r.left, uint64(len(buf)-n))
 		start := len(r.msg)
+		r.grow(int(take))
 		r.msg = append(r.msg, buf[n:n+int(take)]...)
 		r.keyPos = unmask(r.key, r.keyPos, r.msg[start:])
 		n += int(take)
@@ -239,11 +240,27 @@ func (r *Reader) header(b []byte) (n int, k Kind, payload []byte, err *Error) {
 		r.msgOp = op
 	}
 	r.inFrame, r.fin, r.key, r.keyPos, r.left = true, fin, key, 0, plen
-	if need := len(r.msg) + int(plen); need > cap(r.msg) && fin {
-		// The message's last frame: its size is known, grow once.
-		r.msg = append(make([]byte, 0, need), r.msg...)
-	}
 	return hn, None, nil, nil
+}
+
+// grow makes room in the message buffer for take more bytes of the frame
+// in progress. The buffer grows with what arrived, never ahead of it to
+// the announced length (a header alone must not make the server hold 16
+// MiB: thousands of connections could each announce that and send nothing
+// more): to the frame's end when that is within keepMessageCap, else by
+// doubling, capped at the frame's end, so a big message costs a few
+// allocations and at most twice the bytes that arrived.
+func (r *Reader) grow(take int) {
+	need := len(r.msg) + take
+	if need <= cap(r.msg) {
+		return
+	}
+	end := len(r.msg) + int(r.left) // the frame's end
+	size := end
+	if end > keepMessageCap {
+		size = min(end, max(2*cap(r.msg), need, keepMessageCap))
+	}
+	r.msg = append(make([]byte, 0, size), r.msg...)
 }
 
 // checkClose validates a close frame's payload (§5.5.1, §7.4): empty, or a

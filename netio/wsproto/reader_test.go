@@ -283,3 +283,18 @@ func TestUnmask(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderNoAllocationAhead: a header announcing a big message makes the
+// reader hold only what arrived, not the announced length.
+func TestReaderNoAllocationAhead(t *testing.T) {
+	var r Reader
+	r.Init(16 << 20)
+	in := frame(true, OpText, bytes.Repeat([]byte("a"), 8<<20))[:14+100]
+	n, k, _, err := r.Next(in)
+	if err != nil || k != None || n != len(in) {
+		t.Fatalf("got %d %v %v", n, k, err)
+	}
+	if c := cap(r.msg); c > 64<<10 {
+		t.Fatalf("holds %d bytes for 100 received", c)
+	}
+}
