@@ -2,6 +2,7 @@ package actors
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,6 +36,11 @@ const maxWSPending = 64
 // would otherwise hold a gigabyte. A create past it gets a 429 error event.
 const maxWSQueuedBytes = 32 << 20
 
+// maxWSInbox is how many client messages may wait for the actor before
+// netio stops reading the connection (WSBacklog): a client that floods
+// events is held back by TCP flow control instead of growing the mailbox.
+const maxWSInbox = 16
+
 // maxWSScratch bounds the scratch buffer the actor keeps between client
 // events: a huge create does not pin its size for the connection's life.
 const maxWSScratch = 64 << 10
@@ -56,6 +62,8 @@ type responsesWS struct {
 	out  []byte
 
 	closedMsg wsConnClosed
+	// inbox counts the client messages posted and not yet handled.
+	inbox atomic.Int32
 }
 
 // wsLane is the creates of one stream_id: the running one and the ones
@@ -75,6 +83,8 @@ type wsClientMessage struct {
 // wsConnClosed tells the connection's actor its client is gone.
 type wsConnClosed struct{}
 
+var _ WSBacklog = (*responsesWS)(nil)
+
 // startResponsesWS spawns the actor of one upgraded connection. Loop-only
 // caller (StartWS); never blocks.
 func (s *Sessions) startResponsesWS(conn WSConn, req *WSRequest) WSHandle {
@@ -87,8 +97,12 @@ func (s *Sessions) startResponsesWS(conn WSConn, req *WSRequest) WSHandle {
 // Message implements WSHandle: p is copied. Safe for concurrent use; never
 // blocks.
 func (ws *responsesWS) Message(p []byte) {
+	ws.inbox.Add(1)
 	ws.owner.root.Send(ws.pid, &wsClientMessage{p: append([]byte(nil), p...), arrival: time.Now()})
 }
+
+// Backlogged implements WSBacklog. Loop-only caller; never blocks.
+func (ws *responsesWS) Backlogged() bool { return ws.inbox.Load() > maxWSInbox }
 
 // ConnClosed implements WSHandle. Safe for concurrent use; idempotent.
 func (ws *responsesWS) ConnClosed() {
@@ -100,6 +114,7 @@ func (ws *responsesWS) Receive(ctx actor.Context) {
 	defer ws.recoverPanic()
 	switch m := ctx.Message().(type) {
 	case *wsClientMessage:
+		ws.inbox.Add(-1)
 		if !ws.closed {
 			ws.message(m)
 		}

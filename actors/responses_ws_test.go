@@ -439,3 +439,35 @@ func TestResponsesWSQueuedBytesBound(t *testing.T) {
 	waitRunning(t, eng, 0)
 	waitSessions(t, s)
 }
+
+// The actor reports a backlog (netio then stops reading the connection)
+// while more than maxWSInbox client messages wait for it, and none once it
+// handled them.
+func TestResponsesWSBacklog(t *testing.T) {
+	s, _, _ := newWSTest(t, 0)
+	// An actor that never runs: its messages stay unhandled.
+	stuck := &responsesWS{owner: s, pid: s.system.NewLocalPID("nobody")}
+	for i := range maxWSInbox + 1 {
+		if stuck.Backlogged() {
+			t.Fatalf("backlogged after %d messages", i)
+		}
+		stuck.Message([]byte(`{}`))
+	}
+	if !stuck.Backlogged() {
+		t.Fatal("no backlog past the bound")
+	}
+
+	c, h := dialWS(t, s)
+	for range 4 * maxWSInbox {
+		h.Message([]byte(`{}`))
+	}
+	for range 4 * maxWSInbox {
+		if ev := c.next(t); ev.Type != "error" {
+			t.Fatalf("event %s", ev.raw)
+		}
+	}
+	if h.(WSBacklog).Backlogged() {
+		t.Fatal("backlog after every message was handled")
+	}
+	h.ConnClosed()
+}
