@@ -75,10 +75,10 @@ type Request struct {
 	// otherwise a stream is close-delimited.
 	Chunked bool
 	Arrival time.Time
-	// websocket says the stream's events go out as WebSocket text frames:
-	// a response.create of the Responses API over WebSocket
-	// (responses_ws.go), whose session's Conn is a wsExchange.
-	websocket bool
+	// ws is the exchange of a response.create of the Responses API over
+	// WebSocket (responses_ws.go), also the session's Conn; nil for HTTP.
+	// The stream's events then go out as WebSocket text frames.
+	ws *wsExchange
 
 	buf *[]byte // pooled backing of Body
 }
@@ -87,7 +87,7 @@ type Request struct {
 // text frame per event over WebSocket, in HTTP/1.1 chunks when the request
 // allows them, raw (close-delimited) otherwise.
 func (r *Request) framing() codegen.Framing {
-	if r.websocket {
+	if r.ws != nil {
 		return codegen.FramingWebSocket
 	}
 	if r.Chunked {

@@ -53,9 +53,10 @@ type responsesWS struct {
 	pid   *actor.PID
 
 	lanes   map[string]*wsLane
-	pending int    // creates running or queued
-	queued  int    // bytes of the queued creates' bodies
-	n       uint64 // creates seen, for their request ids
+	recent  wsRecents // the lanes' latest unstored responses (responses_ws_chain.go)
+	pending int       // creates running or queued
+	queued  int       // bytes of the queued creates' bodies
+	n       uint64    // creates seen, for their request ids
 	closed  bool
 	// body holds the create being built; out the actor's own events.
 	body []byte
@@ -71,7 +72,13 @@ type responsesWS struct {
 type wsLane struct {
 	id      string
 	running *wsExchange
-	queue   []*Request
+	queue   []wsQueued
+}
+
+// wsQueued is a create waiting in its lane.
+type wsQueued struct {
+	req        *Request
+	previousID string
 }
 
 // wsClientMessage is one client text message, copied off the event loop.
@@ -152,7 +159,8 @@ func (ws *responsesWS) recoverPanic() {
 // message handles one client event: a valid response.create starts or
 // queues a response in its lane; anything else gets an error event.
 func (ws *responsesWS) message(m *wsClientMessage) {
-	streamID, body, ae := parseCreate(m.p, ws.body[:0])
+	ev, body, ae := parseCreate(m.p, ws.body[:0])
+	streamID := ev.streamID
 	ws.body = body[:0]
 	if cap(ws.body) > maxWSScratch {
 		ws.body = nil
@@ -173,17 +181,17 @@ func (ws *responsesWS) message(m *wsClientMessage) {
 	}
 	ws.n++
 	req := NewRequest(EndpointResponses, ws.req.RequestID+"-"+strconv.FormatUint(ws.n, 10), body)
-	req.websocket = true
 	req.Arrival = m.arrival
 	ws.pending++
+	q := wsQueued{req: req, previousID: ev.previousID}
 	if lane == nil {
 		lane = &wsLane{id: streamID}
 		ws.lanes[streamID] = lane
-		ws.run(lane, req)
+		ws.run(lane, q)
 		return
 	}
 	// A lane in the map has a running create (ended drops idle lanes).
-	lane.queue = append(lane.queue, req)
+	lane.queue = append(lane.queue, q)
 	ws.queued += len(req.Body)
 }
 
@@ -198,12 +206,16 @@ func (ws *responsesWS) refuse(ae *apiError, streamID string) {
 	ws.conn.Send(ws.out)
 }
 
-// run starts req as the lane's running response.
-func (ws *responsesWS) run(lane *wsLane, req *Request) {
-	ex := &wsExchange{ws: ws, lane: lane, streamID: lane.id}
+// run starts q as the lane's running response. A previous_response_id that
+// names one of the connection's unstored responses is resolved now, when
+// the create runs: a create queued behind the response it continues finds
+// it.
+func (ws *responsesWS) run(lane *wsLane, q wsQueued) {
+	ex := &wsExchange{ws: ws, lane: lane, streamID: lane.id, prev: ws.recent.find(q.previousID)}
 	ex.ended.ex = ex
 	lane.running = ex
-	ex.handle = ws.owner.Start(ex, req)
+	q.req.ws = ex
+	ex.handle = ws.owner.Start(ex, q.req)
 }
 
 // ended starts the next create of an exchange's lane, or drops the lane.
@@ -214,15 +226,18 @@ func (ws *responsesWS) ended(ex *wsExchange) {
 	}
 	lane.running = nil
 	ws.pending--
+	if ex.last != nil {
+		ws.recent.put(lane.id, ex.last)
+	}
 	if len(lane.queue) == 0 {
 		delete(ws.lanes, lane.id)
 		return
 	}
-	req := lane.queue[0]
-	lane.queue[0] = nil
+	q := lane.queue[0]
+	lane.queue[0] = wsQueued{}
 	lane.queue = lane.queue[1:]
-	ws.queued -= len(req.Body)
-	ws.run(lane, req)
+	ws.queued -= len(q.req.Body)
+	ws.run(lane, q)
 }
 
 // close aborts every running response (their sessions abort their engine
@@ -236,8 +251,8 @@ func (ws *responsesWS) close() {
 		if ex := lane.running; ex != nil && !ex.done.Swap(true) {
 			ex.handle.ConnClosed()
 		}
-		for _, req := range lane.queue {
-			req.release()
+		for _, q := range lane.queue {
+			q.req.release()
 		}
 		delete(ws.lanes, id)
 	}

@@ -16,7 +16,7 @@ import (
 //
 //   - StartStream writes nothing: a WebSocket has no response head.
 //   - Send and EndStream forward the engine's events, already framed as
-//     WebSocket text frames (Request.websocket), untouched; when the create
+//     WebSocket text frames (Request.ws), untouched; when the create
 //     named a stream_id, each event gets "stream_id" after its "type", as
 //     OpenAI echoes it, in a buffer the exchange reuses.
 //   - Respond, which a session calls only when the request failed before
@@ -43,6 +43,12 @@ type wsExchange struct {
 	mu    sync.Mutex
 	out   []byte // stream_id rewrites and error events, reused
 	ended wsExchangeEnded
+	// prev is the connection-local response the create's
+	// previous_response_id names, when it names one (responses_ws_chain.go);
+	// last is this response's, for the connection to keep, when it was not
+	// stored. The connection's actor writes prev before the session starts
+	// and reads last after the exchange ended; the session the other way.
+	prev, last *wsRecent
 }
 
 // wsExchangeEnded tells the connection's actor an exchange ended.

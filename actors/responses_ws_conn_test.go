@@ -11,7 +11,8 @@ import (
 func TestParseCreate(t *testing.T) {
 	f := func(msg, wantStreamID, wantBody string) {
 		t.Helper()
-		id, body, ae := parseCreate([]byte(msg), nil)
+		ev, body, ae := parseCreate([]byte(msg), nil)
+		id := ev.streamID
 		if ae != nil {
 			t.Fatalf("%s: refused: %+v", msg, ae)
 		}
@@ -27,6 +28,10 @@ func TestParseCreate(t *testing.T) {
 		`{"model":"m","input":[{"role":"user","content":"hi"}],"stream":true}`)
 	f(` { "model" : "m" , "type" : "response.create", "stream":false, "stream_id":"A-z_0.9", "generate":true, "background":false } `, "A-z_0.9",
 		`{"model":"m","stream":true}`)
+	if ev, _, _ := parseCreate([]byte(`{"type":"response.create","previous_response_id":"resp_\u0031"}`), nil); ev.previousID != "resp_1" {
+		t.Fatalf("previous_response_id %q", ev.previousID)
+	}
+	f(`{"type":"response.create","previous_response_id":"resp_1"}`, "", `{"previous_response_id":"resp_1","stream":true}`)
 	f(`{"type":"response.create","stream_id":null,"generate":null,"background":null,"a\u00e9":1}`, "", `{"aé":1,"stream":true}`)
 	f(`{"type":"response.create","stream_id":"l\u0061ne"}`, "lane", `{"stream":true}`)
 	f(`{"type":"response.create","stream_id":"`+strings.Repeat("x", 256)+`"}`, strings.Repeat("x", 256), `{"stream":true}`)
@@ -67,7 +72,8 @@ func FuzzParseCreate(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		id, body, ae := parseCreate(msg, nil)
+		ev, body, ae := parseCreate(msg, nil)
+		id := ev.streamID
 		if ae != nil {
 			if ae.Status != 400 || ae.Message == "" {
 				t.Fatalf("refusal %+v", ae)

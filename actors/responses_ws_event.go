@@ -24,14 +24,23 @@ const (
 // 1-256 ASCII letters, digits, '_', '-', '.').
 const maxStreamID = 256
 
+// wsCreateEvent is what the connection routes a response.create on.
+type wsCreateEvent struct {
+	streamID string
+	// previousID is the create's previous_response_id (which stays in the
+	// body too), for the connection-local chain (responses_ws_chain.go).
+	previousID string
+}
+
 // parseCreate reads one client message. For a response.create it appends
 // to body the create's parameters as a POST /v1/responses body, with
 // "stream":true and without the transport's members, and returns it with
-// the event's stream_id. Otherwise ae says why the message is refused; the
+// the event's routing. Otherwise ae says why the message is refused; the
 // stream_id is returned then too when the event had a valid one, so that
 // the error event reaches the client's lane. It never quotes client text
 // unescaped.
-func parseCreate(msg, body []byte) (streamID string, out []byte, ae *apiError) {
+func parseCreate(msg, body []byte) (ev wsCreateEvent, out []byte, ae *apiError) {
+	var streamID string
 	var (
 		gotType             bool
 		typeName            string
@@ -41,7 +50,7 @@ func parseCreate(msg, body []byte) (streamID string, out []byte, ae *apiError) {
 	in := jlexer.Lexer{Data: msg}
 	out = append(body, '{')
 	if !in.IsDelim('{') {
-		return "", body, wsBadJSON()
+		return wsCreateEvent{}, body, wsBadJSON()
 	}
 	in.Delim('{')
 	for in.Ok() && !in.IsDelim('}') {
@@ -82,6 +91,10 @@ func parseCreate(msg, body []byte) (streamID string, out []byte, ae *apiError) {
 			in.Skip()
 		default:
 			raw := in.Raw()
+			if key == "previous_response_id" && len(raw) > 0 && raw[0] == '"' {
+				prev := jlexer.Lexer{Data: raw}
+				ev.previousID = prev.String()
+			}
 			if sawAny {
 				out = append(out, ',')
 			}
@@ -95,33 +108,34 @@ func parseCreate(msg, body []byte) (streamID string, out []byte, ae *apiError) {
 	in.Delim('}')
 	in.Consumed()
 	if in.Error() != nil {
-		return "", body, wsBadJSON()
+		return wsCreateEvent{}, body, wsBadJSON()
 	}
 	switch {
 	case !gotType:
-		return streamID, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: "type",
+		return wsCreateEvent{streamID: streamID}, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: "type",
 			Message: "The event has no \"type\": send {\"type\":\"response.create\", ...}."}
 	case typeName == wsEventSteer:
-		return streamID, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unsupported_event_type", Param: "type",
+		return wsCreateEvent{streamID: streamID}, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unsupported_event_type", Param: "type",
 			Message: "response.steer is not supported by this server."}
 	case typeName != wsEventCreate:
-		return streamID, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unknown_event_type", Param: "type",
+		return wsCreateEvent{streamID: streamID}, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unknown_event_type", Param: "type",
 			Message: "Unknown client event type " + quoteID(typeName) + ": the Responses API over WebSocket accepts response.create."}
 	case badStreamID:
-		return "", body, &apiError{Status: 400, Type: "invalid_request_error", Code: "invalid_stream_id", Param: "stream_id",
+		return wsCreateEvent{}, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "invalid_stream_id", Param: "stream_id",
 			Message: "stream_id must be 1-256 ASCII letters, digits, underscores, hyphens or periods."}
 	case background:
-		return streamID, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: "background",
+		return wsCreateEvent{streamID: streamID}, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: "background",
 			Message: "background is not supported over WebSocket; use POST /v1/responses."}
 	case noGen:
-		return streamID, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: "generate",
+		return wsCreateEvent{streamID: streamID}, body, &apiError{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: "generate",
 			Message: "generate: false is not supported by this server."}
 	}
 	if sawAny {
 		out = append(out, ',')
 	}
 	out = append(out, `"stream":true}`...)
-	return streamID, out, nil
+	ev.streamID = streamID
+	return ev, out, nil
 }
 
 func wsBadJSON() *apiError {

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -205,15 +206,24 @@ func TestResponsesWSStreamsAndChains(t *testing.T) {
 		t.Fatalf("chained prompt has %d tokens, the first had %d: history not carried", in2, in1)
 	}
 
-	// store: false is honoured: a response chained to an unstored one
-	// finds nothing.
+	// store: false: the connection keeps the response to chain from (and
+	// the one chained from it, unstored too), no other connection sees it.
 	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"x","store":false,"max_output_tokens":4}`))
-	unstored, _ := checkStream(t, c.untilEnd(t), "")
-	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"y","previous_response_id":"` + unstored + `"}`))
-	ev := c.next(t)
-	if ev.Type != "error" || ev.Status != 400 || ev.Error == nil || ev.Error.Code != "previous_response_not_found" {
-		t.Fatalf("chained to an unstored response: %s", ev.raw)
+	unstored, in3 := checkStream(t, c.untilEnd(t), "")
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"y","store":false,"previous_response_id":"` + unstored + `","max_output_tokens":4}`))
+	again, in4 := checkStream(t, c.untilEnd(t), "")
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"z","store":false,"previous_response_id":"` + again + `","max_output_tokens":4}`))
+	_, in5 := checkStream(t, c.untilEnd(t), "")
+	if in4 <= in3 || in5 <= in4 {
+		t.Fatalf("unstored chain's prompts %d, %d, %d tokens: history not carried", in3, in4, in5)
 	}
+	other, h2 := dialWS(t, s)
+	h2.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"y","previous_response_id":"` + unstored + `"}`))
+	ev := other.next(t)
+	if ev.Type != "error" || ev.Status != 400 || ev.Error == nil || ev.Error.Code != "previous_response_not_found" {
+		t.Fatalf("another connection chained to an unstored response: %s", ev.raw)
+	}
+	h2.ConnClosed()
 	h.ConnClosed()
 }
 
@@ -470,4 +480,18 @@ func TestResponsesWSBacklog(t *testing.T) {
 		t.Fatal("backlog after every message was handled")
 	}
 	h.ConnClosed()
+}
+
+func TestWSRecentsBound(t *testing.T) {
+	var c wsRecents
+	for i := range maxWSPending + 1 {
+		c.put(strconv.Itoa(i), &wsRecent{id: "resp_" + strconv.Itoa(i)})
+	}
+	if c.find("resp_0") != nil || c.find("resp_1") == nil || c.find("resp_64") == nil || len(c.byLane) != maxWSPending {
+		t.Fatalf("kept %d; resp_0 %v", len(c.byLane), c.find("resp_0"))
+	}
+	c.put("1", &wsRecent{id: "resp_x"}) // a lane keeps its latest only
+	if c.find("resp_1") != nil || c.find("resp_x") == nil || c.find("") != nil {
+		t.Fatal("lane 1 not replaced")
+	}
 }

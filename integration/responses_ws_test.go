@@ -146,6 +146,29 @@ func TestResponsesWSStreamFinalAndChain(t *testing.T) {
 	if _, err := client.Responses.Get(ctx, u.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
 		t.Fatalf("GET of an unstored response: %v", err)
 	}
+	// The connection keeps its unstored response to chain from, as OpenAI
+	// does (store: false over WebSocket); another connection cannot.
+	chained := wsCreate("More.", 8)
+	chained.Store = openai.Bool(false)
+	chained.PreviousResponseID = openai.String(u.ID)
+	if err := conn.Create(ctx, chained); err != nil {
+		t.Fatal(err)
+	}
+	c, err := conn.FinalResponse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PreviousResponseID != u.ID || c.Usage.InputTokens <= u.Usage.InputTokens+u.Usage.OutputTokens {
+		t.Fatalf("chained to an unstored response: %s after %s", c.RawJSON(), u.RawJSON())
+	}
+	other := connectWS(t, client)
+	if err := other.Create(ctx, chained); err != nil {
+		t.Fatal(err)
+	}
+	var pe *responses.ResponseProtocolError
+	if _, err := other.FinalResponse(ctx); !errors.As(err, &pe) || pe.Event.OfResponsesServerEventResponseWsError.Error.Code != "previous_response_not_found" {
+		t.Fatalf("another connection chained to an unstored response: %v", err)
+	}
 }
 
 // The same under /openai/v1/, and with lanes: two stream_ids at once, each
