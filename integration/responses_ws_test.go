@@ -411,3 +411,69 @@ func TestResponsesWSFailureMidStream(t *testing.T) {
 	}
 	recvResponse(t, ctx, conn.Recv, "")
 }
+
+// The agent loop WebSocket mode is for, unstored: a forced function call
+// (its arguments streamed as deltas), then its output as the next turn's
+// input, chained with previous_response_id on the same socket.
+func TestResponsesWSToolLoopUnstored(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	conn := connectWS(t, newClient(base))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tool := responses.ToolParamOfFunction("get_weather", map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"city": map[string]any{"type": "string"}, "unit": map[string]any{"type": "string"}},
+		"required":   []string{"city", "unit"},
+	}, true)
+	first := wsCreate("Weather in Oslo?", 200)
+	first.Store = openai.Bool(false)
+	first.Tools = []responses.ToolUnionParam{tool}
+	first.ToolChoice = responses.ResponsesClientEventResponseCreateToolChoiceUnionParam{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: "get_weather"}}
+	if err := conn.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	var args strings.Builder
+	var res responses.Response
+	for done := false; !done; {
+		ev, err := conn.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case "response.function_call_arguments.delta":
+			args.WriteString(ev.OfResponsesServerEventResponseFunctionCallArgumentsWsDelta.Delta)
+		case "response.completed":
+			res, done = ev.OfResponsesServerEventResponseWsCompleted.Response, true
+		case "response.failed", "response.incomplete", "error":
+			t.Fatalf("event %s", ev.RawJSON())
+		}
+	}
+	var call responses.ResponseOutputItemUnion
+	for _, it := range res.Output {
+		if it.Type == "function_call" {
+			call = it
+		}
+	}
+	if call.CallID == "" || call.Arguments.OfString != args.String() {
+		t.Fatalf("function call %s, streamed arguments %q", res.RawJSON(), args.String())
+	}
+	checkWeatherArgs(t, call.Name, call.Arguments.OfString)
+
+	next := responses.ResponsesClientEventResponseCreateParam{
+		Model: vajra.DefaultModelName, MaxOutputTokens: openai.Int(8), Store: openai.Bool(false),
+		PreviousResponseID: openai.String(res.ID), Tools: []responses.ToolUnionParam{tool},
+		Input: responses.ResponsesClientEventResponseCreateInputUnionParam{OfResponse: &responses.ResponseInputParam{
+			functionCallOutput(call.CallID, `{"temp":3}`),
+		}},
+	}
+	if err := conn.Create(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	r, err := conn.FinalResponse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PreviousResponseID != res.ID || r.Usage.InputTokens <= res.Usage.InputTokens {
+		t.Fatalf("second turn %s after %s", r.RawJSON(), res.RawJSON())
+	}
+}
