@@ -79,6 +79,11 @@ type Config struct {
 	// MaxOutboundBytes is the slow-consumer limit: a client whose unsent
 	// output exceeds it is disconnected and its request aborted (0: 4 MiB).
 	MaxOutboundBytes int
+	// MaxWSMessageBytes bounds one client WebSocket message (Realtime,
+	// Responses over WebSocket) after reassembly; a bigger one closes its
+	// connection with 1009 (0: netio.DefaultMaxWSMessageBytes, 16 MiB,
+	// room for the Realtime API's 15 MiB audio appends).
+	MaxWSMessageBytes int
 	// IdleTimeout closes a keep-alive connection idle between requests for
 	// longer; RequestReadTimeout answers 408 to a request still incomplete
 	// after it and closes the connection. 0 disables each; DefaultConfig
@@ -87,11 +92,6 @@ type Config struct {
 	// clients that stop reading).
 	IdleTimeout        time.Duration
 	RequestReadTimeout time.Duration // see IdleTimeout
-	// MaxWSMessageBytes bounds one client WebSocket message (Realtime,
-	// Responses over WebSocket) after reassembly; a bigger one closes its
-	// connection with 1009 (0: netio.DefaultMaxWSMessageBytes, 16 MiB,
-	// room for the Realtime API's 15 MiB audio appends).
-	MaxWSMessageBytes int
 	// AllowedOrigins enables CORS for these origins ("*" for any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (never per token);

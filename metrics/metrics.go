@@ -51,8 +51,18 @@ type EngineStats struct {
 	ComputeCPU time.Duration
 }
 
+// CodeCount is a count by a code label (a WebSocket close code, "other").
+type CodeCount struct {
+	Code string
+	N    uint64
+}
+
 // ServerStats are the network layer's counters read at scrape time.
 type ServerStats struct {
+	WebSocketConnections    int64       // open WebSocket connections
+	WebSocketProtocolErrors uint64      // WebSocket connections closed for breaking RFC 6455
+	WebSocketCloses         []CodeCount // close frames sent, by close code
+
 	OpenConnections int64
 	BytesWritten    uint64
 	ParseErrors     uint64
@@ -60,16 +70,6 @@ type ServerStats struct {
 	ClientAborts    uint64 // requests aborted by a client disconnect
 	LoopWakes       uint64 // doorbell rings the event loops answered
 	IdleClosed      uint64 // connections closed by the idle timeout
-
-	WebSocketConnections    int64       // open WebSocket connections
-	WebSocketProtocolErrors uint64      // WebSocket connections closed for breaking RFC 6455
-	WebSocketCloses         []CodeCount // close frames sent, by close code
-}
-
-// CodeCount is a count by a code label (a WebSocket close code, "other").
-type CodeCount struct {
-	Code string
-	N    uint64
 }
 
 // StoreStats are the Responses API store's figures.
@@ -390,14 +390,15 @@ var (
 	descSlow     = prometheus.NewDesc("vajra_slow_consumer_aborts_total", "Connections closed because the client did not read fast enough.", nil, nil)
 	descAborts   = prometheus.NewDesc("vajra_client_disconnect_aborts_total", "Requests aborted because the client disconnected.", nil, nil)
 	descIdle     = prometheus.NewDesc("vajra_idle_connections_closed_total", "Keep-alive connections closed after the idle timeout.", nil, nil)
-	descWSConns  = prometheus.NewDesc("vajra_websocket_connections", "Open WebSocket connections (Realtime, Responses over WebSocket).", nil, nil)
-	descWSProto  = prometheus.NewDesc("vajra_websocket_protocol_errors_total", "WebSocket connections closed because the client broke the protocol (close codes 1002, 1003, 1007, 1009).", nil, nil)
-	descWSCloses = prometheus.NewDesc("vajra_websocket_closes_total", "WebSocket close frames the server sent, by close code.", []string{"code"}, nil)
 	descWakes    = prometheus.NewDesc("vajra_event_loop_wakes_total", "Times an event loop was woken to write what sessions queued (about one per loop per engine step when streaming).", nil, nil)
 	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
 	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
 	descUnknown  = prometheus.NewDesc("vajra_unknown_request_fields_total", "Request fields no dialect knows, by endpoint and field.", []string{"endpoint", "field"}, nil)
 	descPanics   = prometheus.NewDesc("vajra_session_panics_total", "Panics in per-session code (session actor, request formatter or sink), each of which ended its own request only.", nil, nil)
+
+	descWSConns  = prometheus.NewDesc("vajra_websocket_connections", "Open WebSocket connections (Realtime, Responses over WebSocket).", nil, nil)
+	descWSProto  = prometheus.NewDesc("vajra_websocket_protocol_errors_total", "WebSocket connections closed because the client broke the protocol (close codes 1002, 1003, 1007, 1009).", nil, nil)
+	descWSCloses = prometheus.NewDesc("vajra_websocket_closes_total", "WebSocket close frames the server sent, by close code.", []string{"code"}, nil)
 
 	descStored     = prometheus.NewDesc("vajra_responses_stored_total", "Responses API objects stored.", nil, nil)
 	descEvicted    = prometheus.NewDesc("vajra_responses_evicted_total", "Stored responses evicted by the count or byte bound (least recently used first).", nil, nil)
@@ -408,10 +409,13 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
-		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descWSConns, descWSProto, descWSCloses, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
+		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
 		ch <- d
 	}
+	ch <- descWSConns
+	ch <- descWSProto
+	ch <- descWSCloses
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -441,17 +445,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if f := src.Server; f != nil {
 		st := f()
 		gauge(descConns, float64(st.OpenConnections))
+		gauge(descWSConns, float64(st.WebSocketConnections))
+		counter(descWSProto, st.WebSocketProtocolErrors)
+		for _, cc := range st.WebSocketCloses {
+			counter(descWSCloses, cc.N, cc.Code)
+		}
 		counter(descBytes, st.BytesWritten)
 		counter(descParse, st.ParseErrors)
 		counter(descSlow, st.SlowConsumers)
 		counter(descAborts, st.ClientAborts)
 		counter(descWakes, st.LoopWakes)
 		counter(descIdle, st.IdleClosed)
-		gauge(descWSConns, float64(st.WebSocketConnections))
-		counter(descWSProto, st.WebSocketProtocolErrors)
-		for _, cc := range st.WebSocketCloses {
-			counter(descWSCloses, cc.N, cc.Code)
-		}
 	}
 	if f := src.SessionPanics; f != nil {
 		counter(descPanics, f())

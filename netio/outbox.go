@@ -246,11 +246,11 @@ type outbox struct {
 	// end is set by the exchange that finished, for the loop to act on
 	// after it wrote pending.
 	end endKind
-	// closed is set on the loop when the connection closed.
-	closed bool
 	// wsClosing is set when a WebSocket close frame is queued: every frame
 	// after it is dropped (RFC 6455 §5.5.1).
 	wsClosing bool
+	// closed is set on the loop when the connection closed.
+	closed bool
 }
 
 type endKind uint8

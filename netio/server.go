@@ -169,6 +169,11 @@ type Server struct {
 	bytesWritten  atomic.Uint64
 	clientAborts  atomic.Uint64
 
+	// WebSocket counters (ws_conn.go).
+	wsOpen           atomic.Int64
+	wsProtocolErrors atomic.Uint64
+	wsCloses         wsCloseCounts
+
 	// inflight counts exchanges in flight (sessions, off-loop routes,
 	// parked requests): a drain waits for it to reach zero.
 	inflight atomic.Int64
@@ -188,11 +193,6 @@ type Server struct {
 		overloaded, draining, maxConns, unauthorized, timeout, queueTimeout, descriptors *metrics.Counter
 	}
 	idleClosed atomic.Uint64 // connections closed by IdleTimeout
-
-	// WebSocket counters (ws_conn.go).
-	wsOpen           atomic.Int64
-	wsProtocolErrors atomic.Uint64
-	wsCloses         wsCloseCounts
 }
 
 // New builds a Server; Start runs it.
