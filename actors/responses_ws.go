@@ -23,7 +23,8 @@ import (
 // are processed FIFO"); different lanes run at once, their events
 // interleaved whole, each carrying its stream_id. A closed connection
 // aborts every running response's engine session at once and drops the
-// queued ones.
+// queued ones. An unstored response can be continued on its connection
+// (responses_ws_chain.go).
 
 // maxWSPending bounds the creates one connection may have running or
 // queued, across its lanes (and so the lanes themselves): 64, openai-go's
@@ -97,6 +98,9 @@ var _ WSBacklog = (*responsesWS)(nil)
 func (s *Sessions) startResponsesWS(conn WSConn, req *WSRequest) WSHandle {
 	ws := &responsesWS{owner: s, conn: conn, req: *req, lanes: map[string]*wsLane{}}
 	props := actor.PropsFromProducer(func() actor.Actor { return ws }, s.withMailbox)
+	// The connection's actor counts as a live session (Active, Wait),
+	// beside the sessions of its creates: a leaked one shows.
+	s.active.Add(1)
 	ws.pid = s.root.Spawn(props)
 	return ws
 }
@@ -142,6 +146,7 @@ func (ws *responsesWS) Receive(ctx actor.Context) {
 			ws.close()
 			ws.conn.Close(1011, "the session failed")
 		}
+		ws.owner.sessionEnded()
 	}
 }
 

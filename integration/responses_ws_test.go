@@ -477,3 +477,67 @@ func TestResponsesWSToolLoopUnstored(t *testing.T) {
 		t.Fatalf("second turn %s after %s", r.RawJSON(), res.RawJSON())
 	}
 }
+
+// Many sockets at once, each with responses on two lanes, left in every
+// way (a close frame mid-response, a TCP drop mid-response, a close after
+// the responses ended): the server returns to idle (no session, engine
+// request, exchange or connection left).
+func TestResponsesWSManySocketsReturnToIdle(t *testing.T) {
+	srv, _, base := startServer(t, func(c *vajra.Config) { c.Sim.ITL = 2 * time.Millisecond })
+	client := newClient(base)
+	const sockets = 12
+	errs := make(chan error, sockets)
+	for i := range sockets {
+		go func() {
+			errs <- func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				conn, err := client.Responses.Connect(ctx, responses.ResponseConnectionOptions{})
+				if err != nil {
+					return err
+				}
+				for _, lane := range []string{"x", "y"} {
+					c := wsCreate(question, 60)
+					c.StreamID = openai.String(lane)
+					if err := conn.Create(ctx, c); err != nil {
+						return err
+					}
+				}
+				for ended := 0; ended < 2; {
+					ev, err := conn.Recv(ctx)
+					if err != nil {
+						return err
+					}
+					switch {
+					case ev.Type == "response.output_text.delta" && i%3 == 0:
+						return conn.Close() // close frame mid-response
+					case ev.Type == "response.output_text.delta" && i%3 == 1:
+						conn.Abort() // TCP drop mid-response
+						return nil
+					case ev.Type == "response.completed" || ev.Type == "response.incomplete":
+						ended++
+					case ev.Type == "error" || ev.Type == "response.failed":
+						return errors.New(ev.RawJSON())
+					}
+				}
+				return conn.Close()
+			}()
+		}()
+	}
+	for range sockets {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l := srv.Live()
+		if l.Sessions == 0 && l.Running == 0 && l.Waiting == 0 && l.InFlight == 0 && l.Connections == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not idle: %+v", l)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
