@@ -13,7 +13,8 @@ type Live struct {
 	// sessions, requests parked for admission, off-loop answers.
 	InFlight int64
 	// Sessions is the number of live session actors (one per generation
-	// request, from its start until its actor stopped).
+	// request, from its start until its actor stopped, and one per
+	// Responses API WebSocket connection).
 	Sessions int64
 	// Running and Waiting are the engine's requests running and waiting.
 	Running, Waiting int

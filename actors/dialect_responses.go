@@ -41,6 +41,10 @@ func (d *responsesDialect) decode(ss *session) *apiError {
 	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
 	d.id = newID("resp_")
 	d.created = time.Now().Unix()
+	if h, ok := ss.req.wsHistory(d.req.PreviousResponseID); ok { // an unstored response of its WebSocket (responses_ws_chain.go)
+		d.history = h
+		return d.build(ss)
+	}
 	if d.req.PreviousResponseID != "" {
 		d.lookup = storeRequest{op: storeGet, id: d.req.PreviousResponseID, replyTo: ss.self}
 		ss.owner.store.ask(&d.lookup)

@@ -223,14 +223,20 @@ func (p *WorkerPool) submit(m *mailbox) {
 	}
 }
 
-// runQueued runs the mailboxes left in the queue on the caller's goroutine.
+// runQueued runs the mailboxes left in the queue on the caller's goroutine,
+// each of those queued now once. A nil is a worker's end that Stop queued
+// and the worker has not taken yet: it goes back in the queue for that
+// worker (a submit racing Stop used to swallow it, and Stop then waited
+// forever for the worker).
 func (p *WorkerPool) runQueued() {
-	for {
+	for n := len(p.queue); n > 0; n-- {
 		select {
 		case m := <-p.queue:
-			if m != nil {
-				m.run()
+			if m == nil {
+				p.queue <- nil
+				continue
 			}
+			m.run()
 		default:
 			return
 		}

@@ -2,9 +2,11 @@ package actors
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -186,5 +188,61 @@ func TestMailboxPostAllocations(t *testing.T) {
 	msg := &struct{ n int }{}
 	if n := testing.AllocsPerRun(1000, func() { m.PostUserMessage(msg) }); n != 0 {
 		t.Fatalf("%.1f allocations per post", n)
+	}
+}
+
+// blockingInvoker holds its worker in the first user message until release
+// is closed.
+type blockingInvoker struct {
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingInvoker) InvokeSystemMessage(any) {}
+func (b *blockingInvoker) InvokeUserMessage(any) {
+	b.once.Do(func() {
+		close(b.entered)
+		<-b.release
+	})
+}
+func (b *blockingInvoker) EscalateFailure(any, any) {}
+
+// A mailbox woken while Stop waits for a busy worker runs on the waker's
+// goroutine without taking that worker's end from the queue: Stop returns
+// once the worker is free (it used to wait forever, which hung every
+// shutdown that raced an engine's last deliveries).
+func TestWorkerPoolStopRacingSubmit(t *testing.T) {
+	p := NewWorkerPool(1)
+	busy := &blockingInvoker{entered: make(chan struct{}), release: make(chan struct{})}
+	m1 := p.Producer()().(*mailbox)
+	m1.RegisterHandlers(busy, nil)
+	m1.Start()
+	m1.PostUserMessage(1)
+	<-busy.entered
+	stopped := make(chan struct{})
+	go func() { p.Stop(); close(stopped) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !p.stopped.Load() || len(p.queue) != 1 { // Stop queued the worker's end
+		if time.Now().After(deadline) {
+			t.Fatal("Stop never queued the worker's end")
+		}
+		runtime.Gosched()
+	}
+	v := &invoker{t: t, done: make(chan struct{}, 1)}
+	m2 := p.Producer()().(*mailbox)
+	m2.RegisterHandlers(v, nil)
+	m2.Start()
+	m2.PostUserMessage("late")
+	select {
+	case <-v.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late message never ran")
+	}
+	close(busy.release)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop never returned: the worker's end was lost")
 	}
 }

@@ -75,13 +75,21 @@ type Request struct {
 	// otherwise a stream is close-delimited.
 	Chunked bool
 	Arrival time.Time
+	// ws is the exchange of a response.create of the Responses API over
+	// WebSocket (responses_ws.go), also the session's Conn; nil for HTTP.
+	// The stream's events then go out as WebSocket text frames.
+	ws *wsExchange
 
 	buf *[]byte // pooled backing of Body
 }
 
-// framing is how the response's stream frames are wrapped: in HTTP/1.1
-// chunks when the request allows them, raw (close-delimited) otherwise.
+// framing is how the response's stream frames are wrapped: one WebSocket
+// text frame per event over WebSocket, in HTTP/1.1 chunks when the request
+// allows them, raw (close-delimited) otherwise.
 func (r *Request) framing() codegen.Framing {
+	if r.ws != nil {
+		return codegen.FramingWebSocket
+	}
 	if r.Chunked {
 		return codegen.FramingChunked
 	}

@@ -253,6 +253,7 @@ func (ss *session) forward(ctx actor.Context) {
 			}
 			ss.out = ss.d.appendStreamError(ss.out, ss, final.Err)
 		}
+		ss.wsStreamEnding(final)
 		if e, ok := ss.d.(streamEnder); ok {
 			e.streamEnded(ss, final)
 		}

@@ -105,6 +105,8 @@ var scenarios = []scenario{
 	sdkScenario("sdk_responses_stream", 3),
 	sdkScenario("sdk_messages", 3),
 	sdkScenario("sdk_messages_stream", 4),
+	{"sdk_responses_ws", 2, func(ctx context.Context, w *worker) error { return w.sdk.wsResponses(ctx, w.r, false) }},
+	{"cut_responses_ws", 2, func(ctx context.Context, w *worker) error { return w.sdk.wsResponses(ctx, w.r, true) }},
 	{"cut_in_head", 2, func(_ context.Context, w *worker) error {
 		return cutRequest(w.r, w.addr, vajra.DefaultModelName, false)
 	}},
