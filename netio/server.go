@@ -178,6 +178,8 @@ type Server struct {
 		overloaded, draining, maxConns, unauthorized, timeout, queueTimeout, descriptors *metrics.Counter
 	}
 	idleClosed atomic.Uint64 // connections closed by IdleTimeout
+	keepalives atomic.Uint64 // keep-alives written (keepalive.go)
+	keepSweeps uint32        // sweeps of silence before a keep-alive; 0: off
 }
 
 // New builds a Server; Start runs it.
@@ -220,6 +222,9 @@ func New(opts Options) (*Server, error) {
 		access:   opts.AccessLog,
 		offloop:  make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
+	if opts.StreamKeepalive > 0 {
+		s.keepSweeps = keepaliveSweeps(opts.StreamKeepalive)
+	}
 	s.maxBuffered = opts.Limits.MaxHeaderBytes + int(opts.Limits.MaxBody) + 4096
 	s.maxPipelined = opts.MaxPipelinedBytes
 	s.routes = newRouteTable()
@@ -249,7 +254,7 @@ func (s *Server) Start() error {
 	if !s.opts.KeepGOMAXPROCS {
 		s.ctlDone = spareproc.Start(s.log, loops, s.stopped)
 	}
-	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 || (s.adm != nil && s.opts.MaxQueueWait > 0) {
+	if s.opts.IdleTimeout > 0 || s.opts.RequestReadTimeout > 0 || (s.adm != nil && s.opts.MaxQueueWait > 0) || s.opts.StreamKeepalive > 0 {
 		go s.sweeper()
 	}
 	gnetAddr, err := s.listen()
