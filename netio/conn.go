@@ -237,7 +237,7 @@ func (c *conn) endExchange() {
 	}
 	owes := c.permit
 	if w, ok := c.handle.(*waiter); ok {
-		owes = w.holdsPermit()
+		owes = w.settle()
 	}
 	c.busy, c.handle, c.permit = false, nil, false
 	c.loop.busy.Add(-1)

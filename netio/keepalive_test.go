@@ -52,37 +52,48 @@ type sseEvent struct {
 	at   time.Time
 }
 
-// readChunkedEvents parses a chunked body strictly (RFC 9112 §7.1: hex
-// size, CRLF, data, CRLF, up to the zero-size chunk and its CRLF): every
-// chunk must hold exactly one whole SSE event (so that a keep-alive can
-// land only between events) and nothing may follow the last chunk on the
-// connection until deadline (a keep-alive after the end would).
+// nextChunk reads one chunk of a chunked body strictly (RFC 9112 §7.1:
+// hex size, CRLF, data, CRLF) and checks that it holds exactly one whole
+// SSE event, so that a keep-alive can land only between events. It
+// reports end at the zero-size chunk (after its CRLF).
+func nextChunk(t *testing.T, r *bufio.Reader) (ev string, end bool) {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("chunk size: %v", err)
+	}
+	size, ok := strings.CutSuffix(line, "\r\n")
+	n, perr := strconv.ParseUint(size, 16, 32)
+	if !ok || perr != nil {
+		t.Fatalf("bad chunk size line %q", line)
+	}
+	data := make([]byte, n+2)
+	if _, err := io.ReadFull(r, data); err != nil {
+		t.Fatalf("chunk data: %v", err)
+	}
+	if !bytes.HasSuffix(data, []byte("\r\n")) {
+		t.Fatalf("chunk of %d bytes not followed by CRLF: %q", n, data)
+	}
+	if n == 0 {
+		return "", true
+	}
+	ev = string(data[:n])
+	if !strings.HasSuffix(ev, "\n\n") || strings.Contains(ev[:len(ev)-2], "\n\n") {
+		t.Fatalf("chunk is not one whole SSE event: %q", ev)
+	}
+	return ev, false
+}
+
+// readChunkedEvents reads a chunked stream's events (nextChunk) up to the
+// last chunk, and checks that nothing follows it on the connection for
+// quietAfter (a keep-alive after the end would).
 func readChunkedEvents(t *testing.T, c net.Conn, r *bufio.Reader, quietAfter time.Duration) []sseEvent {
 	t.Helper()
 	var evs []sseEvent
 	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("chunk size: %v after %d events", err, len(evs))
-		}
-		size, ok := strings.CutSuffix(line, "\r\n")
-		n, perr := strconv.ParseUint(size, 16, 32)
-		if !ok || perr != nil {
-			t.Fatalf("bad chunk size line %q", line)
-		}
-		data := make([]byte, n+2)
-		if _, err := io.ReadFull(r, data); err != nil {
-			t.Fatalf("chunk data: %v", err)
-		}
-		if !bytes.HasSuffix(data, []byte("\r\n")) {
-			t.Fatalf("chunk of %d bytes not followed by CRLF: %q", n, data)
-		}
-		if n == 0 {
+		ev, end := nextChunk(t, r)
+		if end {
 			break
-		}
-		ev := string(data[:n])
-		if !strings.HasSuffix(ev, "\n\n") || strings.Contains(ev[:len(ev)-2], "\n\n") {
-			t.Fatalf("chunk is not one whole SSE event: %q", ev)
 		}
 		evs = append(evs, sseEvent{ev, time.Now()})
 	}

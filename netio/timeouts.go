@@ -70,11 +70,8 @@ func (l *loop) sweep(now time.Time) {
 		switch {
 		case c.closing || c.closed:
 		case c.busy:
-			if t := s.opts.MaxQueueWait; t > 0 {
-				if w, ok := c.handle.(*waiter); ok && now.Sub(w.queuedAt) > t && w.expire() {
-					s.rejected.queueTimeout.Inc()
-					w.conn.refuseQueued()
-				}
+			if w, ok := c.handle.(*waiter); ok {
+				l.sweepWaiter(w, now)
 			}
 			if s.keepSweeps > 0 {
 				c.keepalive(s.keepSweeps)
@@ -94,6 +91,27 @@ func (l *loop) sweep(now time.Time) {
 			}
 		}
 		c = next
+	}
+}
+
+// sweepWaiter refuses a request parked in the admission queue past
+// MaxQueueWait (its held session refuses it, if it has one), and gives
+// one that has waited StreamKeepalive its session before its permit
+// (admission.go). Loop-only (the sweep).
+func (l *loop) sweepWaiter(w *waiter, now time.Time) {
+	s := l.srv
+	waited := now.Sub(w.queuedAt)
+	if t := s.opts.MaxQueueWait; t > 0 && waited > t {
+		if expired, answer := w.expire(); expired {
+			s.rejected.queueTimeout.Inc()
+			if answer {
+				w.conn.refuseQueued()
+			}
+		}
+		return
+	}
+	if k := s.opts.StreamKeepalive; k > 0 && waited >= k {
+		w.hold()
 	}
 }
 
