@@ -72,8 +72,19 @@ func (ss *session) admit(ctx actor.Context) {
 	ss.held = false
 	if ss.ready && !ss.finished {
 		ss.ready = false
+		if hl, ok := ss.d.(heldLauncher); ok && hl.launchHeld(ss, ctx) {
+			return
+		}
 		ss.launch(ctx)
 	}
+}
+
+// heldLauncher is a dialect that starts its engine work itself (a batch of
+// completions prompts, from decode): when a held session gets its permit,
+// launchHeld starts it and reports true, or reports false to leave the
+// start to the session.
+type heldLauncher interface {
+	launchHeld(ss *session, ctx actor.Context) bool
 }
 
 // expire ends a held request that waited past the queue deadline.

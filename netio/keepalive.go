@@ -102,7 +102,9 @@ func (c *conn) keepalive(sweeps uint32) {
 		c.wrote, c.quiet = false, 0
 		return
 	}
-	if c.quiet++; c.quiet < sweeps {
+	if c.quiet++; c.quiet < sweeps || c.gc.OutboundBuffered() > 0 {
+		// Not silent long enough, or the client has not even read what
+		// was written (the slow-consumer limit's business): nothing to add.
 		return
 	}
 	o := &c.out

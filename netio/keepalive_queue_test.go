@@ -53,8 +53,12 @@ func TestStreamKeepaliveQueued(t *testing.T) {
 			t.Fatalf("while queued: %q (end %v), want a keep-alive", ev, end)
 		}
 	}
-	// Still parked: the keep-alives came from the queue, not the engine.
+	// Still parked: the keep-alives came from the queue, not the engine,
+	// which runs the blocker alone (no engine work without a permit).
 	waitQueued(t, srv.addr, 1)
+	if n := srv.eng.running.Load(); n != 1 {
+		t.Fatalf("%d requests in the engine while one waits for its permit, want the blocker only", n)
+	}
 	free()
 	evs := readChunkedEvents(t, c, r, 3*k)
 	tokens := 0
@@ -143,5 +147,35 @@ func TestStreamKeepaliveQueuedPlain(t *testing.T) {
 	status, got := readResponse(t, r)
 	if status != 200 || !strings.HasPrefix(got, `{"id":"chatcmpl-`) {
 		t.Fatalf("held plain request: %d %s", status, got)
+	}
+}
+
+// TestStreamKeepaliveQueuedBatch: a held batch of completions prompts
+// (which the dialect starts itself) is validated and prepared, sends its
+// head and keep-alives, and starts none of its prompts in the engine until
+// the permit comes; then every prompt streams.
+func TestStreamKeepaliveQueuedBatch(t *testing.T) {
+	const k = 150 * time.Millisecond
+	srv, free := queueServer(t, k, time.Minute)
+	body := `{"model":"vajra-sim","prompt":["one","two"],"max_tokens":2,"stream":true}`
+	c, r, head := postStream(t, srv.addr, "HTTP/1.1", "/v1/completions", body)
+	if !strings.HasPrefix(head, "HTTP/1.1 200") {
+		t.Fatalf("head %q", head)
+	}
+	if ev, end := nextChunk(t, r); end || ev != commentKeepalive {
+		t.Fatalf("while queued: %q (end %v), want a keep-alive", ev, end)
+	}
+	waitQueued(t, srv.addr, 1)
+	if n := srv.eng.running.Load(); n != 1 {
+		t.Fatalf("%d requests in the engine while the batch waits for its permit, want the blocker only", n)
+	}
+	free()
+	evs := readChunkedEvents(t, c, r, 3*k)
+	tokens := 0
+	for _, e := range evs {
+		tokens += strings.Count(e.text, `"text":"sea "`)
+	}
+	if tokens != 4 || evs[len(evs)-1].text != "data: [DONE]\n\n" {
+		t.Fatalf("batch after the slot freed: %d tokens (want 2 prompts x 2), events %v", tokens, evs)
 	}
 }
