@@ -56,8 +56,7 @@ type (
 // admission permit: see the top of this file. It never blocks. Safe for
 // concurrent use.
 func (s *Sessions) StartHeld(conn Conn, req *Request) HeldHandle {
-	ss := s.start(conn, req, true)
-	return ss
+	return s.start(conn, req, true)
 }
 
 // Admit implements HeldHandle.

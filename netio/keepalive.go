@@ -34,7 +34,14 @@ import (
 // A stream silent for K therefore gets its keep-alive after between K and
 // K plus one sweep period of silence (the sweep counts whole periods from
 // the first sweep after the last write), and one every K (rounded up to
-// whole periods) while the silence lasts.
+// whole periods) while the silence lasts. None is added while the socket
+// still holds unsent bytes: the client is not reading, which is the
+// slow-consumer limit's business.
+//
+// A request parked in the admission queue has no head out, and netio may
+// not write one before the body is validated; past the keep-alive period
+// its session starts held (admission.go), writes the head after
+// validation, and from then on the sweep keeps it alive like any stream.
 
 // DefaultStreamKeepalive is what `vajra serve` sets: well under the 30 to
 // 60 s idle timeouts of common proxies and load balancers (nginx's
