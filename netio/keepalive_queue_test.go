@@ -102,15 +102,31 @@ func TestStreamKeepaliveQueuedValidatesFirst(t *testing.T) {
 // and Retry-After (529 on Anthropic's API).
 func TestStreamKeepaliveQueuedDeadline(t *testing.T) {
 	srv, _ := queueServer(t, 100*time.Millisecond, 700*time.Millisecond)
-	c, r, head := postStream(t, srv.addr, "HTTP/1.1", "/v1/chat/completions", queuedStream)
-	if !strings.HasPrefix(head, "HTTP/1.1 200") {
-		t.Fatalf("head %q", head)
-	}
-	evs := readChunkedEvents(t, c, r, 100*time.Millisecond)
-	n := len(evs)
-	if n < 3 || !strings.Contains(evs[n-2].text, `"error"`) || !strings.Contains(evs[n-2].text, "queue deadline") ||
-		evs[n-1].text != "data: [DONE]\n\n" || countKeepalives(t, evs, commentKeepalive) != n-2 {
-		t.Fatalf("held stream past the deadline: %v", evs)
+	// Each API's own terminal error event, after keep-alives only.
+	for _, tc := range []struct {
+		path, body, keepalive string
+		last                  []string // the stream's last events, by prefix and content
+	}{
+		{"/v1/chat/completions", queuedStream, commentKeepalive, []string{`data: {"error":`, "data: [DONE]"}},
+		{"/v1/responses", `{"model":"vajra-sim","input":"hi","max_output_tokens":3,"stream":true}`, commentKeepalive,
+			[]string{"event: response.failed\n"}},
+		{"/v1/messages", `{"model":"vajra-sim","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, pingKeepalive,
+			[]string{"event: error\n"}},
+	} {
+		c, r, head := postStream(t, srv.addr, "HTTP/1.1", tc.path, tc.body)
+		if !strings.HasPrefix(head, "HTTP/1.1 200") {
+			t.Fatalf("%s: head %q", tc.path, head)
+		}
+		evs := readChunkedEvents(t, c, r, 100*time.Millisecond)
+		n, m := len(evs), len(tc.last)
+		if n <= m || countKeepalives(t, evs, tc.keepalive) != n-m || !strings.Contains(evs[n-m].text, "queue deadline") {
+			t.Fatalf("%s: held stream past the deadline: %v", tc.path, evs)
+		}
+		for i, want := range tc.last {
+			if !strings.HasPrefix(evs[n-m+i].text, want) {
+				t.Fatalf("%s: event %q, want %q first: %v", tc.path, evs[n-m+i].text, want, evs)
+			}
+		}
 	}
 
 	msgs := `{"model":"vajra-sim","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
@@ -125,8 +141,8 @@ func TestStreamKeepaliveQueuedDeadline(t *testing.T) {
 			t.Fatalf("%s past the deadline: %d %q %s", tc.path, st, head, got)
 		}
 	}
-	if v := value(scrape(t, srv.addr), "vajra_rejected_requests_total", "reason", "queue_timeout"); v != 3 {
-		t.Errorf("queue timeouts counted %v, want 3", v)
+	if v := value(scrape(t, srv.addr), "vajra_rejected_requests_total", "reason", "queue_timeout"); v != 5 {
+		t.Errorf("queue timeouts counted %v, want 5", v)
 	}
 }
 
@@ -177,5 +193,28 @@ func TestStreamKeepaliveQueuedBatch(t *testing.T) {
 	}
 	if tokens != 4 || evs[len(evs)-1].text != "data: [DONE]\n\n" {
 		t.Fatalf("batch after the slot freed: %d tokens (want 2 prompts x 2), events %v", tokens, evs)
+	}
+}
+
+// TestStreamKeepaliveQueuedEngineRefuses: a held stream whose permit comes
+// when the engine can no longer start it (shut down) ends with the
+// in-stream error, its head being out.
+func TestStreamKeepaliveQueuedEngineRefuses(t *testing.T) {
+	srv, _ := queueServer(t, 100*time.Millisecond, time.Minute)
+	c, r, head := postStream(t, srv.addr, "HTTP/1.1", "/v1/chat/completions", queuedStream)
+	if !strings.HasPrefix(head, "HTTP/1.1 200") {
+		t.Fatalf("head %q", head)
+	}
+	if ev, end := nextChunk(t, r); end || ev != commentKeepalive {
+		t.Fatalf("while queued: %q (end %v), want a keep-alive", ev, end)
+	}
+	// Closing the engine ends the blocker, whose permit goes to the held
+	// stream, which the closed engine refuses.
+	_ = srv.eng.Close()
+	evs := readChunkedEvents(t, c, r, 100*time.Millisecond)
+	n := len(evs)
+	if n < 2 || !strings.HasPrefix(evs[n-2].text, `data: {"error":`) || !strings.Contains(evs[n-2].text, "shut down") ||
+		evs[n-1].text != "data: [DONE]\n\n" || countKeepalives(t, evs, commentKeepalive) != n-2 {
+		t.Fatalf("held stream the engine refused: %v", evs)
 	}
 }
