@@ -220,3 +220,39 @@ func TestKeepaliveSDKQueued(t *testing.T) {
 	}
 	waitQueued(t, addr, 0)
 }
+
+// TestKeepaliveEngineQueue: with the engine's only sequence taken (sim
+// --max-num-seqs 1), a second stream is admitted and its head is out, but
+// the engine queues it: keep-alives come while it waits there, and once
+// the first stream's client leaves, the second streams to its end.
+func TestKeepaliveEngineQueue(t *testing.T) {
+	_, _, addr := fleetServer(t, func(c *vajra.Config) {
+		c.Sim.ITL = 2 * time.Millisecond
+		c.Sim.MaxNumSeqs = 1
+		c.StreamKeepalive = 100 * time.Millisecond
+	})
+	blocker := startBlocker(t, addr)
+	body := `{"model":"vajra-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"ignore_eos":true,"stream":true}`
+	_, r, head := rawStream(t, addr, body)
+	if !strings.HasPrefix(head, "HTTP/1.1 200") {
+		t.Fatalf("head %q", head)
+	}
+	// Lines of the chunked body: size lines, then the event's lines.
+	for seen := 0; seen < 2; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("waiting in the engine's queue: %v", err)
+		}
+		if strings.Contains(line, `"content":"`) {
+			t.Fatalf("a token while the engine's only sequence is taken: %q", line)
+		}
+		if line == ": keep-alive\n" {
+			seen++
+		}
+	}
+	blocker.Close()
+	tokens, done, errs := readEvents(t, r, nil)
+	if tokens != 5 || !done || errs != 0 {
+		t.Fatalf("after the slot freed: %d tokens, done %v, %d errors", tokens, done, errs)
+	}
+}
