@@ -98,7 +98,11 @@ type Options struct {
 
 	// StreamKeepalive is how long a stream may send nothing before the
 	// loop sends a keep-alive: an SSE comment (": keep-alive"), an
-	// Anthropic ping event, a WebSocket ping frame. 0 turns it off.
+	// Anthropic ping event, a WebSocket ping frame (keepalive.go). A
+	// request parked in the admission queue this long gets its session
+	// before its permit, so that its stream's head and keep-alives can go
+	// out after validation (admission.go). 0 turns both off;
+	// DefaultStreamKeepalive is what `vajra serve` sets.
 	StreamKeepalive time.Duration
 
 	// AllowedOrigins enables CORS for these origins ("*": any).
