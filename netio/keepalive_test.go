@@ -265,3 +265,24 @@ func TestStreamKeepaliveNotWhileTokensFlow(t *testing.T) {
 		t.Fatalf("non-streamed body %q", got)
 	}
 }
+
+// TestStreamKeepaliveIdleLoopsSleep: a short keep-alive makes the sweeper
+// tick at half of it, but loops with nothing in flight are woken only once
+// a second, as without keep-alives. (Measures wakes over a second of
+// idleness: the time is the quantity measured, not a stand-in for a
+// signal.)
+func TestStreamKeepaliveIdleLoopsSleep(t *testing.T) {
+	srv := startServer(t, time.Millisecond, func(o *netio.Options) { o.StreamKeepalive = 100 * time.Millisecond })
+	// One request, so that both loops exist; then idleness.
+	if st, _, _ := get(t, srv.addr, "GET", "/health", ""); st != 200 {
+		t.Fatalf("health: %d", st)
+	}
+	before := srv.net.Wakes()
+	time.Sleep(time.Second)
+	// At most 2 loops (those that served a connection), about 1 sweep each
+	// per second (2 when the second straddles a tick), against 20 each at
+	// the keep-alive's pace.
+	if n := srv.net.Wakes() - before; n > 6 {
+		t.Fatalf("%d loop wakes in an idle second with a 100 ms keep-alive, want at most 6", n)
+	}
+}
