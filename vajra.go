@@ -92,6 +92,12 @@ type Config struct {
 	// clients that stop reading).
 	IdleTimeout        time.Duration
 	RequestReadTimeout time.Duration // see IdleTimeout
+	// StreamKeepalive sends a keep-alive (an SSE comment, or Anthropic's
+	// ping event) on a stream that has sent nothing for this long, also
+	// while its request waits in the admission queue or in a long
+	// prefill, so that proxies with short idle timeouts keep it. 0: off;
+	// DefaultConfig sets netio.DefaultStreamKeepalive.
+	StreamKeepalive time.Duration
 	// AllowedOrigins enables CORS for these origins ("*" for any).
 	AllowedOrigins []string
 	// AccessLog, when set, gets one line per request (never per token);
@@ -115,6 +121,7 @@ func DefaultConfig() Config {
 		IdleTimeout:        netio.DefaultIdleTimeout,
 		RequestReadTimeout: netio.DefaultRequestReadTimeout,
 		MaxQueueWait:       netio.DefaultMaxQueueWait,
+		StreamKeepalive:    netio.DefaultStreamKeepalive,
 	}
 }
 
@@ -207,6 +214,7 @@ func New(cfg Config) (*Server, error) {
 		MaxWSMessageBytes:     cfg.MaxWSMessageBytes,
 		IdleTimeout:           cfg.IdleTimeout,
 		RequestReadTimeout:    cfg.RequestReadTimeout,
+		StreamKeepalive:       cfg.StreamKeepalive,
 		AllowedOrigins:        cfg.AllowedOrigins,
 		AccessLog:             cfg.AccessLog,
 	})

@@ -116,8 +116,48 @@ func (f *batchFormatter) AppendError(dst []byte, _ *engine.Error) []byte { retur
 
 // startBatch validates, prepares and starts every prompt of d.req. It
 // answers errPending when the batch runs (the session then waits for
-// batchReady), or the error that refuses the request.
+// batchReady), or the error that refuses the request. A held session
+// (held.go) validates and prepares every prompt, sends a stream's head,
+// and starts them when its permit comes (launchHeld).
 func (d *completionsDialect) startBatch(ss *session) *apiError {
+	if ae := d.prepareBatch(ss); ae != nil {
+		return ae
+	}
+	if ss.held {
+		ss.ready = true
+		if d.req.Stream.V {
+			ss.conn.StartStream(d.streamContentType(), nil)
+			ss.streaming = true
+		}
+		return errPending
+	}
+	if err := d.launchBatch(ss); err != nil {
+		return d.engineError(err, &ss.ereq)
+	}
+	return errPending
+}
+
+// launchHeld implements heldLauncher: a held batch starts its prompts now
+// that it has its permit; one the engine refuses fails the request (in the
+// stream if its head is out). It reports false for a one-prompt request,
+// which the session starts itself.
+func (d *completionsDialect) launchHeld(ss *session, ctx actor.Context) bool {
+	if d.batch == nil {
+		return false
+	}
+	if err := d.launchBatch(ss); err != nil {
+		if ss.streaming {
+			ss.failStream(ctx, err)
+		} else {
+			ss.fail(ctx, d.engineError(err, &ss.ereq))
+		}
+	}
+	return true
+}
+
+// prepareBatch validates and prepares every prompt of d.req into d.batch,
+// or says why the request is refused.
+func (d *completionsDialect) prepareBatch(ss *session) *apiError {
 	p := &d.req.Prompt
 	count := p.Count()
 	n := max(d.req.N.V, 1)
@@ -157,7 +197,18 @@ func (d *completionsDialect) startBatch(ss *session) *apiError {
 	}
 	ss.ereq = b.parts[0].req // the model and sampling the session reports
 	ss.framing = ss.req.framing()
+	d.batch = b
+	return nil
+}
+
+// launchBatch starts every prompt of the prepared d.batch and writes the
+// status line of a stream (unless a held session wrote it). A prompt the
+// engine refuses aborts those started and is the error returned.
+func (d *completionsDialect) launchBatch(ss *session) *engine.Error {
+	b := d.batch
+	eng := ss.owner.cfg.Engine
 	stream := d.req.Stream.V
+	n := max(d.req.N.V, 1)
 	for k := range b.parts {
 		part := &b.parts[k]
 		part.sink = batchSink{b: b, k: k}
@@ -170,11 +221,10 @@ func (d *completionsDialect) startBatch(ss *session) *apiError {
 		es, err := eng.Start(&part.req, &part.sink)
 		if err != nil {
 			b.Abort()
-			return d.engineError(engine.AsError(err), &part.req)
+			return engine.AsError(err)
 		}
 		part.es = es
 	}
-	d.batch = b
 	ss.es = b
 	if stream {
 		// The dialect's own formatter writes the stream's end; an error
@@ -182,10 +232,12 @@ func (d *completionsDialect) startBatch(ss *session) *apiError {
 		o := d.req.CompletionStreamOptions()
 		o.Framing = ss.framing
 		d.fmt.Reset(d.id, b.parts[0].req.Model, d.created, o)
-		ss.conn.StartStream(d.streamContentType(), nil)
-		ss.streaming = true
+		if !ss.streaming {
+			ss.conn.StartStream(d.streamContentType(), nil)
+			ss.streaming = true
+		}
 	}
-	return errPending
+	return nil
 }
 
 // receive forwards what the prompts delivered and ends the response once

@@ -16,9 +16,9 @@ import (
 // WSConn over the simulated engine: what netio's WebSocket layer does,
 // without the socket.
 
-// fakeWS is a WSConn that splits what it is sent into frames, checks each
+// respFakeWS is a WSConn that splits what it is sent into frames, checks each
 // is one whole final text frame, and hands their payloads to the test.
-type fakeWS struct {
+type respFakeWS struct {
 	t      *testing.T
 	events chan string
 	// closes, when not nil, gets the code of each Close; otherwise a
@@ -26,11 +26,11 @@ type fakeWS struct {
 	closes chan int
 }
 
-func newFakeWS(t *testing.T) *fakeWS {
-	return &fakeWS{t: t, events: make(chan string, 1<<14)}
+func newRespFakeWS(t *testing.T) *respFakeWS {
+	return &respFakeWS{t: t, events: make(chan string, 1<<14)}
 }
 
-func (c *fakeWS) Send(p []byte) {
+func (c *respFakeWS) Send(p []byte) {
 	for len(p) > 0 {
 		payload, rest, ok := cutTextFrame(p)
 		if !ok {
@@ -42,7 +42,7 @@ func (c *fakeWS) Send(p []byte) {
 	}
 }
 
-func (c *fakeWS) Close(code int, reason string) {
+func (c *respFakeWS) Close(code int, reason string) {
 	if c.closes != nil {
 		c.closes <- code
 		return
@@ -79,7 +79,7 @@ type wsEvent struct {
 	raw string
 }
 
-func (c *fakeWS) next(t *testing.T) wsEvent {
+func (c *respFakeWS) next(t *testing.T) wsEvent {
 	t.Helper()
 	select {
 	case s := <-c.events:
@@ -97,7 +97,7 @@ func (c *fakeWS) next(t *testing.T) wsEvent {
 
 // untilEnd reads one response's events up to its terminal event and checks
 // their order and numbering. It returns them.
-func (c *fakeWS) untilEnd(t *testing.T) []wsEvent {
+func (c *respFakeWS) untilEnd(t *testing.T) []wsEvent {
 	t.Helper()
 	var evs []wsEvent
 	for range 100000 {
@@ -140,8 +140,8 @@ func newWSTest(t *testing.T, itl time.Duration) (*Sessions, *sim.Engine, finals)
 	return s, eng, obs
 }
 
-func dialWS(t *testing.T, s *Sessions) (*fakeWS, WSHandle) {
-	c := newFakeWS(t)
+func dialWS(t *testing.T, s *Sessions) (*respFakeWS, WSHandle) {
+	c := newRespFakeWS(t)
 	h := s.StartWS(c, &WSRequest{Endpoint: EndpointResponsesWS, RequestID: "req-ws", Arrival: time.Now()})
 	return c, h
 }
@@ -328,17 +328,6 @@ func TestResponsesWSCloseAbortsTheEngine(t *testing.T) {
 
 // waitRunning waits, bounded, for the engine's published running count
 // (the sim publishes it once per scheduler pass, right after the finals).
-func waitRunning(t *testing.T, eng engine.Engine, want int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for eng.Stats().Running != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("engine running %d, want %d", eng.Stats().Running, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func waitSessions(t *testing.T, s *Sessions) {
 	t.Helper()
 	ctx, cancel := contextWithTimeout(5 * time.Second)

@@ -44,6 +44,14 @@ type session struct {
 	prepErr   error
 	prepMsg   prepDone
 
+	// held: the session runs before its admission permit (held.go) and
+	// starts no engine work until admitted; ready: its request is prepared
+	// and waits for the permit.
+	held      bool
+	ready     bool
+	admitMsg  admitted
+	expireMsg expired
+
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
 	body   []byte     // non-stream body (or other scratch output)
@@ -96,9 +104,11 @@ func (ss *session) Receive(ctx actor.Context) {
 		}
 		ss.finished = true
 		ss.abort()
-		if !ss.preparing { // else prepDone stops it: ereq is the pool's till then
-			ss.stop(ctx)
-		}
+		ss.stop(ctx) // or prepDone, if the prepare pool owns ereq
+	case *admitted:
+		ss.admit(ctx)
+	case *expired:
+		ss.expire(ctx)
 	case *actor.Stopped:
 		ss.cleanup()
 	default:
@@ -163,13 +173,13 @@ func (ss *session) proceed(ctx actor.Context) {
 }
 
 // prepared starts a request Engine.Prepare returned err for, and writes
-// the status line of a stream.
+// the status line of a stream. A held session (held.go) writes the status
+// line of its stream and waits for its permit to start the engine.
 func (ss *session) prepared(ctx actor.Context, err error) {
 	if err != nil {
 		ss.fail(ctx, ss.d.engineError(engine.AsError(err), &ss.ereq))
 		return
 	}
-	eng := ss.owner.cfg.Engine
 	ss.ereq.ID = ss.req.RequestID
 	ss.ereq.Arrival = ss.req.Arrival
 	ss.ereq.StreamInterval = ss.owner.cfg.StreamInterval
@@ -182,16 +192,35 @@ func (ss *session) prepared(ctx actor.Context, err error) {
 		ss.ereq.Formatter = ss.d.stream(ss)
 		ss.watch, _ = ss.d.(streamWatcher)
 	}
-	es, err := eng.Start(&ss.ereq, &ss.sink)
+	if ss.held {
+		ss.ready = true
+		if ss.ereq.Stream {
+			ss.conn.StartStream(ss.d.streamContentType(), nil)
+			ss.streaming = true
+		}
+		return
+	}
+	ss.launch(ctx)
+}
+
+// launch starts the engine for a prepared request and writes the status
+// line of a stream, unless a held session wrote it already: an engine
+// that refuses then ends the stream with the in-stream error.
+func (ss *session) launch(ctx actor.Context) {
+	es, err := ss.owner.cfg.Engine.Start(&ss.ereq, &ss.sink)
 	if err != nil {
-		ss.fail(ctx, ss.d.engineError(engine.AsError(err), &ss.ereq))
+		if ss.streaming {
+			ss.failStream(ctx, engine.AsError(err))
+		} else {
+			ss.fail(ctx, ss.d.engineError(engine.AsError(err), &ss.ereq))
+		}
 		return
 	}
 	ss.es = es
 	if r, ok := ss.d.(startedDialect); ok {
 		r.started(ss)
 	}
-	if ss.ereq.Stream {
+	if ss.ereq.Stream && !ss.streaming {
 		ss.conn.StartStream(ss.d.streamContentType(), nil)
 		ss.streaming = true
 	}
@@ -315,7 +344,12 @@ func (ss *session) abort() {
 	}
 }
 
+// stop stops the actor, unless the prepare pool owns ss.ereq: prepDone then
+// stops it (the session is finished by then).
 func (ss *session) stop(ctx actor.Context) {
+	if ss.preparing {
+		return
+	}
 	if !ss.stopped {
 		ss.stopped = true
 		ctx.Stop(ctx.Self())

@@ -124,8 +124,14 @@ func NewActorSystem(log *zap.Logger) *actor.ActorSystem {
 // Start spawns the session for one request. It never blocks on the engine:
 // decoding and validation run in the actor. Safe for concurrent use.
 func (s *Sessions) Start(conn Conn, req *Request) Handle {
+	return s.start(conn, req, false)
+}
+
+// start spawns a session, held (before its admission permit: held.go) or
+// not.
+func (s *Sessions) start(conn Conn, req *Request, held bool) *session {
 	ss := newSession(req.Endpoint)
-	ss.owner, ss.conn, ss.req = s, conn, req
+	ss.owner, ss.conn, ss.req, ss.held = s, conn, req, held
 	props := actor.PropsFromProducer(func() actor.Actor { return ss }, s.withMailbox)
 	s.active.Add(1)
 	ss.pid = s.root.Spawn(props)

@@ -18,4 +18,5 @@ var (
 	get          = wiretest.Get
 	scrape       = wiretest.Scrape
 	value        = wiretest.Value
+	waitQueued   = wiretest.WaitQueued
 )

@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -27,23 +26,6 @@ func parkRequest(t *testing.T, addr, path, body string, want int) (net.Conn, *bu
 	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nanthropic-version: 2023-06-01\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
 	waitQueued(t, addr, want)
 	return c, bufio.NewReader(c)
-}
-
-// waitQueued polls /load until it reports want queued requests (each
-// round trip paces the loop; bounded).
-func waitQueued(t *testing.T, addr string, want int) {
-	t.Helper()
-	for i := 0; ; i++ {
-		if i == 20000 {
-			t.Fatalf("queued never reached %d", want)
-		}
-		_, _, lb := get(t, addr, "GET", "/load", "")
-		var load struct{ Queued int }
-		_ = json.Unmarshal([]byte(lb), &load)
-		if load.Queued == want {
-			return
-		}
-	}
 }
 
 const (

@@ -70,6 +70,7 @@ type ServerStats struct {
 	ClientAborts    uint64 // requests aborted by a client disconnect
 	LoopWakes       uint64 // doorbell rings the event loops answered
 	IdleClosed      uint64 // connections closed by the idle timeout
+	Keepalives      uint64 // keep-alives written on silent streams
 }
 
 // StoreStats are the Responses API store's figures.
@@ -390,6 +391,7 @@ var (
 	descSlow     = prometheus.NewDesc("vajra_slow_consumer_aborts_total", "Connections closed because the client did not read fast enough.", nil, nil)
 	descAborts   = prometheus.NewDesc("vajra_client_disconnect_aborts_total", "Requests aborted because the client disconnected.", nil, nil)
 	descIdle     = prometheus.NewDesc("vajra_idle_connections_closed_total", "Keep-alive connections closed after the idle timeout.", nil, nil)
+	descKeep     = prometheus.NewDesc("vajra_stream_keepalives_total", "Keep-alives (SSE comment, Anthropic ping) written on streams silent for --stream-keepalive.", nil, nil)
 	descWakes    = prometheus.NewDesc("vajra_event_loop_wakes_total", "Times an event loop was woken to write what sessions queued (about one per loop per engine step when streaming).", nil, nil)
 	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
 	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
@@ -409,7 +411,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
-		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
+		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descKeep, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
 		ch <- d
 	}
@@ -456,6 +458,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAborts, st.ClientAborts)
 		counter(descWakes, st.LoopWakes)
 		counter(descIdle, st.IdleClosed)
+		counter(descKeep, st.Keepalives)
 	}
 	if f := src.SessionPanics; f != nil {
 		counter(descPanics, f())

@@ -22,6 +22,15 @@ import (
 // A waiter whose client disconnects leaves the queue at once (ConnClosed,
 // from OnClose), whether or not it is past its deadline.
 //
+// With stream keep-alives on, a waiter that has waited StreamKeepalive
+// gets its session before its permit (hold: actors.Sessions.StartHeld).
+// The session decodes, validates and prepares the request, answers one
+// that fails at once, and sends a stream's 200 head, which the sweep then
+// keeps alive; it starts the engine when the permit comes (Admit), and a
+// deadline that passes first is its to answer (Expire): netio cannot
+// decode a body, so only the session can tell a stream from a plain
+// request, and only after validation may a 200 go out.
+//
 // The lock is taken once per request to acquire and once to release, never
 // per token.
 type admission struct {
@@ -120,6 +129,8 @@ type waiter struct {
 	mu    sync.Mutex
 	state waiterState
 	h     actors.Handle
+	// held is the session started before the permit (hold), also in h.
+	held actors.HeldHandle
 
 	// startLocal, when set, starts an in-process request (local.go)
 	// instead of Sessions.Start.
@@ -135,6 +146,10 @@ func (w *waiter) start() bool {
 		return false
 	}
 	w.state = started
+	if w.held != nil {
+		w.held.Admit()
+		return true
+	}
 	if w.startLocal != nil {
 		w.h = w.startLocal()
 		return true
@@ -150,21 +165,49 @@ func (w *waiter) ConnClosed() { w.withdraw() }
 // withdraw does ConnClosed's work and returns the state the waiter was in.
 // Safe for concurrent use.
 func (w *waiter) withdraw() waiterState {
+	st := w.withdrawQuiet()
 	w.mu.Lock()
-	st := w.state
-	if st == waiting {
-		w.state = gone
-	}
 	h := w.h
 	w.mu.Unlock()
-	if st == waiting {
-		w.adm.remove(w)
-	}
 	if h != nil {
 		h.ConnClosed()
 	}
 	return st
 }
+
+// withdrawQuiet takes a waiting waiter out of the queue, telling nobody,
+// and returns the state it was in. Safe for concurrent use.
+func (w *waiter) withdrawQuiet() waiterState {
+	w.mu.Lock()
+	st := w.state
+	if st == waiting {
+		w.state = gone
+	}
+	w.mu.Unlock()
+	if st == waiting {
+		w.adm.remove(w)
+	}
+	return st
+}
+
+// hold starts the session of a waiter still waiting, before its permit
+// (actors.Sessions.StartHeld), unless it has one. Loop-only (the sweep);
+// HTTP waiters only.
+func (w *waiter) hold() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != waiting || w.h != nil || w.startLocal != nil {
+		return
+	}
+	w.held = w.sessions.StartHeld(w.conn, w.req)
+	w.h = w.held
+}
+
+// settle runs when the waiter's exchange ended: a held session may answer
+// its request (a validation error) while it is still in the queue, which
+// it then leaves. It reports whether the waiter holds a permit to
+// release. Safe for concurrent use.
+func (w *waiter) settle() (owes bool) { return w.withdrawQuiet() == started }
 
 // holdsPermit reports whether the waiter's session started (and so holds
 // a permit to release when its exchange ends). Safe for concurrent use.
@@ -175,17 +218,22 @@ func (w *waiter) holdsPermit() bool {
 }
 
 // expire takes a waiter still waiting past its deadline out of the queue
-// and reports whether it did; the caller then answers its request. A
-// waiter that started or whose client left is left alone. Safe for
-// concurrent use.
-func (w *waiter) expire() bool {
+// and reports whether it did. A held session is told to answer (Expire);
+// otherwise the caller answers the request (answer is true). A waiter that
+// started or whose client left is left alone. Safe for concurrent use.
+func (w *waiter) expire() (expired, answer bool) {
 	w.mu.Lock()
 	if w.state != waiting {
 		w.mu.Unlock()
-		return false
+		return false, false
 	}
 	w.state = gone
+	held := w.held
 	w.mu.Unlock()
 	w.adm.remove(w)
-	return true
+	if held != nil {
+		held.Expire()
+		return true, false
+	}
+	return true, true
 }

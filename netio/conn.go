@@ -36,6 +36,11 @@ type conn struct {
 	closed  bool          // OnClose ran
 	paused  bool          // out of the loop's epoll read set (backpressure.go)
 
+	// Keep-alives (keepalive.go): wrote is set by every flush that wrote
+	// bytes, quiet counts the sweeps since.
+	wrote bool
+	quiet uint32
+
 	// Timeouts (timeouts.go): reading is true while a request has started
 	// arriving and is not complete; since is when that began or, when not
 	// reading, when the connection last went idle (the loop's clock).
@@ -180,7 +185,7 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 	seq := c.out.seq
 	c.out.mu.Unlock()
 	t := &tracked{
-		x:     exchange{c: c, seq: seq, minor: req.Minor, keepAlive: req.KeepAlive, chunked: req.Minor == 1, requestID: rid},
+		x:     exchange{c: c, seq: seq, minor: req.Minor, keepAlive: req.KeepAlive, chunked: req.Minor == 1, requestID: rid, dialect: rt.dialect},
 		srv:   s,
 		rt:    rt,
 		start: time.Now(),
@@ -229,6 +234,8 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 // the loop. Loop-only.
 func (c *conn) beginExchange() {
 	c.busy = true
+	c.wrote, c.quiet = false, 0
+	c.loop.busy.Add(1)
 	c.srv.inflight.Add(1)
 }
 
@@ -241,9 +248,10 @@ func (c *conn) endExchange() {
 	}
 	owes := c.permit
 	if w, ok := c.handle.(*waiter); ok {
-		owes = w.holdsPermit()
+		owes = w.settle()
 	}
 	c.busy, c.handle, c.permit = false, nil, false
+	c.loop.busy.Add(-1)
 	s := c.srv
 	if owes {
 		s.adm.release()
@@ -301,6 +309,7 @@ func (c *conn) flushOutbox() {
 	if len(buf) > 0 {
 		outBefore := c.gc.OutboundBuffered()
 		c.write(buf) // on failure gnet closes the connection (OnClose runs)
+		c.wrote = true
 		if c.closed {
 			return
 		}

@@ -92,6 +92,7 @@ func (s *Server) ServerStats() metrics.ServerStats {
 		ClientAborts:    s.clientAborts.Load(),
 		LoopWakes:       s.Wakes(),
 		IdleClosed:      s.idleClosed.Load(),
+		Keepalives:      s.keepalives.Load(),
 	}
 	s.webSocketStats(&st)
 	return st

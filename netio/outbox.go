@@ -47,6 +47,10 @@ type loop struct {
 	bell atomic.Int32
 	// wakes counts doorbell rings answered, for tests and metrics.
 	wakes atomic.Uint64
+	// busy counts the loop's connections with an exchange in flight, so
+	// that the sweeper wakes a loop at the keep-alive sweep's pace only
+	// when it has streams to keep alive (timeouts.go).
+	busy atomic.Int32
 
 	// parsers is the loop's free list of request parsers (loop-only).
 	parsers []*httpparse.Parser
@@ -251,6 +255,9 @@ type outbox struct {
 	wsClosing bool
 	// closed is set on the loop when the connection closed.
 	closed bool
+	// keepalive is the keep-alive frame of the exchange's stream
+	// (keepalive.go) from its head to its end; nil when no stream is open.
+	keepalive []byte
 }
 
 type endKind uint8
@@ -273,6 +280,7 @@ type exchange struct {
 	keepAlive bool
 	chunked   bool
 	requestID string
+	dialect   dialect // the route's: which keep-alive its stream takes
 }
 
 // lock locks the outbox and returns it if this exchange may still write;
@@ -296,6 +304,7 @@ func (x *exchange) unlock(o *outbox, end endKind) {
 	if end != endNone {
 		o.end = end
 		o.seq++
+		o.keepalive = nil
 	}
 	o.mu.Unlock()
 	x.c.loop.ready(x.c)
@@ -325,6 +334,7 @@ func (x *exchange) Respond(status int, contentType string, headers, body []byte)
 func (x *exchange) StartStream(contentType string, headers []byte) bool {
 	if o := x.lock(); o != nil {
 		o.pending = appendStreamHead(o.pending, x.minor, contentType, x.requestID, headers, x.chunked, !x.keepAlive || !x.chunked)
+		o.keepalive = keepaliveFrame(x.dialect, x.chunked)
 		x.unlock(o, endNone)
 	}
 	return x.chunked

@@ -98,7 +98,11 @@ type Options struct {
 
 	// StreamKeepalive is how long a stream may send nothing before the
 	// loop sends a keep-alive: an SSE comment (": keep-alive"), an
-	// Anthropic ping event, a WebSocket ping frame. 0 turns it off.
+	// Anthropic ping event, a WebSocket ping frame (keepalive.go). A
+	// request parked in the admission queue this long gets its session
+	// before its permit, so that its stream's head and keep-alives can go
+	// out after validation (admission.go). 0 turns both off;
+	// DefaultStreamKeepalive is what `vajra serve` sets.
 	StreamKeepalive time.Duration
 
 	// WebSockets starts the sessions of upgraded WebSocket connections
@@ -193,6 +197,8 @@ type Server struct {
 		overloaded, draining, maxConns, unauthorized, timeout, queueTimeout, descriptors *metrics.Counter
 	}
 	idleClosed atomic.Uint64 // connections closed by IdleTimeout
+	keepalives atomic.Uint64 // keep-alives written (keepalive.go)
+	keepSweeps uint32        // sweeps of silence before a keep-alive; 0: off
 }
 
 // New builds a Server; Start runs it.
@@ -242,6 +248,9 @@ func New(opts Options) (*Server, error) {
 		access:     opts.AccessLog,
 		offloop:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
+	if opts.StreamKeepalive > 0 {
+		s.keepSweeps = keepaliveSweeps(opts.StreamKeepalive)
+	}
 	s.maxBuffered = opts.Limits.MaxHeaderBytes + int(opts.Limits.MaxBody) + 4096
 	s.maxPipelined = opts.MaxPipelinedBytes
 	s.routes = newRouteTable()
@@ -271,8 +280,8 @@ func (s *Server) Start() error {
 	if !s.opts.KeepGOMAXPROCS {
 		s.ctlDone = spareproc.Start(s.log, loops, s.stopped)
 	}
-	// The sweep always runs: besides the timeouts it ends WebSocket close
-	// handshakes and sends their keep-alives (ws_conn.go).
+	// The sweep always runs: besides the timeouts and the stream
+	// keep-alives it ends WebSocket close handshakes (ws_conn.go).
 	go s.sweeper()
 	gnetAddr, err := s.listen()
 	if err != nil {

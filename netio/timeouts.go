@@ -20,6 +20,8 @@ import (
 // a request parked in the admission queue (admission.go) for longer than
 // MaxQueueWait: it is refused with 429 (529 on Anthropic routes) and
 // Retry-After, as a full queue refuses, and the connection stays open.
+// The same sweep writes the stream keep-alives (keepalive.go), and then
+// runs at their pace.
 
 // Defaults of the timeouts.
 const (
@@ -70,11 +72,11 @@ func (l *loop) sweep(now time.Time) {
 		case c.ws != nil:
 			c.ws.sweep(now) // never idle: a live session
 		case c.busy:
-			if t := s.opts.MaxQueueWait; t > 0 {
-				if w, ok := c.handle.(*waiter); ok && now.Sub(w.queuedAt) > t && w.expire() {
-					s.rejected.queueTimeout.Inc()
-					w.conn.refuseQueued()
-				}
+			if w, ok := c.handle.(*waiter); ok {
+				l.sweepWaiter(w, now)
+			}
+			if s.keepSweeps > 0 {
+				c.keepalive(s.keepSweeps)
 			}
 		case c.reading:
 			if t := s.opts.RequestReadTimeout; t > 0 && now.Sub(c.since) > t {
@@ -94,21 +96,53 @@ func (l *loop) sweep(now time.Time) {
 	}
 }
 
+// sweepWaiter refuses a request parked in the admission queue past
+// MaxQueueWait (its held session refuses it, if it has one), and gives
+// one that has waited StreamKeepalive its session before its permit
+// (admission.go). Loop-only (the sweep).
+func (l *loop) sweepWaiter(w *waiter, now time.Time) {
+	s := l.srv
+	waited := now.Sub(w.queuedAt)
+	if t := s.opts.MaxQueueWait; t > 0 && waited > t {
+		if expired, answer := w.expire(); expired {
+			s.rejected.queueTimeout.Inc()
+			if answer {
+				w.conn.refuseQueued()
+			}
+		}
+		return
+	}
+	if k := s.opts.StreamKeepalive; k > 0 && waited >= k {
+		w.hold()
+	}
+}
+
 // sweeper asks every loop to sweep once per sweepPeriod until the server
-// stops.
+// stops. With stream keep-alives on it ticks at their sweep's pace
+// (keepaliveSweep, which is sweepPeriod unless the keep-alive is under two
+// seconds), but wakes a loop that has no exchange in flight only once per
+// sweepPeriod, as before: an idle loop has no stream to keep alive.
 func (s *Server) sweeper() {
-	t := time.NewTicker(sweepPeriod)
+	every := sweepPeriod
+	if k := s.opts.StreamKeepalive; k > 0 {
+		every = keepaliveSweep(k)
+	}
+	perFull := max(1, int(sweepPeriod/every))
+	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	for n := 1; ; n++ {
 		select {
 		case <-s.stopped:
 			return
 		case <-t.C:
 		}
+		full := n%perFull == 0
 		s.loops.Range(func(_, v any) bool {
 			l := v.(*loop)
-			l.sweepDue.Store(true)
-			l.wake()
+			if full || l.busy.Load() > 0 {
+				l.sweepDue.Store(true)
+				l.wake()
+			}
 			return true
 		})
 	}

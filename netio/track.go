@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/vajra-go/vajra/actors"
 )
 
 // tracked is the actors.Conn a session (or off-loop route) gets: the
@@ -55,14 +57,13 @@ func (t *tracked) Abandon() {
 // refuseQueued answers a request that waited in the admission queue past
 // MaxQueueWait: 429 (529 on Anthropic routes) with the retry hints, as a
 // full queue answers. Loop-only (the sweep); the request's session never
-// started, so nothing else calls t.
+// started (a held session answers its own), so nothing else calls t.
 func (t *tracked) refuseQueued() {
 	status := 429
 	if t.rt.dialect == dialectAnthropic {
 		status = 529
 	}
-	body := appendErrorBody(nil, t.rt.dialect, status, "queue_timeout",
-		"The request waited longer than the server's queue deadline (--max-queue-wait) for a free slot; retry after the time in Retry-After.")
+	body := appendErrorBody(nil, t.rt.dialect, status, actors.QueueTimeoutCode, actors.QueueTimeoutMessage)
 	t.Respond(status, contentTypeJSON, nil, body)
 }
 

@@ -84,6 +84,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most open connections; more get 503 and are closed (0: the open-file limit minus a reserve)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle between requests for longer (0: never)")
 	fs.DurationVar(&cfg.RequestReadTimeout, "request-read-timeout", cfg.RequestReadTimeout, "answer 408 and close when a request is still incomplete after this (0: never)")
+	fs.DurationVar(&cfg.StreamKeepalive, "stream-keepalive", cfg.StreamKeepalive, "send a keep-alive (SSE comment; Anthropic: a ping event) on a stream silent this long, also while it waits in the queue or a long prefill (0: never)")
 	fs.IntVar(&cfg.MaxOutboundBytes, "max-outbound-bytes", 0, "slow-consumer limit: a client this many bytes behind is disconnected and its request aborted (0: 4 MiB)")
 	fs.IntVar(&cfg.MaxWSMessageBytes, "max-ws-message-bytes", 0, "largest client WebSocket message (Realtime, Responses over WebSocket) after reassembly; a bigger one closes the connection with 1009 (0: 16 MiB)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")

@@ -89,6 +89,27 @@ shutdown-timeout: 5s
 	})
 }
 
+// TestStreamKeepaliveSetting: --stream-keepalive defaults to 15s and is
+// set by the config file, VAJRA_STREAM_KEEPALIVE and the flag, 0 turning it
+// off.
+func TestStreamKeepaliveSetting(t *testing.T) {
+	file := writeFile(t, "vajra.yaml", "stream-keepalive: 5s\n")
+	f := func(args []string, env map[string]string, want time.Duration) {
+		t.Helper()
+		st, err := parseServe(args, envOf(env), io.Discard)
+		if err != nil {
+			t.Fatalf("%v %v: %v", args, env, err)
+		}
+		if st.cfg.StreamKeepalive != want {
+			t.Errorf("%v %v: StreamKeepalive %v, want %v", args, env, st.cfg.StreamKeepalive, want)
+		}
+	}
+	f(nil, nil, 15*time.Second)
+	f([]string{"--config", file}, nil, 5*time.Second)
+	f([]string{"--config", file}, map[string]string{"VAJRA_STREAM_KEEPALIVE": "2s"}, 2*time.Second)
+	f([]string{"--config", file, "--stream-keepalive", "0"}, map[string]string{"VAJRA_STREAM_KEEPALIVE": "2s"}, 0)
+}
+
 func TestConfigErrors(t *testing.T) {
 	for name, text := range map[string]string{
 		"unknown key":   "no-such-flag: 1\n",

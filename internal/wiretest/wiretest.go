@@ -6,6 +6,7 @@ package wiretest
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -263,4 +264,21 @@ func StartBlocker(t testing.TB, addr string) net.Conn {
 		}
 	}
 	return conn
+}
+
+// WaitQueued polls /load until it reports want requests waiting in the
+// admission queue (each round trip paces the loop; bounded).
+func WaitQueued(t testing.TB, addr string, want int) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if i == 20000 {
+			t.Fatalf("queued never reached %d", want)
+		}
+		_, _, lb := Get(t, addr, "GET", "/load", "")
+		var load struct{ Queued int }
+		_ = json.Unmarshal([]byte(lb), &load)
+		if load.Queued == want {
+			return
+		}
+	}
 }
