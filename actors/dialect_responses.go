@@ -20,7 +20,8 @@ import (
 // (whoever wrote the stream's frames): from appendResponse for a
 // non-streamed one, from streamEnded for a streamed one, both before the
 // client can see the end, so the client's next request finds it. Failed
-// responses are not stored.
+// and incomplete responses are stored too, with their status (a failed
+// non-streamed one from errorEnded: its client got the error body).
 type responsesDialect struct {
 	req     openai.ResponsesRequest
 	id      string
@@ -109,11 +110,24 @@ func (d *responsesDialect) appendResponse(dst []byte, ss *session, res *engine.R
 // it does not matter what wrote the stream's frames. Its completed_at is
 // the session's clock now, which is the stream's end to the second.
 func (d *responsesDialect) streamEnded(ss *session, res *engine.Result) {
+	d.saveResult(ss, res)
+}
+
+// errorEnded saves a non-streamed response that failed after Start
+// (errorEnder): its client gets the error body, the store the failed
+// response object, as OpenAI keeps it.
+func (d *responsesDialect) errorEnded(ss *session, res *engine.Result) {
+	d.saveResult(ss, res)
+}
+
+// saveResult encodes the response object of res and saves it.
+func (d *responsesDialect) saveResult(ss *session, res *engine.Result) {
 	if !d.storing(res) {
 		return
 	}
-	ss.body = openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
-	d.save(ss, res, ss.body)
+	body := openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
+	ss.body = body
+	d.save(ss, res, body)
 	ss.releaseBody()
 }
 
@@ -122,9 +136,10 @@ func (d *responsesDialect) appendStreamError(dst []byte, ss *session, e *engine.
 }
 
 // storing says whether the finished response res goes in the store: the
-// request asked for storing (the default) and the response did not fail.
-func (d *responsesDialect) storing(res *engine.Result) bool {
-	return d.req.StoreEnabled() && res.Err == nil
+// request asked for storing (the default). Failed, incomplete and
+// cancelled responses are stored with their status, as OpenAI keeps them.
+func (d *responsesDialect) storing(*engine.Result) bool {
+	return d.req.StoreEnabled()
 }
 
 // save puts the finished response, encoded in body, in the store when

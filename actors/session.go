@@ -218,6 +218,14 @@ type streamEnder interface {
 	streamEnded(ss *session, res *engine.Result)
 }
 
+// errorEnder is a dialect with work of its own when a non-streamed
+// request fails after Start (the Responses store keeps failed responses).
+// errorEnded runs in the session actor with the final Result, before the
+// error body goes to the connection.
+type errorEnder interface {
+	errorEnded(ss *session, res *engine.Result)
+}
+
 // forward moves what the engine delivered to the connection, untouched.
 func (ss *session) forward(ctx actor.Context) {
 	var final *engine.Result
@@ -257,6 +265,9 @@ func (ss *session) forward(ctx actor.Context) {
 		}
 		ss.conn.EndStream(ss.out)
 	case final.Err != nil:
+		if e, ok := ss.d.(errorEnder); ok {
+			e.errorEnded(ss, final)
+		}
 		ae := ss.d.engineError(final.Err, &ss.ereq)
 		ss.body = ss.d.appendError(ss.takeBody(), ae)
 		ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
