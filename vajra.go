@@ -356,6 +356,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		if s.started.Load() {
 			errNet = s.net.Stop(ctx)
 		}
+		s.sessions.StopBackground() // no connection of theirs is left to close
 		errWait := s.sessions.Wait(ctx)
 		errEng := s.eng.Close()
 		s.sessions.Close()

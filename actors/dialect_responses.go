@@ -43,7 +43,7 @@ func (d *responsesDialect) decode(ss *session) *apiError {
 	d.id = newID("resp_")
 	d.created = time.Now().Unix()
 	if d.req.PreviousResponseID != "" {
-		d.lookup = storeRequest{op: storeGet, id: d.req.PreviousResponseID, replyTo: ss.self}
+		d.lookup = storeRequest{op: storeLookup, id: d.req.PreviousResponseID, replyTo: ss.self}
 		ss.owner.store.ask(&d.lookup)
 		return errPending
 	}
@@ -62,6 +62,11 @@ func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
 			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " not found."})
 		return
 	}
+	if !openai.ResponseStatusFinal(reply.rec.status) {
+		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue,
+			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " is still in progress."})
+		return
+	}
 	d.history = reply.rec.history
 	if ae := d.build(ss); ae != nil {
 		ss.fail(ctx, ae)
@@ -70,12 +75,21 @@ func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
 	ss.proceed(ctx)
 }
 
-// build validates the request and fills the engine request.
+// build validates the request and fills the engine request. A background
+// one takes a place among Store.MaxBackground (background.go).
 func (d *responsesDialect) build(ss *session) *apiError {
 	if pe := d.req.ToEngine(&ss.ereq, d.history); pe != nil {
 		return openaiError(pe.API())
 	}
 	d.meta = d.req.Meta(d.id, d.created)
+	if d.req.Background {
+		ss.bg = newBackground(d, ss.owner.cfg.Store.MaxEventLogBytes)
+		if !ss.owner.reserveBackground(ss) {
+			ss.bg = nil
+			return &apiError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+				Message: "Too many background responses are running (" + strconv.Itoa(ss.owner.cfg.Store.MaxBackground) + "); retry when one has finished."}
+		}
+	}
 	return nil
 }
 
@@ -148,7 +162,16 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 	if !d.storing(res) {
 		return
 	}
-	rec := &storedResponse{id: d.id, body: slices.Clone(body), input: d.req.InputItems(d.id)}
+	rec := d.record(ss, res, slices.Clone(body))
+	rec.size = recordSize(rec)
+	ss.owner.store.put(rec)
+}
+
+// record is the stored record of the finished response res, encoded in
+// body (kept, not copied): its status, input items and the conversation
+// for the next previous_response_id. The caller sets size.
+func (d *responsesDialect) record(ss *session, res *engine.Result, body []byte) *storedResponse {
+	rec := &storedResponse{id: d.id, status: openai.ResultStatus(res), background: d.req.Background, body: body, input: d.req.InputItems(d.id)}
 	msgs := ss.ereq.Messages
 	if d.req.Instructions != "" && len(msgs) > 0 {
 		msgs = msgs[1:] // instructions do not carry over to the next turn
@@ -158,8 +181,7 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 	if len(res.Choices) > 0 {
 		rec.history = append(rec.history, assistantTurn(d.id, &res.Choices[0]))
 	}
-	rec.size = recordSize(rec)
-	ss.owner.store.put(rec)
+	return rec
 }
 
 // assistantTurn is the history turn of response respID's choice c. A call

@@ -2,7 +2,9 @@ package integration_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -61,5 +63,163 @@ func TestResponsesFailedAndIncompleteStored(t *testing.T) {
 	}
 	if got.Status != responses.ResponseStatusIncomplete || got.IncompleteDetails.Reason != "max_output_tokens" || got.RawJSON() != res.RawJSON() {
 		t.Fatalf("stored incomplete response %s\nPOST answered %s", got.RawJSON(), res.RawJSON())
+	}
+}
+
+// slowEngine makes in-progress observable: 10 ms per token.
+func slowEngine(c *vajra.Config) { c.Sim.ITL = 10 * time.Millisecond }
+
+// pollUntil GETs id until done says so about what the client sees, or
+// fails the test after a bound.
+func pollUntil(t *testing.T, client openai.Client, id string, done func(*responses.Response) bool) *responses.Response {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := client.Responses.Get(context.Background(), id, responses.ResponseGetParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done(got) {
+			return got
+		}
+		switch got.Status {
+		case responses.ResponseStatusQueued, responses.ResponseStatusInProgress:
+		default:
+			t.Fatalf("status %q while polling: %s", got.Status, got.RawJSON())
+		}
+		time.Sleep(2 * time.Millisecond) // polling pace, not synchronisation
+	}
+	t.Fatalf("response %s: condition not reached in 20 s", id)
+	return nil
+}
+
+// TestResponsesBackgroundPoll: a background create answers at once,
+// queued; GET shows it in progress with its output so far, then the stored
+// final object, which input_items and previous_response_id can use.
+func TestResponsesBackgroundPoll(t *testing.T) {
+	_, _, base := startServer(t, slowEngine)
+	client := newClient(base)
+	ctx := context.Background()
+	res, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(60),
+		Background: openai.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != responses.ResponseStatusQueued || !res.Background || len(res.Output) != 0 || !strings.HasPrefix(res.ID, "resp_") {
+		t.Fatalf("background create answered %s", res.RawJSON())
+	}
+	partial := pollUntil(t, client, res.ID, func(r *responses.Response) bool {
+		return r.Status == responses.ResponseStatusInProgress && r.OutputText() != ""
+	})
+	final := pollUntil(t, client, res.ID, func(r *responses.Response) bool { return !inFlight(r.Status) })
+	if final.Status != responses.ResponseStatusIncomplete && final.Status != responses.ResponseStatusCompleted {
+		t.Fatalf("final %s", final.RawJSON())
+	}
+	if !final.Background || final.Usage.OutputTokens == 0 || !strings.HasPrefix(final.OutputText(), partial.OutputText()) {
+		t.Fatalf("final %q does not extend the partial %q: %s", final.OutputText(), partial.OutputText(), final.RawJSON())
+	}
+	again, err := client.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
+	if err != nil || again.RawJSON() != final.RawJSON() {
+		t.Fatalf("stored object changed: %v\n%s\n%s", err, again.RawJSON(), final.RawJSON())
+	}
+	page, err := client.Responses.InputItems.List(ctx, res.ID, responses.InputItemListParams{})
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("input items: %v", err)
+	}
+	// Cancelling a finished background response answers it unchanged.
+	c, err := client.Responses.Cancel(ctx, res.ID)
+	if err != nil || c.RawJSON() != final.RawJSON() {
+		t.Fatalf("cancel of a finished response: %v %s", err, c.RawJSON())
+	}
+	next, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput("More."), MaxOutputTokens: openai.Int(4),
+		PreviousResponseID: openai.String(res.ID),
+	})
+	if err != nil || next.Usage.InputTokens <= final.Usage.InputTokens {
+		t.Fatalf("chained to a background response: %v", err)
+	}
+}
+
+func inFlight(s responses.ResponseStatus) bool {
+	return s == responses.ResponseStatusQueued || s == responses.ResponseStatusInProgress
+}
+
+// TestResponsesBackgroundCancel: cancelling a running background response
+// aborts its engine session (the slot is free at once), stores it
+// cancelled with the output it had, and answers that object; a second
+// cancel answers it unchanged.
+func TestResponsesBackgroundCancel(t *testing.T) {
+	_, obs, base := startServer(t, slowEngine)
+	client := newClient(base)
+	ctx := context.Background()
+	res, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(5000),
+		Background: openai.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := pollUntil(t, client, res.ID, func(r *responses.Response) bool { return r.OutputText() != "" })
+	c, err := client.Responses.Cancel(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != responses.ResponseStatusCancelled || c.ID != res.ID || !strings.HasPrefix(c.OutputText(), partial.OutputText()) {
+		t.Fatalf("cancel answered %s (partial %q)", c.RawJSON(), partial.OutputText())
+	}
+	select {
+	case final := <-obs.finals:
+		if final.Err == nil || final.Err.Kind != engine.KindAborted {
+			t.Fatalf("engine final %+v", final.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine never ended the cancelled request")
+	}
+	if st := obs.Stats(); st.Running != 0 || st.Waiting != 0 {
+		t.Fatalf("engine after cancel: %d running, %d waiting", st.Running, st.Waiting)
+	}
+	got, err := client.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
+	if err != nil || got.RawJSON() != c.RawJSON() {
+		t.Fatalf("stored after cancel: %v\n%s\n%s", err, got.RawJSON(), c.RawJSON())
+	}
+	again, err := client.Responses.Cancel(ctx, res.ID)
+	if err != nil || again.RawJSON() != c.RawJSON() {
+		t.Fatalf("second cancel: %v %s", err, again.RawJSON())
+	}
+}
+
+// TestResponsesBackgroundRefusals: background needs store; a foreground
+// response can be neither cancelled nor streamed again; an unknown id is
+// 404.
+func TestResponsesBackgroundRefusals(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	client := newClient(base)
+	ctx := context.Background()
+	var apiErr *openai.Error
+	_, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput("hi"), Background: openai.Bool(true), Store: openai.Bool(false),
+	})
+	if !asError(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "background" {
+		t.Fatalf("background without store: %v", err)
+	}
+	res, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput("hi"), MaxOutputTokens: openai.Int(4),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Responses.Cancel(ctx, res.ID); !asError(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "synchronous") {
+		t.Fatalf("cancel of a foreground response: %v", err)
+	}
+	s := client.Responses.GetStreaming(ctx, res.ID, responses.ResponseGetParams{})
+	for s.Next() {
+	}
+	if err := s.Err(); !asError(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "stream" {
+		t.Fatalf("streaming a foreground response again: %v", err)
+	}
+	if _, err := client.Responses.Cancel(ctx, "resp_unknown"); !asError(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("cancel of an unknown id: %v", err)
 	}
 }
