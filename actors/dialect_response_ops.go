@@ -254,7 +254,7 @@ func (d *responseOpDialect) replay(ss *session, ctx actor.Context, rec *storedRe
 		return
 	}
 	ss.finished = true
-	ss.conn.StartStream(d.streamContentType(), nil)
+	ss.conn.StartStream("text/event-stream", nil)
 	p := events
 	if d.resume.chunked {
 		d.body = appendChunk(d.body[:0], events, true)

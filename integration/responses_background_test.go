@@ -2,6 +2,8 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/wiretest"
 )
 
 // The Responses API's stored statuses and background mode with openai-go:
@@ -221,5 +224,117 @@ func TestResponsesBackgroundRefusals(t *testing.T) {
 	}
 	if _, err := client.Responses.Cancel(ctx, "resp_unknown"); !asError(err, &apiErr) || apiErr.StatusCode != 404 {
 		t.Fatalf("cancel of an unknown id: %v", err)
+	}
+}
+
+// readStream reads a Responses event stream to its end: the events'
+// sequence_numbers must count up from first; it returns the text deltas,
+// the last event's type and its response object.
+func readStream(t *testing.T, s interface {
+	Next() bool
+	Current() responses.ResponseStreamEventUnion
+	Err() error
+}, first int64) (text string, last string, final responses.Response) {
+	t.Helper()
+	var b strings.Builder
+	seq := first
+	for s.Next() {
+		ev := s.Current()
+		if ev.SequenceNumber != seq {
+			t.Fatalf("sequence_number %d, want %d", ev.SequenceNumber, seq)
+		}
+		seq++
+		if ev.Type == "response.output_text.delta" {
+			b.WriteString(ev.Delta)
+		}
+		last, final = ev.Type, ev.Response
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), last, final
+}
+
+// TestResponsesBackgroundStreamResume: a streamed background response
+// whose client leaves goes on (it completes and is stored);
+// GetStreaming with StartingAfter resumes at the next sequence_number with
+// the logged events and then the live ones, to the end; once finished, its
+// kept events replay the same way.
+func TestResponsesBackgroundStreamResume(t *testing.T) {
+	_, _, base := startServer(t, slowEngine)
+	client := newClient(base)
+	ctx := context.Background()
+	postCtx, leave := context.WithCancel(ctx)
+	defer leave()
+	stream := client.Responses.NewStreaming(postCtx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(80),
+		Background: openai.Bool(true),
+	})
+	var id string
+	var seen strings.Builder
+	last := int64(-1)
+	for stream.Next() {
+		ev := stream.Current()
+		if ev.SequenceNumber != last+1 {
+			t.Fatalf("sequence_number %d after %d", ev.SequenceNumber, last)
+		}
+		last = ev.SequenceNumber
+		switch ev.Type {
+		case "response.created":
+			id = ev.Response.ID
+			if !ev.Response.Background {
+				t.Fatalf("created %s", ev.Response.RawJSON())
+			}
+		case "response.output_text.delta":
+			seen.WriteString(ev.Delta)
+		}
+		if seen.Len() > 0 && last >= 6 {
+			break
+		}
+	}
+	leave() // the client disconnects mid-stream
+	stream.Close()
+	if id == "" || seen.Len() == 0 {
+		t.Fatalf("stream before the disconnect: id %q, text %q, err %v", id, seen.String(), stream.Err())
+	}
+
+	resumed := client.Responses.GetStreaming(ctx, id, responses.ResponseGetParams{StartingAfter: openai.Int(last)})
+	rest, end, final := readStream(t, resumed, last+1)
+	if rest == "" || end != "response.completed" && end != "response.incomplete" {
+		t.Fatalf("resumed stream: text %q, ended with %q", rest, end)
+	}
+	if final.OutputText() != seen.String()+rest {
+		t.Fatalf("final text %q, streamed %q + resumed %q", final.OutputText(), seen.String(), rest)
+	}
+	got, err := client.Responses.Get(ctx, id, responses.ResponseGetParams{})
+	if err != nil || got.Status != final.Status || got.OutputText() != final.OutputText() || !got.Background {
+		t.Fatalf("stored after the disconnect: %v %s", err, got.RawJSON())
+	}
+
+	// Finished: the kept events replay, from the start or after n.
+	all, end2, final2 := readStream(t, client.Responses.GetStreaming(ctx, id, responses.ResponseGetParams{}), 0)
+	if all != final.OutputText() || end2 != end || final2.RawJSON() != final.RawJSON() {
+		t.Fatalf("replay: text %q end %q", all, end2)
+	}
+	tail, _, _ := readStream(t, client.Responses.GetStreaming(ctx, id, responses.ResponseGetParams{StartingAfter: openai.Int(last)}), last+1)
+	if tail != rest {
+		t.Fatalf("replay after %d: %q, want %q", last, tail, rest)
+	}
+
+	// OpenAI's documented form, the query's stream=true, over HTTP/1.0:
+	// the events unframed, the body ended by the close.
+	addr := strings.TrimPrefix(base, "http://")
+	conn := wiretest.DialRaw(t, addr)
+	fmt.Fprintf(conn, "GET /v1/responses/%s?stream=true&starting_after=%d HTTP/1.0\r\nAuthorization: Bearer test-key\r\n\r\n", id, last)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	raw, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, body, _ := strings.Cut(string(raw), "\r\n\r\n")
+	if !strings.HasPrefix(head, "HTTP/1.0 200") || !strings.Contains(head, "text/event-stream") ||
+		!strings.HasPrefix(body, "event: ") || !strings.Contains(body, fmt.Sprintf(`"sequence_number":%d}`, last+1)) ||
+		strings.Contains(body, fmt.Sprintf(`"sequence_number":%d}`, last)) {
+		t.Fatalf("raw resume:\n%s", raw)
 	}
 }
