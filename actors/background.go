@@ -56,6 +56,8 @@ type background struct {
 	// cancels are the cancel requests to answer once the engine ended.
 	cancels   []*storeRequest
 	cancelled bool
+	// ended: end ran (or is running); cleanup must not run it again.
+	ended bool
 	// final is the final record, once put; the session stops when the
 	// store sends finish back.
 	final   *storedResponse
@@ -96,6 +98,9 @@ func newBackground(d *responsesDialect, maxLog int) *background {
 func (b *background) start(ss *session) {
 	b.running = true
 	ss.finished = true // the exchange is the subscribers' now, not the session's end
+	if b.cancelled {
+		ss.es.Abort() // the server stopped while it prepared
+	}
 	d := b.d
 	rec := &storedResponse{id: d.id, status: openai.ResponseQueued, background: true, input: d.req.InputItems(d.id)}
 	rec.body = openai.AppendResponse(nil, openai.BuildPartialResponse(&d.meta, openai.ResponseQueued, nil))
@@ -135,6 +140,7 @@ func (b *background) forward(ss *session, ctx actor.Context) {
 // a cancel or a panic), the final record to the store, then the last
 // frames and the end to every subscriber, and the answer to each cancel.
 func (b *background) end(ss *session, final *engine.Result) {
+	b.ended = true
 	d := b.d
 	out := ss.out
 	if len(out) > 0 {
@@ -243,8 +249,9 @@ func (b *background) receive(ss *session, ctx actor.Context) bool {
 		// The store holds the final record: nothing reaches us any more.
 		ss.stop(ctx)
 	case *bgStop:
+		// Before start, start aborts (running is false: see session.Receive).
 		b.cancelled = true
-		if ss.es != nil && b.final == nil {
+		if b.running && !b.ended {
 			ss.es.Abort()
 		}
 	default:
@@ -324,7 +331,7 @@ func (b *background) unsubscribe(conn Conn) {
 // stored so and taken off the store's live entries; the slot in Sessions'
 // count is returned.
 func (b *background) cleanup(ss *session) {
-	if b.running && b.final == nil {
+	if b.running && !b.ended {
 		ss.sink.detach()
 		if ss.es != nil {
 			ss.es.Abort()

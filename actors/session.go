@@ -114,7 +114,7 @@ func (ss *session) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		ss.cleanup()
 	default:
-		if ss.bg != nil && ss.bg.running && ss.bg.receive(ss, ctx) {
+		if ss.bg != nil && ss.bg.receive(ss, ctx) {
 			return
 		}
 		// Replies addressed to the dialect (the response store's answers).

@@ -69,8 +69,22 @@ func TestResponsesFailedAndIncompleteStored(t *testing.T) {
 	}
 }
 
-// slowEngine makes in-progress observable: 10 ms per token.
-func slowEngine(c *vajra.Config) { c.Sim.ITL = 10 * time.Millisecond }
+// endless is an engine whose requests ignore end of sequence: each runs to
+// its max_output_tokens, so that a test knows how long it runs (the
+// simulator's own answers end after a few dozen tokens).
+type endless struct{ engine.Engine }
+
+func (e endless) Start(req *engine.Request, sink engine.Sink) (engine.Session, error) {
+	req.Sampling.IgnoreEOS = true
+	return e.Engine.Start(req, sink)
+}
+
+// startSlowServer is a server whose engine takes itl per token and runs
+// every request to its max_output_tokens.
+func startSlowServer(t *testing.T, itl time.Duration) (*vajra.Server, *observed, string) {
+	return startServerWrapped(t, func(c *vajra.Config) { c.Sim.ITL = itl },
+		func(e engine.Engine) engine.Engine { return endless{e} })
+}
 
 // pollUntil GETs id until done says so about what the client sees, or
 // fails the test after a bound.
@@ -100,11 +114,12 @@ func pollUntil(t *testing.T, client openai.Client, id string, done func(*respons
 // queued; GET shows it in progress with its output so far, then the stored
 // final object, which input_items and previous_response_id can use.
 func TestResponsesBackgroundPoll(t *testing.T) {
-	_, _, base := startServer(t, slowEngine)
+	_, _, base := startSlowServer(t, 10*time.Millisecond)
 	client := newClient(base)
 	ctx := context.Background()
 	res, err := client.Responses.New(ctx, responses.ResponseNewParams{
-		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(60),
+		// 1 s at 10 ms a token: long enough to be seen in progress.
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(100),
 		Background: openai.Bool(true),
 	})
 	if err != nil {
@@ -117,7 +132,7 @@ func TestResponsesBackgroundPoll(t *testing.T) {
 		return r.Status == responses.ResponseStatusInProgress && r.OutputText() != ""
 	})
 	final := pollUntil(t, client, res.ID, func(r *responses.Response) bool { return !inFlight(r.Status) })
-	if final.Status != responses.ResponseStatusIncomplete && final.Status != responses.ResponseStatusCompleted {
+	if final.Status != responses.ResponseStatusIncomplete || final.Usage.OutputTokens != 100 {
 		t.Fatalf("final %s", final.RawJSON())
 	}
 	if !final.Background || final.Usage.OutputTokens == 0 || !strings.HasPrefix(final.OutputText(), partial.OutputText()) {
@@ -154,7 +169,7 @@ func inFlight(s responses.ResponseStatus) bool {
 // cancelled with the output it had, and answers that object; a second
 // cancel answers it unchanged.
 func TestResponsesBackgroundCancel(t *testing.T) {
-	_, obs, base := startServer(t, slowEngine)
+	_, obs, base := startSlowServer(t, 10*time.Millisecond)
 	client := newClient(base)
 	ctx := context.Background()
 	res, err := client.Responses.New(ctx, responses.ResponseNewParams{
@@ -180,8 +195,16 @@ func TestResponsesBackgroundCancel(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the engine never ended the cancelled request")
 	}
-	if st := obs.Stats(); st.Running != 0 || st.Waiting != 0 {
-		t.Fatalf("engine after cancel: %d running, %d waiting", st.Running, st.Waiting)
+	// The engine publishes its figures as it ends the step: a bounded wait.
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		st := obs.Stats()
+		if st.Running == 0 && st.Waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("engine after cancel: %d running, %d waiting", st.Running, st.Waiting)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	got, err := client.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
 	if err != nil || got.RawJSON() != c.RawJSON() {
@@ -261,7 +284,7 @@ func readStream(t *testing.T, s interface {
 // the logged events and then the live ones, to the end; once finished, its
 // kept events replay the same way.
 func TestResponsesBackgroundStreamResume(t *testing.T) {
-	_, _, base := startServer(t, slowEngine)
+	_, _, base := startSlowServer(t, 10*time.Millisecond)
 	client := newClient(base)
 	ctx := context.Background()
 	postCtx, leave := context.WithCancel(ctx)
@@ -336,5 +359,27 @@ func TestResponsesBackgroundStreamResume(t *testing.T) {
 		!strings.HasPrefix(body, "event: ") || !strings.Contains(body, fmt.Sprintf(`"sequence_number":%d}`, last+1)) ||
 		strings.Contains(body, fmt.Sprintf(`"sequence_number":%d}`, last)) {
 		t.Fatalf("raw resume:\n%s", raw)
+	}
+}
+
+// TestResponsesBackgroundStop: a server that stops aborts its background
+// responses (no connection of theirs is left to close), so Stop returns at
+// once rather than when they would have finished.
+func TestResponsesBackgroundStop(t *testing.T) {
+	srv, _, base := startSlowServer(t, 10*time.Millisecond) // 50 s to its end
+	client := newClient(base)
+	res, err := client.Responses.New(context.Background(), responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(5000),
+		Background: openai.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, client, res.ID, func(r *responses.Response) bool { return r.OutputText() != "" })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatalf("stop with a background response running: %v after %v", err, time.Since(start))
 	}
 }
