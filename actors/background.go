@@ -35,6 +35,9 @@ import (
 // response at once (the POST's own stream and GET ...?stream=true).
 const maxBackgroundStreams = 16
 
+// minEventLog is the first size of an event log: a few hundred events.
+const minEventLog = 64 << 10
+
 // background is the state of a background response's session, beside its
 // responsesDialect. Actor-only.
 type background struct {
@@ -179,6 +182,13 @@ func (b *background) appendLog(events []byte) {
 		b.dropOldest()
 	}
 	empty := len(b.log) == 0
+	if need := len(b.log) + len(events); need > cap(b.log) {
+		// Double (append grows large slices by a quarter: a dozen copies
+		// on the way to a megabyte), never past the bound.
+		grown := make([]byte, len(b.log), min(max(need, 2*cap(b.log), minEventLog), max(need, b.maxLog)))
+		copy(grown, b.log)
+		b.log = grown
+	}
 	b.log = append(b.log, events...)
 	if empty {
 		b.firstSeq, _ = openai.FirstSequenceNumber(b.log)

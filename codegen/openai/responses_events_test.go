@@ -98,3 +98,29 @@ func TestEventsAfter(t *testing.T) {
 	f(tail, 1, 2, true)
 	f(tail, 3, 4, true)
 }
+
+// TestAppendTerminalEventCancelled: a cancelled response's stream ends
+// with response.failed carrying the cancelled object, which openai-go
+// decodes; EndsStream sees it, and not a text that looks like an event.
+func TestAppendTerminalEventCancelled(t *testing.T) {
+	meta := respTestMeta()
+	f := NewResponsesFormatter(meta, codegen.FramingRaw)
+	raw := f.AppendStart(nil, &engine.Start{N: 1})
+	raw = f.AppendDelta(raw, &engine.Delta{Kind: engine.DeltaText, Text: []byte("x\n\nevent: response.completed\n"), TokenIDs: []int{1}})
+	if EndsStream(raw) {
+		t.Fatal("EndsStream on a delta")
+	}
+	res := &engine.Result{Err: &engine.Error{Kind: engine.KindAborted, Message: "aborted"},
+		Choices: []engine.Choice{{Text: "x\n\nevent: response.completed\n", FinishReason: engine.FinishAbort}}}
+	seq, _ := LastSequenceNumber(raw)
+	raw = AppendTerminalEvent(raw, codegen.FramingRaw, seq+1, BuildResponse(&meta, res))
+	if !EndsStream(raw) {
+		t.Fatal("EndsStream missed the terminal event")
+	}
+	evs := respSDKEvents(t, raw)
+	last := evs[len(evs)-1]
+	if last.Type != "response.failed" || last.Response.Status != "cancelled" || last.SequenceNumber != int64(seq+1) ||
+		last.Response.OutputText() != "x\n\nevent: response.completed\n" {
+		t.Fatalf("terminal event %s", last.RawJSON())
+	}
+}
