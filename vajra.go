@@ -227,7 +227,7 @@ func New(cfg Config) (*Server, error) {
 // storeStats adapts the response store's figures to the metrics package's.
 func storeStats(s *actors.Sessions) metrics.StoreStats {
 	st := s.ResponseStore().Stats()
-	return metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes}
+	return metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes, Live: st.Live}
 }
 
 // engineStats adapts the engine's figures to the metrics package's. An

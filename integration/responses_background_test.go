@@ -180,6 +180,10 @@ func TestResponsesBackgroundCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	partial := pollUntil(t, client, res.ID, func(r *responses.Response) bool { return r.OutputText() != "" })
+	addr := strings.TrimPrefix(base, "http://")
+	if v := value(scrape(t, addr), "vajra_responses_background_running"); v != 1 {
+		t.Fatalf("background_running %v while it runs, want 1", v)
+	}
 	c, err := client.Responses.Cancel(ctx, res.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +213,10 @@ func TestResponsesBackgroundCancel(t *testing.T) {
 	got, err := client.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
 	if err != nil || got.RawJSON() != c.RawJSON() {
 		t.Fatalf("stored after cancel: %v\n%s\n%s", err, got.RawJSON(), c.RawJSON())
+	}
+	// The GET found the final record, so the store has dropped the live entry.
+	if v := value(scrape(t, addr), "vajra_responses_background_running"); v != 0 {
+		t.Fatalf("background_running %v after the cancel, want 0", v)
 	}
 	again, err := client.Responses.Cancel(ctx, res.ID)
 	if err != nil || again.RawJSON() != c.RawJSON() {
