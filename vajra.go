@@ -241,7 +241,7 @@ func New(cfg Config) (*Server, error) {
 // storeStats adapts the response store's figures to the metrics package's.
 func storeStats(s *actors.Sessions) metrics.StoreStats {
 	st := s.ResponseStore().Stats()
-	return metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes}
+	return metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes, Live: st.Live}
 }
 
 // engineStats adapts the engine's figures to the metrics package's. An
@@ -370,6 +370,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		if s.started.Load() {
 			errNet = s.net.Stop(ctx)
 		}
+		s.sessions.StopBackground() // no connection of theirs is left to close
 		errWait := s.sessions.Wait(ctx)
 		errEng := s.eng.Close()
 		s.sessions.Close()

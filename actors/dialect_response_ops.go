@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strconv"
@@ -17,27 +18,55 @@ import (
 // as a short session: decode asks the response store, the reply comes to
 // receive, which answers. No engine session is started.
 //
-// Request.Body is not the HTTP body: netio puts "{id}?{raw query}" there
-// (AppendResponseOpBody).
+// A background response still running is the store's live entry: GET,
+// cancel and GET ?stream=true go on to the session that runs it
+// (background.go), which answers here. A GET ?stream=true it takes over
+// makes this session a follower: the background session streams to this
+// session's connection, and this session stays until that stream ends
+// (bgDone) to tell it when the client leaves (bgUnsubscribe).
+//
+// Request.Body is not the HTTP body: netio puts "{id}?{raw query}\n{body}"
+// there (AppendResponseOpBody).
 type responseOpDialect struct {
 	op    Endpoint
 	id    string
 	query url.Values
 	ask   storeRequest
 	body  []byte
+	// resume: GET ?stream=true (or {"stream":true} in the body, as
+	// openai-go's GetStreaming sends it), from after starting_after.
+	resume streamAsk
+	// follow is the background session streaming to this connection.
+	follow *actor.PID
+	unsub  bgUnsubscribe
 }
 
 // AppendResponseOpBody appends the Request.Body of a stored-response route:
-// the response id from the path and the raw query. Safe for concurrent use.
-func AppendResponseOpBody(dst, id, query []byte) []byte {
+// the response id from the path, the raw query and the HTTP body (GET may
+// carry {"stream":true}). Safe for concurrent use.
+func AppendResponseOpBody(dst, id, query, body []byte) []byte {
 	dst = append(dst, id...)
 	dst = append(dst, '?')
-	return append(dst, query...)
+	dst = append(dst, query...)
+	dst = append(dst, '\n')
+	return append(dst, body...)
+}
+
+// getOptions is what GET /v1/responses/{id} reads of a JSON body.
+type getOptions struct {
+	Stream        *bool `json:"stream"`
+	StartingAfter *int  `json:"starting_after"`
 }
 
 func (d *responseOpDialect) decode(ss *session) *apiError {
-	id, query, _ := bytes.Cut(ss.req.Body, []byte{'?'})
+	id, rest, _ := bytes.Cut(ss.req.Body, []byte{'?'})
+	query, jbody, _ := bytes.Cut(rest, []byte{'\n'})
 	d.id = string(id)
+	if d.op == EndpointResponseGet {
+		if ae := d.getOptions(ss, query, jbody); ae != nil {
+			return ae
+		}
+	}
 	if d.op == EndpointResponseInputItems {
 		q, err := url.ParseQuery(string(query))
 		if err != nil {
@@ -50,12 +79,64 @@ func (d *responseOpDialect) decode(ss *session) *apiError {
 		}
 	}
 	op := storeGet
-	if d.op == EndpointResponseDelete {
+	switch d.op {
+	case EndpointResponseDelete:
 		op = storeDelete
+	case EndpointResponseCancel:
+		op = storeCancel
+	case EndpointResponseInputItems:
+		op = storeLookup
 	}
 	d.ask = storeRequest{op: op, id: d.id, replyTo: ss.self}
+	if d.resume.conn != nil {
+		d.ask.stream = &d.resume
+	}
 	ss.owner.store.ask(&d.ask)
 	return errPending
+}
+
+// getOptions reads GET's stream and starting_after, from the query
+// (OpenAI's documented form) or a JSON body (openai-go's GetStreaming sends
+// {"stream":true} and starting_after in the query).
+func (d *responseOpDialect) getOptions(ss *session, query, jbody []byte) *apiError {
+	q, err := url.ParseQuery(string(query))
+	if err != nil {
+		return &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue,
+			Message: "The query string is malformed."}
+	}
+	var o getOptions
+	if len(bytes.TrimSpace(jbody)) > 0 {
+		if err := json.Unmarshal(jbody, &o); err != nil {
+			return &apiError{Status: 400, Type: "invalid_request_error", Message: "The body is not valid JSON."}
+		}
+	}
+	stream := o.Stream != nil && *o.Stream
+	switch v := q.Get("stream"); v {
+	case "":
+	case "true", "1":
+		stream = true
+	case "false", "0":
+		stream = false
+	default:
+		return &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue, Param: "stream",
+			Message: "'stream' must be true or false."}
+	}
+	after := -1
+	if o.StartingAfter != nil {
+		after = *o.StartingAfter
+	}
+	if v := q.Get("starting_after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue, Param: "starting_after",
+				Message: "'starting_after' must be a sequence_number (an integer, 0 or more)."}
+		}
+		after = n
+	}
+	if stream {
+		d.resume = streamAsk{conn: ss.conn, chunked: ss.req.Chunked, after: after}
+	}
+	return nil
 }
 
 // Bounds of input_items paging, OpenAI's.
@@ -88,11 +169,25 @@ func (d *responseOpDialect) page() (limit int, asc bool, after string, ae *apiEr
 }
 
 func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
+	if _, done := ctx.Message().(*bgDone); done {
+		// The followed stream ended, and with it the exchange.
+		ss.finished = true
+		ss.stop(ctx)
+		return
+	}
 	reply, ok := ctx.Message().(*storeReply)
 	if !ok || d.ask.replyTo == nil {
 		return
 	}
 	d.ask.replyTo = nil
+	if reply.ae != nil {
+		ss.fail(ctx, reply.ae)
+		return
+	}
+	if reply.from != nil {
+		d.follow = reply.from // it streams to our connection now
+		return
+	}
 	rec := reply.rec
 	if rec == nil {
 		ss.fail(ctx, &apiError{Status: 404, Type: "invalid_request_error",
@@ -101,15 +196,29 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 	}
 	switch d.op {
 	case EndpointResponseGet:
+		if d.resume.conn != nil {
+			d.replay(ss, ctx, rec)
+			return
+		}
 		ss.finish(200, rec.body)
 	case EndpointResponseDelete:
+		if reply.live {
+			ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error",
+				Message: "Response with id " + quoteID(d.id) + " is still in progress: cancel it first."})
+			return
+		}
 		d.body = openai.AppendResponseDeleted(d.body[:0], rec.id)
 		ss.finish(200, d.body)
 	case EndpointResponseCancel:
-		// Only background responses can be cancelled, and Vajra runs none:
-		// a stored response has always finished.
-		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error",
-			Message: "Cannot cancel a response that is not in progress."})
+		// Only background responses can be cancelled. A finished one (or
+		// one cancelled just now, answered by its session) is answered
+		// unchanged: cancelling is idempotent, as OpenAI documents.
+		if !rec.background {
+			ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error",
+				Message: "Cannot cancel a synchronous response."})
+			return
+		}
+		ss.finish(200, rec.body)
 	case EndpointResponseInputItems:
 		limit, asc, after, _ := d.page()
 		items := rec.input
@@ -128,6 +237,40 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 		}
 		d.body = openai.AppendInputItemsList(d.body[:0], items, more)
 		ss.finish(200, d.body)
+	}
+}
+
+// replay streams a finished background response's kept events after
+// starting_after and ends the stream.
+func (d *responseOpDialect) replay(ss *session, ctx actor.Context, rec *storedResponse) {
+	if !rec.background {
+		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue, Param: "stream",
+			Message: "Only background responses can be streamed again; response " + quoteID(d.id) + " was not created with background: true."})
+		return
+	}
+	events, ok := openai.EventsAfter(rec.events, d.resume.after)
+	if !ok {
+		ss.fail(ctx, eventsGone(d.resume.after, rec.firstSeq))
+		return
+	}
+	ss.finished = true
+	ss.conn.StartStream("text/event-stream", nil)
+	p := events
+	if d.resume.chunked {
+		d.body = appendChunk(d.body[:0], events, true)
+		p = d.body
+	}
+	ss.conn.EndStream(p)
+	ss.stop(ctx)
+}
+
+// connClosed tells the followed background session the client left
+// (closeWatcher).
+func (d *responseOpDialect) connClosed(ss *session) {
+	if d.follow != nil {
+		d.unsub = bgUnsubscribe{conn: ss.conn}
+		ss.owner.root.Send(d.follow, &d.unsub)
+		d.follow = nil
 	}
 }
 

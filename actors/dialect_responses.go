@@ -20,7 +20,8 @@ import (
 // (whoever wrote the stream's frames): from appendResponse for a
 // non-streamed one, from streamEnded for a streamed one, both before the
 // client can see the end, so the client's next request finds it. Failed
-// responses are not stored.
+// and incomplete responses are stored too, with their status (a failed
+// non-streamed one from errorEnded: its client got the error body).
 type responsesDialect struct {
 	req     openai.ResponsesRequest
 	id      string
@@ -46,7 +47,7 @@ func (d *responsesDialect) decode(ss *session) *apiError {
 		return d.build(ss)
 	}
 	if d.req.PreviousResponseID != "" {
-		d.lookup = storeRequest{op: storeGet, id: d.req.PreviousResponseID, replyTo: ss.self}
+		d.lookup = storeRequest{op: storeLookup, id: d.req.PreviousResponseID, replyTo: ss.self}
 		ss.owner.store.ask(&d.lookup)
 		return errPending
 	}
@@ -65,6 +66,11 @@ func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
 			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " not found."})
 		return
 	}
+	if !openai.ResponseStatusFinal(reply.rec.status) {
+		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue,
+			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " is still in progress."})
+		return
+	}
 	d.history = reply.rec.history
 	if ae := d.build(ss); ae != nil {
 		ss.fail(ctx, ae)
@@ -73,12 +79,21 @@ func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
 	ss.proceed(ctx)
 }
 
-// build validates the request and fills the engine request.
+// build validates the request and fills the engine request. A background
+// one takes a place among Store.MaxBackground (background.go).
 func (d *responsesDialect) build(ss *session) *apiError {
 	if pe := d.req.ToEngine(&ss.ereq, d.history); pe != nil {
 		return openaiError(pe.API())
 	}
 	d.meta = d.req.Meta(d.id, d.created)
+	if d.req.Background {
+		ss.bg = newBackground(d, ss.owner.cfg.Store.MaxEventLogBytes)
+		if !ss.owner.reserveBackground(ss) {
+			ss.bg = nil
+			return &apiError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+				Message: "Too many background responses are running (" + strconv.Itoa(ss.owner.cfg.Store.MaxBackground) + "); retry when one has finished."}
+		}
+	}
 	return nil
 }
 
@@ -113,11 +128,24 @@ func (d *responsesDialect) appendResponse(dst []byte, ss *session, res *engine.R
 // it does not matter what wrote the stream's frames. Its completed_at is
 // the session's clock now, which is the stream's end to the second.
 func (d *responsesDialect) streamEnded(ss *session, res *engine.Result) {
+	d.saveResult(ss, res)
+}
+
+// errorEnded saves a non-streamed response that failed after Start
+// (errorEnder): its client gets the error body, the store the failed
+// response object, as OpenAI keeps it.
+func (d *responsesDialect) errorEnded(ss *session, res *engine.Result) {
+	d.saveResult(ss, res)
+}
+
+// saveResult encodes the response object of res and saves it.
+func (d *responsesDialect) saveResult(ss *session, res *engine.Result) {
 	if !d.storing(res) {
 		return
 	}
-	ss.body = openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
-	d.save(ss, res, ss.body)
+	body := openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
+	ss.body = body
+	d.save(ss, res, body)
 	ss.releaseBody()
 }
 
@@ -126,9 +154,10 @@ func (d *responsesDialect) appendStreamError(dst []byte, ss *session, e *engine.
 }
 
 // storing says whether the finished response res goes in the store: the
-// request asked for storing (the default) and the response did not fail.
-func (d *responsesDialect) storing(res *engine.Result) bool {
-	return d.req.StoreEnabled() && res.Err == nil
+// request asked for storing (the default). Failed, incomplete and
+// cancelled responses are stored with their status, as OpenAI keeps them.
+func (d *responsesDialect) storing(*engine.Result) bool {
+	return d.req.StoreEnabled()
 }
 
 // save puts the finished response, encoded in body, in the store when
@@ -137,7 +166,16 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 	if !d.storing(res) {
 		return
 	}
-	rec := &storedResponse{id: d.id, body: slices.Clone(body), input: d.req.InputItems(d.id)}
+	rec := d.record(ss, res, slices.Clone(body))
+	rec.size = recordSize(rec)
+	ss.owner.store.put(rec)
+}
+
+// record is the stored record of the finished response res, encoded in
+// body (kept, not copied): its status, input items and the conversation
+// for the next previous_response_id. The caller sets size.
+func (d *responsesDialect) record(ss *session, res *engine.Result, body []byte) *storedResponse {
+	rec := &storedResponse{id: d.id, status: openai.ResultStatus(res), background: d.req.Background, body: body, input: d.req.InputItems(d.id)}
 	msgs := ss.ereq.Messages
 	if d.req.Instructions != "" && len(msgs) > 0 {
 		msgs = msgs[1:] // instructions do not carry over to the next turn
@@ -147,8 +185,7 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 	if len(res.Choices) > 0 {
 		rec.history = append(rec.history, assistantTurn(d.id, &res.Choices[0]))
 	}
-	rec.size = recordSize(rec)
-	ss.owner.store.put(rec)
+	return rec
 }
 
 // assistantTurn is the history turn of response respID's choice c. A call

@@ -30,7 +30,11 @@ type session struct {
 	framing codegen.Framing
 	// watch reads each forwarded batch of a stream, for a dialect that
 	// must know where the stream stopped (streamWatcher); nil for others.
-	watch     streamWatcher
+	watch streamWatcher
+	// bg is a background response's state (background.go): once running,
+	// the session outlives its exchange and serves its stream's
+	// subscribers; nil for every other request.
+	bg        *background
 	streaming bool // the stream's head was sent
 	finished  bool // the response ended (or was abandoned)
 	stopped   bool // stop requested
@@ -96,6 +100,14 @@ func (ss *session) Receive(ctx actor.Context) {
 		}
 		ss.prepared(ctx, ss.prepErr)
 	case *connClosed:
+		if ss.bg != nil && ss.bg.running {
+			// A background response goes on without its client.
+			ss.bg.unsubscribe(ss.conn)
+			return
+		}
+		if w, ok := ss.d.(closeWatcher); ok {
+			w.connClosed(ss)
+		}
 		// Disconnect means abort: free the engine slot now.
 		if !ss.finished {
 			if ce := ss.owner.log.Check(zap.DebugLevel, "client disconnected; aborting"); ce != nil {
@@ -112,6 +124,9 @@ func (ss *session) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		ss.cleanup()
 	default:
+		if ss.bg != nil && ss.bg.receive(ss, ctx) {
+			return
+		}
 		// Replies addressed to the dialect (the response store's answers).
 		if r, ok := ss.d.(receiver); ok && !ss.finished {
 			r.receive(ss, ctx)
@@ -184,6 +199,11 @@ func (ss *session) prepared(ctx actor.Context, err error) {
 	ss.ereq.Arrival = ss.req.Arrival
 	ss.ereq.StreamInterval = ss.owner.cfg.StreamInterval
 	ss.framing = ss.req.framing()
+	if ss.bg != nil {
+		// A background response's events are logged raw and framed per
+		// subscriber (background.go).
+		ss.framing = codegen.FramingRaw
+	}
 	if ss.ereq.Stream {
 		// The stream's constant parts are the session's: the dialect
 		// decides them, hands them to the engine in StreamInfo and builds
@@ -220,6 +240,10 @@ func (ss *session) launch(ctx actor.Context) {
 	if r, ok := ss.d.(startedDialect); ok {
 		r.started(ss)
 	}
+	if ss.bg != nil {
+		ss.bg.start(ss)
+		return
+	}
 	if ss.ereq.Stream && !ss.streaming {
 		ss.conn.StartStream(ss.d.streamContentType(), nil)
 		ss.streaming = true
@@ -248,8 +272,27 @@ type streamEnder interface {
 	streamEnded(ss *session, res *engine.Result)
 }
 
+// closeWatcher is a dialect with work of its own when its client leaves
+// (a follower of a background response unsubscribes). connClosed runs in
+// the session actor before the session aborts and stops.
+type closeWatcher interface {
+	connClosed(ss *session)
+}
+
+// errorEnder is a dialect with work of its own when a non-streamed
+// request fails after Start (the Responses store keeps failed responses).
+// errorEnded runs in the session actor with the final Result, before the
+// error body goes to the connection.
+type errorEnder interface {
+	errorEnded(ss *session, res *engine.Result)
+}
+
 // forward moves what the engine delivered to the connection, untouched.
 func (ss *session) forward(ctx actor.Context) {
+	if ss.bg != nil && ss.bg.running {
+		ss.bg.forward(ss, ctx)
+		return
+	}
 	var final *engine.Result
 	ss.out, final = ss.sink.take(ss.out[:0])
 	if ss.finished {
@@ -288,6 +331,9 @@ func (ss *session) forward(ctx actor.Context) {
 		}
 		ss.conn.EndStream(ss.out)
 	case final.Err != nil:
+		if e, ok := ss.d.(errorEnder); ok {
+			e.errorEnded(ss, final)
+		}
 		ae := ss.d.engineError(final.Err, &ss.ereq)
 		ss.body = ss.d.appendError(ss.takeBody(), ae)
 		ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
@@ -381,6 +427,9 @@ func (ss *session) cleanup() {
 			ss.body = ss.d.appendError(ss.body[:0], ae)
 			ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
 		}
+	}
+	if ss.bg != nil {
+		ss.bg.cleanup(ss)
 	}
 	ss.sink.detach()
 	ss.req.release()

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -69,6 +70,11 @@ type Sessions struct {
 	panics  atomic.Uint64
 	unknown unknownFields
 	store   *ResponseStore // stored Responses API responses (store.go)
+	// bg are the background responses' sessions (background.go), with
+	// their addresses: bounded by Store.MaxBackground, aborted by
+	// StopBackground. Touched once per background request, never per token.
+	bgMu sync.Mutex
+	bg   map[*session]*actor.PID
 	// withMailbox is the props option that gives a session its mailbox on
 	// the worker pool, built once rather than per spawn.
 	withMailbox actor.PropsOption
@@ -89,7 +95,9 @@ func NewSessions(cfg Config) (*Sessions, error) {
 		pool:   NewWorkerPool(cfg.Workers),
 		models: map[string]bool{},
 		idle:   make(chan struct{}, 1),
+		bg:     map[*session]*actor.PID{},
 	}
+	s.cfg.Store = cfg.Store.withDefaults()
 	for _, m := range cfg.Models {
 		s.models[m] = true
 	}
@@ -181,6 +189,38 @@ func (s *Sessions) Close() {
 	}
 	s.prep.stop()
 	s.pool.Stop()
+}
+
+// reserveBackground counts ss among the background responses, or reports
+// that Store.MaxBackground run already. Runs in ss's actor (ss.self set).
+func (s *Sessions) reserveBackground(ss *session) bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if len(s.bg) >= s.cfg.Store.MaxBackground {
+		return false
+	}
+	s.bg[ss] = ss.self
+	return true
+}
+
+// releaseBackground returns ss's place (idempotent).
+func (s *Sessions) releaseBackground(ss *session) {
+	s.bgMu.Lock()
+	delete(s.bg, ss)
+	s.bgMu.Unlock()
+}
+
+// StopBackground aborts every background response still running, for a
+// server that stops: each ends cancelled (stored so while the store runs)
+// and its session stops, so that Wait returns. Their HTTP exchanges ended
+// long ago: closing connections does not reach them. Safe for concurrent
+// use.
+func (s *Sessions) StopBackground() {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	for ss, pid := range s.bg {
+		s.root.Send(pid, &ss.bg.stopMsg)
+	}
 }
 
 func (s *Sessions) servesModel(m string) bool { return s.models[m] }

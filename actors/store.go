@@ -18,6 +18,18 @@ import (
 // to its dialect (see receiver). No future, no blocking on a hot path.
 //
 // A stored record is immutable once put: readers share the pointer.
+//
+// Two parts, kept apart so that the record part can move to a shared
+// store (Redis, with a TTL) while the live part stays in the process:
+//   - the record (storedResponse): status, encoded body, input items,
+//     history, and a background response's event log. It is all a
+//     finished response is, and all another process would need.
+//   - the live entry (liveResponse) of a background response still
+//     running: its queued record and the address of the session actor
+//     that runs it. GET, cancel and GET ...?stream=true of a live id are
+//     forwarded to that session, which answers the asker itself; its last
+//     act is a storeFinish that puts the final record and drops the entry.
+//     A live entry is never evicted (Sessions bounds how many run).
 
 // Default bounds of the response store. A record costs its encoded body
 // plus the conversation kept for previous_response_id, so a chain of N
@@ -25,9 +37,20 @@ import (
 const (
 	// DefaultStoreMaxResponses bounds the number of stored responses.
 	DefaultStoreMaxResponses = 10_000
-	// DefaultStoreMaxBytes bounds their total size (bodies, input items
-	// and conversations, in bytes of text): 256 MiB.
+	// DefaultStoreMaxBytes bounds their total size (bodies, input items,
+	// conversations and background event logs, in bytes): 256 MiB.
 	DefaultStoreMaxBytes = 256 << 20
+	// DefaultMaxBackground bounds the background responses running at
+	// once: each holds a session actor and its event log after its HTTP
+	// exchange ended, outside admission control's permits. More are
+	// refused with 429.
+	DefaultMaxBackground = 256
+	// DefaultMaxEventLogBytes bounds one background response's event log
+	// (its stream's events, kept for GET ...?stream=true&starting_after):
+	// 8 MiB, some 30,000 text deltas. Past it the oldest events are
+	// dropped (their output is kept: GET still shows the whole output so
+	// far); a resume from before the first kept event is refused.
+	DefaultMaxEventLogBytes = 8 << 20
 )
 
 // StoreConfig bounds the response store; zero values take the defaults.
@@ -35,6 +58,27 @@ const (
 type StoreConfig struct {
 	MaxResponses int
 	MaxBytes     int64
+	// MaxBackground bounds the background responses running at once;
+	// MaxEventLogBytes the event log of each (see the defaults).
+	MaxBackground    int
+	MaxEventLogBytes int
+}
+
+// withDefaults fills the zero bounds.
+func (c StoreConfig) withDefaults() StoreConfig {
+	if c.MaxResponses <= 0 {
+		c.MaxResponses = DefaultStoreMaxResponses
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultStoreMaxBytes
+	}
+	if c.MaxBackground <= 0 {
+		c.MaxBackground = DefaultMaxBackground
+	}
+	if c.MaxEventLogBytes <= 0 {
+		c.MaxEventLogBytes = DefaultMaxEventLogBytes
+	}
+	return c
 }
 
 // StoreStats are the response store's counters.
@@ -44,14 +88,24 @@ type StoreStats struct {
 	Deleted uint64 // responses deleted by DELETE /v1/responses/{id}
 	Count   int64  // responses held now
 	Bytes   int64  // bytes held now
+	Live    int64  // background responses running now (live entries)
 }
 
 // storedResponse is one stored response. Immutable after put.
 type storedResponse struct {
 	id string
+	// status is the object's status (openai.Response*); background says
+	// it was created with background: true (only those can be cancelled
+	// or streamed again).
+	status     string
+	background bool
 	// body is the encoded response object, as POST returned it (or as the
 	// stream's last event carried it).
 	body []byte
+	// events is a background response's event log (raw SSE events, whole,
+	// numbered upwards from firstSeq), for GET ...?stream=true.
+	events   []byte
+	firstSeq int
 	// input are this request's input items, for input_items.
 	input []openai.ResponseItem
 	// history is the conversation up to and including this response's
@@ -67,26 +121,68 @@ type storedResponse struct {
 type storeOp uint8
 
 const (
+	// storeGet reads a response; a live one's request goes to its session
+	// (GET, and GET ...?stream=true with stream set).
 	storeGet storeOp = iota + 1
+	// storeDelete deletes a finished response; a live one is answered
+	// with its record and live set, and kept.
 	storeDelete
+	// storeLookup reads the record only, never forwarded: a live one
+	// answers its queued record (previous_response_id, input_items).
+	storeLookup
+	// storeCancel cancels a live response (its session answers once it
+	// ended); a finished one is answered with its record.
+	storeCancel
 )
 
 // storePut stores rec (replacing a record of the same id).
 type storePut struct{ rec *storedResponse }
 
+// storeLive registers a background response that started: rec is its
+// queued record, pid the session that runs it.
+type storeLive struct {
+	rec *storedResponse
+	pid *actor.PID
+}
+
+// storeFinish puts a background response's final record in place of its
+// live entry; the store then sends the same message back to pid, after
+// which no request for the id reaches the session any more.
+type storeFinish struct {
+	rec *storedResponse
+	pid *actor.PID
+}
+
 // storeRequest asks the store for (or to delete) a response; the store
-// answers with reply, sent to replyTo.
+// (or, for a live response, its session) answers with reply, sent to
+// replyTo.
 type storeRequest struct {
 	op      storeOp
 	id      string
 	replyTo *actor.PID
-	reply   storeReply
+	// stream, for storeGet: the asker wants the response's events.
+	stream *streamAsk
+	reply  storeReply
+}
+
+// streamAsk is a GET ...?stream=true: the asker's connection, its
+// framing, and the sequence_number after which to start (-1: all).
+type streamAsk struct {
+	conn    Conn
+	chunked bool
+	after   int
 }
 
 // storeReply answers a storeRequest: rec is nil when the id is unknown
-// (never stored, deleted or evicted).
+// (never stored, deleted or evicted). live says rec is a running
+// response's queued record. ae is a refusal by the live session; from,
+// with rec nil, says the live session took over the asker's stream (and
+// takes a bgUnsubscribe when the asker's client leaves).
 type storeReply struct {
-	rec *storedResponse
+	rec  *storedResponse
+	live bool
+	ae   *apiError
+	from *actor.PID
 }
 
 // ResponseStore is the actor that owns stored responses. Its counters are
@@ -96,9 +192,11 @@ type ResponseStore struct {
 	byID  map[string]*storedResponse
 	head  storedResponse // sentinel: head.next is the most recently used
 	bytes int64
+	// live are the background responses running (see the file's doc).
+	live map[string]liveResponse
 
 	stored, evicted, deleted atomic.Uint64
-	count, size              atomic.Int64
+	count, size, nlive       atomic.Int64
 
 	root *actor.RootContext
 	pid  *actor.PID
@@ -106,13 +204,8 @@ type ResponseStore struct {
 
 // newResponseStore spawns the store actor in system.
 func newResponseStore(system *actor.ActorSystem, cfg StoreConfig, mailbox actor.MailboxProducer) *ResponseStore {
-	if cfg.MaxResponses <= 0 {
-		cfg.MaxResponses = DefaultStoreMaxResponses
-	}
-	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = DefaultStoreMaxBytes
-	}
-	st := &ResponseStore{cfg: cfg, byID: map[string]*storedResponse{}, root: system.Root}
+	cfg = cfg.withDefaults()
+	st := &ResponseStore{cfg: cfg, byID: map[string]*storedResponse{}, live: map[string]liveResponse{}, root: system.Root}
 	st.head.prev, st.head.next = &st.head, &st.head
 	props := actor.PropsFromProducer(func() actor.Actor { return st }, actor.WithMailbox(mailbox))
 	st.pid = system.Root.Spawn(props)
@@ -123,8 +216,16 @@ func newResponseStore(system *actor.ActorSystem, cfg StoreConfig, mailbox actor.
 func (st *ResponseStore) Stats() StoreStats {
 	return StoreStats{
 		Stored: st.stored.Load(), Evicted: st.evicted.Load(), Deleted: st.deleted.Load(),
-		Count: st.count.Load(), Bytes: st.size.Load(),
+		Count: st.count.Load(), Bytes: st.size.Load(), Live: st.nlive.Load(),
 	}
+}
+
+// liveResponse is the live part of a running background response: its
+// queued record (id, input items) and its session's address. It exists
+// only in this process.
+type liveResponse struct {
+	rec *storedResponse
+	pid *actor.PID
 }
 
 // put sends rec to the store. Safe for concurrent use (also from the
@@ -140,6 +241,10 @@ func (st *ResponseStore) ask(req *storeRequest) {
 	st.root.Send(st.pid, req)
 }
 
+// send sends a live-entry message (storeLive, storeFinish). Safe for
+// concurrent use.
+func (st *ResponseStore) send(m any) { st.root.Send(st.pid, m) }
+
 // stop stops the actor.
 func (st *ResponseStore) stop() { st.root.Stop(st.pid) }
 
@@ -148,7 +253,24 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *storePut:
 		st.add(m.rec)
+	case *storeLive:
+		st.live[m.rec.id] = liveResponse{rec: m.rec, pid: m.pid}
+		st.nlive.Store(int64(len(st.live)))
+	case *storeFinish:
+		delete(st.live, m.rec.id)
+		st.nlive.Store(int64(len(st.live)))
+		st.add(m.rec)
+		ctx.Send(m.pid, m)
 	case *storeRequest:
+		if l, ok := st.live[m.id]; ok {
+			if m.op == storeGet || m.op == storeCancel {
+				ctx.Send(l.pid, m) // the session answers m.replyTo
+				return
+			}
+			m.reply = storeReply{rec: l.rec, live: true}
+			ctx.Send(m.replyTo, &m.reply)
+			return
+		}
 		rec := st.byID[m.id]
 		if rec != nil {
 			if m.op == storeDelete {
@@ -158,7 +280,7 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 				st.touch(rec)
 			}
 		}
-		m.reply.rec = rec
+		m.reply = storeReply{rec: rec}
 		ctx.Send(m.replyTo, &m.reply)
 	}
 }
@@ -208,7 +330,7 @@ func (st *ResponseStore) publish() {
 // items' text and the conversation's text, plus a fixed cost per element.
 func recordSize(rec *storedResponse) int64 {
 	const perElem = 64 // struct headers, map entry, slice headers
-	n := int64(len(rec.body)) + int64(len(rec.id)) + perElem
+	n := int64(len(rec.body)+len(rec.events)) + int64(len(rec.id)) + perElem
 	for i := range rec.input {
 		it := &rec.input[i]
 		n += perElem + int64(len(it.ID)+len(it.Arguments)+len(it.Output)+len(it.Name)+len(it.CallID))

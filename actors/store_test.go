@@ -86,3 +86,101 @@ func TestStoreEvictsByBytesAndDeletes(t *testing.T) {
 		t.Fatal("big record")
 	}
 }
+
+// liveSession stands for a background response's session: it takes the
+// requests the store forwards and the store's storeFinish acknowledgement.
+type liveSession struct {
+	forwarded chan *storeRequest
+	finished  chan *storeFinish
+}
+
+func (l *liveSession) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *storeRequest:
+		l.forwarded <- m
+	case *storeFinish:
+		l.finished <- m
+	}
+}
+
+// TestStoreLiveEntries: a live (background, running) response is answered
+// by its session for GET and cancel, by its queued record for lookups and
+// deletes (kept, marked live); it is never evicted; its storeFinish puts
+// the final record in its place and comes back to the session.
+func TestStoreLiveEntries(t *testing.T) {
+	system := NewActorSystem(zap.NewNop())
+	pool := NewWorkerPool(2)
+	st := newResponseStore(system, StoreConfig{MaxResponses: 1}, pool.Producer())
+	t.Cleanup(func() { st.stop(); system.Shutdown() })
+	replies := make(chan storeReply, 4)
+	asker := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return actorFunc(func(ctx actor.Context) {
+			if r, ok := ctx.Message().(*storeReply); ok {
+				replies <- *r
+			}
+		})
+	}))
+	ls := &liveSession{forwarded: make(chan *storeRequest, 4), finished: make(chan *storeFinish, 1)}
+	live := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return ls }))
+	wait := func(what string) storeReply {
+		t.Helper()
+		select {
+		case r := <-replies:
+			return r
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no reply", what)
+			return storeReply{}
+		}
+	}
+
+	queued := record("bg", `{"status":"queued"}`)
+	queued.status, queued.background = "queued", true
+	st.send(&storeLive{rec: queued, pid: live})
+	st.put(record("x", "{}"))
+	st.put(record("y", "{}")) // the count bound (1) evicts x, never the live entry
+	for _, op := range []storeOp{storeGet, storeCancel} {
+		st.ask(&storeRequest{op: op, id: "bg", replyTo: asker})
+		select {
+		case m := <-ls.forwarded:
+			if m.op != op || m.replyTo != asker {
+				t.Fatalf("forwarded %+v", m)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("op %d not forwarded to the live session", op)
+		}
+	}
+	for _, op := range []storeOp{storeLookup, storeDelete} {
+		st.ask(&storeRequest{op: op, id: "bg", replyTo: asker})
+		if r := wait("lookup"); r.rec != queued || !r.live {
+			t.Fatalf("op %d on a live response: %+v", op, r)
+		}
+	}
+	if s := st.Stats(); s.Live != 1 || s.Count != 1 {
+		t.Fatalf("stats with a live entry %+v", s)
+	}
+
+	final := record("bg", `{"status":"completed"}`)
+	final.status, final.background = "completed", true
+	fin := &storeFinish{rec: final, pid: live}
+	st.send(fin)
+	select {
+	case m := <-ls.finished:
+		if m != fin {
+			t.Fatal("another storeFinish came back")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("storeFinish did not come back")
+	}
+	st.ask(&storeRequest{op: storeGet, id: "bg", replyTo: asker})
+	if r := wait("get"); r.rec != final || r.live {
+		t.Fatalf("after finish: %+v", r)
+	}
+	if s := st.Stats(); s.Live != 0 || s.Count != 1 {
+		t.Fatalf("stats after finish %+v", s)
+	}
+}
+
+// actorFunc is an actor made of a function.
+type actorFunc func(actor.Context)
+
+func (f actorFunc) Receive(ctx actor.Context) { f(ctx) }

@@ -31,6 +31,9 @@ func TestResponseStoreMetrics(t *testing.T) {
 	if v := value(mfs, "vajra_responses_store_count"); v != 1 {
 		t.Errorf("store_count = %v, want 1", v)
 	}
+	if v := value(mfs, "vajra_responses_background_running"); v != 0 {
+		t.Errorf("background_running = %v, want 0", v)
+	}
 	if v := value(mfs, "vajra_responses_store_bytes"); v < float64(len(res.ID)) {
 		t.Errorf("store_bytes = %v", v)
 	}

@@ -77,6 +77,7 @@ type ServerStats struct {
 type StoreStats struct {
 	Stored, Evicted, Deleted uint64 // responses put, evicted by a bound, deleted, ever
 	Count, Bytes             int64  // held now
+	Live                     int64  // background responses running now
 }
 
 // Sources are read at scrape time. Any may be nil.
@@ -407,12 +408,13 @@ var (
 	descDeleted    = prometheus.NewDesc("vajra_responses_deleted_total", "Stored responses deleted by clients.", nil, nil)
 	descStoreCount = prometheus.NewDesc("vajra_responses_store_count", "Responses held in the store.", nil, nil)
 	descStoreBytes = prometheus.NewDesc("vajra_responses_store_bytes", "Bytes held in the response store.", nil, nil)
+	descLive       = prometheus.NewDesc("vajra_responses_background_running", "Background responses running (bounded; more are refused with 429).", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
 		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descKeep, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
-		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes} {
+		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes, descLive} {
 		ch <- d
 	}
 	ch <- descWSConns
@@ -470,6 +472,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descDeleted, st.Deleted)
 		gauge(descStoreCount, float64(st.Count))
 		gauge(descStoreBytes, float64(st.Bytes))
+		gauge(descLive, float64(st.Live))
 	}
 	c.m.mu.Lock()
 	routes := append([]*Route(nil), c.m.routes...)

@@ -31,9 +31,10 @@ func addDialectRoutes(t *routeTable) {
 }
 
 // responseOpInput returns the input of a stored-response route: the id
-// between "/v1/responses/" and suffix, and the query.
+// between "/v1/responses/" and suffix, the query, and the body (GET may
+// carry {"stream":true}, as openai-go's GetStreaming sends it).
 func responseOpInput(suffix string) func(dst []byte, req *httpparse.Request) []byte {
 	return func(dst []byte, req *httpparse.Request) []byte {
-		return actors.AppendResponseOpBody(dst, pathParam(req.Path, "/v1/responses/", suffix), req.Query)
+		return actors.AppendResponseOpBody(dst, pathParam(req.Path, "/v1/responses/", suffix), req.Query, req.Body)
 	}
 }

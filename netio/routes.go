@@ -26,9 +26,10 @@ type route struct {
 	// endpoint, for session routes.
 	endpoint actors.Endpoint
 	// input, when set, builds a session route's actors.Request.Body from
-	// the request head instead of taking the HTTP body (the stored-response
-	// routes: the id from the path, the query); such routes take no JSON
-	// body, so the Content-Type check is skipped. Loop-only; appends to dst.
+	// the request head and body (the stored-response routes: the id from
+	// the path, the query, and whatever body came, such as openai-go's
+	// {"stream":true} on a GET); such routes need no Content-Type, so its
+	// check is skipped. Loop-only; appends to dst.
 	input func(dst []byte, req *httpparse.Request) []byte
 	// utility marks a session route that generates nothing (/tokenize,
 	// /detokenize): it takes no admission permit, and its body is not

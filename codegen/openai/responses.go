@@ -471,3 +471,16 @@ type ResponseInputDetails struct {
 type ResponseOutputDetails struct {
 	ReasoningTokens int `json:"reasoning_tokens"`
 }
+
+// responseStreamEvent is what ResponseAccumulator reads of one Responses
+// stream event: its type, the output item it is about, and its delta, item
+// or part.
+//
+//easyjson:json
+type responseStreamEvent struct {
+	Type        string                `json:"type"`
+	OutputIndex int                   `json:"output_index"`
+	Delta       string                `json:"delta"`
+	Item        *ResponseItem         `json:"item"`
+	Part        *ResponsesContentPart `json:"part"`
+}

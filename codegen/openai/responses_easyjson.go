@@ -79,7 +79,283 @@ func (v responsesNamedToolChoice) MarshalEasyJSON(w *jwriter.Writer) {
 func (v *responsesNamedToolChoice) UnmarshalEasyJSON(l *jlexer.Lexer) {
 	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai1(in *jlexer.Lexer, out *ResponsesTool) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai1(in *jlexer.Lexer, out *responseStreamEvent) {
+	isTopLevel := in.IsStart()
+	if in.IsNull() {
+		if isTopLevel {
+			in.Consumed()
+		}
+		in.Skip()
+		return
+	}
+	in.Delim('{')
+	for !in.IsDelim('}') {
+		key := in.UnsafeFieldName(false)
+		in.WantColon()
+		switch key {
+		case "type":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Type = string(in.String())
+			}
+		case "output_index":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.OutputIndex = int(in.Int())
+			}
+		case "delta":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Delta = string(in.String())
+			}
+		case "item":
+			if in.IsNull() {
+				in.Skip()
+				out.Item = nil
+			} else {
+				if out.Item == nil {
+					out.Item = new(ResponseItem)
+				}
+				easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(in, out.Item)
+			}
+		case "part":
+			if in.IsNull() {
+				in.Skip()
+				out.Part = nil
+			} else {
+				if out.Part == nil {
+					out.Part = new(ResponsesContentPart)
+				}
+				if in.IsNull() {
+					in.Skip()
+				} else {
+					(*out.Part).UnmarshalEasyJSON(in)
+				}
+			}
+		default:
+			in.SkipRecursive()
+		}
+		in.WantComma()
+	}
+	in.Delim('}')
+	if isTopLevel {
+		in.Consumed()
+	}
+}
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai1(out *jwriter.Writer, in responseStreamEvent) {
+	out.RawByte('{')
+	first := true
+	_ = first
+	{
+		const prefix string = ",\"type\":"
+		out.RawString(prefix[1:])
+		out.String(string(in.Type))
+	}
+	{
+		const prefix string = ",\"output_index\":"
+		out.RawString(prefix)
+		out.Int(int(in.OutputIndex))
+	}
+	{
+		const prefix string = ",\"delta\":"
+		out.RawString(prefix)
+		out.String(string(in.Delta))
+	}
+	{
+		const prefix string = ",\"item\":"
+		out.RawString(prefix)
+		if in.Item == nil {
+			out.RawString("null")
+		} else {
+			(*in.Item).MarshalEasyJSON(out)
+		}
+	}
+	{
+		const prefix string = ",\"part\":"
+		out.RawString(prefix)
+		if in.Part == nil {
+			out.RawString("null")
+		} else {
+			(*in.Part).MarshalEasyJSON(out)
+		}
+	}
+	out.RawByte('}')
+}
+
+// MarshalEasyJSON supports easyjson.Marshaler interface
+func (v responseStreamEvent) MarshalEasyJSON(w *jwriter.Writer) {
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai1(w, v)
+}
+
+// UnmarshalEasyJSON supports easyjson.Unmarshaler interface
+func (v *responseStreamEvent) UnmarshalEasyJSON(l *jlexer.Lexer) {
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai1(l, v)
+}
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(in *jlexer.Lexer, out *ResponseItem) {
+	isTopLevel := in.IsStart()
+	if in.IsNull() {
+		if isTopLevel {
+			in.Consumed()
+		}
+		in.Skip()
+		return
+	}
+	in.Delim('{')
+	for !in.IsDelim('}') {
+		key := in.UnsafeFieldName(false)
+		in.WantColon()
+		switch key {
+		case "type":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Type = string(in.String())
+			}
+		case "id":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.ID = string(in.String())
+			}
+		case "status":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Status = string(in.String())
+			}
+		case "role":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Role = string(in.String())
+			}
+		case "content":
+			if in.IsNull() {
+				in.Skip()
+				out.Content = nil
+			} else {
+				in.Delim('[')
+				if out.Content == nil {
+					if !in.IsDelim(']') {
+						out.Content = make([]ResponsesContentPart, 0, 0)
+					} else {
+						out.Content = []ResponsesContentPart{}
+					}
+				} else {
+					out.Content = (out.Content)[:0]
+				}
+				for !in.IsDelim(']') {
+					var v1 ResponsesContentPart
+					if in.IsNull() {
+						in.Skip()
+					} else {
+						(v1).UnmarshalEasyJSON(in)
+					}
+					out.Content = append(out.Content, v1)
+					in.WantComma()
+				}
+				in.Delim(']')
+			}
+		case "call_id":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.CallID = string(in.String())
+			}
+		case "name":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Name = string(in.String())
+			}
+		case "arguments":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Arguments = string(in.String())
+			}
+		case "output":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Output = string(in.String())
+			}
+		default:
+			in.SkipRecursive()
+		}
+		in.WantComma()
+	}
+	in.Delim('}')
+	if isTopLevel {
+		in.Consumed()
+	}
+}
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai2(out *jwriter.Writer, in ResponseItem) {
+	out.RawByte('{')
+	first := true
+	_ = first
+	{
+		const prefix string = ",\"type\":"
+		out.RawString(prefix[1:])
+		out.String(string(in.Type))
+	}
+	{
+		const prefix string = ",\"id\":"
+		out.RawString(prefix)
+		out.String(string(in.ID))
+	}
+	{
+		const prefix string = ",\"status\":"
+		out.RawString(prefix)
+		out.String(string(in.Status))
+	}
+	{
+		const prefix string = ",\"role\":"
+		out.RawString(prefix)
+		out.String(string(in.Role))
+	}
+	{
+		const prefix string = ",\"content\":"
+		out.RawString(prefix)
+		if in.Content == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
+			out.RawString("null")
+		} else {
+			out.RawByte('[')
+			for v2, v3 := range in.Content {
+				if v2 > 0 {
+					out.RawByte(',')
+				}
+				(v3).MarshalEasyJSON(out)
+			}
+			out.RawByte(']')
+		}
+	}
+	{
+		const prefix string = ",\"call_id\":"
+		out.RawString(prefix)
+		out.String(string(in.CallID))
+	}
+	{
+		const prefix string = ",\"name\":"
+		out.RawString(prefix)
+		out.String(string(in.Name))
+	}
+	{
+		const prefix string = ",\"arguments\":"
+		out.RawString(prefix)
+		out.String(string(in.Arguments))
+	}
+	{
+		const prefix string = ",\"output\":"
+		out.RawString(prefix)
+		out.String(string(in.Output))
+	}
+	out.RawByte('}')
+}
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai3(in *jlexer.Lexer, out *ResponsesTool) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -133,7 +409,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai1(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai1(out *jwriter.Writer, in ResponsesTool) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai3(out *jwriter.Writer, in ResponsesTool) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -167,14 +443,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai1(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponsesTool) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai1(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai3(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponsesTool) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai1(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai3(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(in *jlexer.Lexer, out *ResponsesTextFormat) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer, out *ResponsesTextFormat) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -228,7 +504,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai2(out *jwriter.Writer, in ResponsesTextFormat) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writer, in ResponsesTextFormat) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -262,14 +538,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai2(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponsesTextFormat) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai2(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponsesTextFormat) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai3(in *jlexer.Lexer, out *ResponsesText) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai5(in *jlexer.Lexer, out *ResponsesText) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -305,7 +581,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai3(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai3(out *jwriter.Writer, in ResponsesText) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai5(out *jwriter.Writer, in ResponsesText) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -324,14 +600,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai3(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponsesText) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai3(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai5(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponsesText) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai3(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai5(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer, out *ResponsesRequest) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer, out *ResponsesRequest) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -391,13 +667,13 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer,
 					out.Tools = (out.Tools)[:0]
 				}
 				for !in.IsDelim(']') {
-					var v1 ResponsesTool
+					var v4 ResponsesTool
 					if in.IsNull() {
 						in.Skip()
 					} else {
-						(v1).UnmarshalEasyJSON(in)
+						(v4).UnmarshalEasyJSON(in)
 					}
-					out.Tools = append(out.Tools, v1)
+					out.Tools = append(out.Tools, v4)
 					in.WantComma()
 				}
 				in.Delim(']')
@@ -506,13 +782,13 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer,
 					out.Include = (out.Include)[:0]
 				}
 				for !in.IsDelim(']') {
-					var v2 string
+					var v5 string
 					if in.IsNull() {
 						in.Skip()
 					} else {
-						v2 = string(in.String())
+						v5 = string(in.String())
 					}
-					out.Include = append(out.Include, v2)
+					out.Include = append(out.Include, v5)
 					in.WantComma()
 				}
 				in.Delim(']')
@@ -557,7 +833,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writer, in ResponsesRequest) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writer, in ResponsesRequest) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -593,11 +869,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v3, v4 := range in.Tools {
-				if v3 > 0 {
+			for v6, v7 := range in.Tools {
+				if v6 > 0 {
 					out.RawByte(',')
 				}
-				(v4).MarshalEasyJSON(out)
+				(v7).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}
@@ -677,11 +953,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v5, v6 := range in.Include {
-				if v5 > 0 {
+			for v8, v9 := range in.Include {
+				if v8 > 0 {
 					out.RawByte(',')
 				}
-				out.String(string(v6))
+				out.String(string(v9))
 			}
 			out.RawByte(']')
 		}
@@ -716,14 +992,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponsesRequest) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai4(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponsesRequest) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai4(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai5(in *jlexer.Lexer, out *ResponsesReasoning) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer, out *ResponsesReasoning) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -759,7 +1035,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai5(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai5(out *jwriter.Writer, in ResponsesReasoning) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writer, in ResponsesReasoning) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -778,14 +1054,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai5(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponsesReasoning) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai5(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai7(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponsesReasoning) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai5(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai7(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer, out *ResponsesInputItem) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer, out *ResponsesInputItem) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -863,7 +1139,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writer, in ResponsesInputItem) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai8(out *jwriter.Writer, in ResponsesInputItem) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -917,14 +1193,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponsesInputItem) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai8(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponsesInputItem) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai8(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer, out *ResponsesContentPart) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai9(in *jlexer.Lexer, out *ResponsesContentPart) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -966,7 +1242,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writer, in ResponsesContentPart) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai9(out *jwriter.Writer, in ResponsesContentPart) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -990,14 +1266,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponsesContentPart) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai7(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai9(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponsesContentPart) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai7(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai9(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer, out *ResponseUsage) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai10(in *jlexer.Lexer, out *ResponseUsage) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1051,7 +1327,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai8(out *jwriter.Writer, in ResponseUsage) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai10(out *jwriter.Writer, in ResponseUsage) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1085,14 +1361,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai8(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseUsage) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai8(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai10(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseUsage) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai8(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai10(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai9(in *jlexer.Lexer, out *ResponseTextEcho) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai11(in *jlexer.Lexer, out *ResponseTextEcho) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1128,7 +1404,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai9(in *jlexer.Lexer,
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai9(out *jwriter.Writer, in ResponseTextEcho) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai11(out *jwriter.Writer, in ResponseTextEcho) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1147,14 +1423,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai9(out *jwriter.Writ
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseTextEcho) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai9(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai11(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseTextEcho) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai9(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai11(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai10(in *jlexer.Lexer, out *ResponseReasoningEcho) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer, out *ResponseReasoningEcho) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1190,7 +1466,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai10(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai10(out *jwriter.Writer, in ResponseReasoningEcho) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Writer, in ResponseReasoningEcho) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1209,14 +1485,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai10(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseReasoningEcho) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai10(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai12(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseReasoningEcho) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai10(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai12(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai11(in *jlexer.Lexer, out *ResponseOutputDetails) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai13(in *jlexer.Lexer, out *ResponseOutputDetails) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1246,7 +1522,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai11(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai11(out *jwriter.Writer, in ResponseOutputDetails) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai13(out *jwriter.Writer, in ResponseOutputDetails) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1260,14 +1536,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai11(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseOutputDetails) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai11(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai13(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseOutputDetails) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai11(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai13(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer, out *ResponseObject) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(in *jlexer.Lexer, out *ResponseObject) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1379,9 +1655,9 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer
 					out.Output = (out.Output)[:0]
 				}
 				for !in.IsDelim(']') {
-					var v7 ResponseItem
-					easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai13(in, &v7)
-					out.Output = append(out.Output, v7)
+					var v10 ResponseItem
+					easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(in, &v10)
+					out.Output = append(out.Output, v10)
 					in.WantComma()
 				}
 				in.Delim(']')
@@ -1450,13 +1726,13 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer
 					out.Tools = (out.Tools)[:0]
 				}
 				for !in.IsDelim(']') {
-					var v8 ResponsesTool
+					var v11 ResponsesTool
 					if in.IsNull() {
 						in.Skip()
 					} else {
-						(v8).UnmarshalEasyJSON(in)
+						(v11).UnmarshalEasyJSON(in)
 					}
-					out.Tools = append(out.Tools, v8)
+					out.Tools = append(out.Tools, v11)
 					in.WantComma()
 				}
 				in.Delim(']')
@@ -1515,7 +1791,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai12(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Writer, in ResponseObject) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(out *jwriter.Writer, in ResponseObject) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1589,11 +1865,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Wri
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v9, v10 := range in.Output {
-				if v9 > 0 {
+			for v12, v13 := range in.Output {
+				if v12 > 0 {
 					out.RawByte(',')
 				}
-				(v10).MarshalEasyJSON(out)
+				(v13).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}
@@ -1645,11 +1921,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Wri
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v11, v12 := range in.Tools {
-				if v11 > 0 {
+			for v14, v15 := range in.Tools {
+				if v14 > 0 {
 					out.RawByte(',')
 				}
-				(v12).MarshalEasyJSON(out)
+				(v15).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}
@@ -1693,175 +1969,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai12(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseObject) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai12(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseObject) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai12(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai13(in *jlexer.Lexer, out *ResponseItem) {
-	isTopLevel := in.IsStart()
-	if in.IsNull() {
-		if isTopLevel {
-			in.Consumed()
-		}
-		in.Skip()
-		return
-	}
-	in.Delim('{')
-	for !in.IsDelim('}') {
-		key := in.UnsafeFieldName(false)
-		in.WantColon()
-		switch key {
-		case "type":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.Type = string(in.String())
-			}
-		case "id":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.ID = string(in.String())
-			}
-		case "status":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.Status = string(in.String())
-			}
-		case "role":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.Role = string(in.String())
-			}
-		case "content":
-			if in.IsNull() {
-				in.Skip()
-				out.Content = nil
-			} else {
-				in.Delim('[')
-				if out.Content == nil {
-					if !in.IsDelim(']') {
-						out.Content = make([]ResponsesContentPart, 0, 0)
-					} else {
-						out.Content = []ResponsesContentPart{}
-					}
-				} else {
-					out.Content = (out.Content)[:0]
-				}
-				for !in.IsDelim(']') {
-					var v13 ResponsesContentPart
-					if in.IsNull() {
-						in.Skip()
-					} else {
-						(v13).UnmarshalEasyJSON(in)
-					}
-					out.Content = append(out.Content, v13)
-					in.WantComma()
-				}
-				in.Delim(']')
-			}
-		case "call_id":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.CallID = string(in.String())
-			}
-		case "name":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.Name = string(in.String())
-			}
-		case "arguments":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.Arguments = string(in.String())
-			}
-		case "output":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.Output = string(in.String())
-			}
-		default:
-			in.SkipRecursive()
-		}
-		in.WantComma()
-	}
-	in.Delim('}')
-	if isTopLevel {
-		in.Consumed()
-	}
-}
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai13(out *jwriter.Writer, in ResponseItem) {
-	out.RawByte('{')
-	first := true
-	_ = first
-	{
-		const prefix string = ",\"type\":"
-		out.RawString(prefix[1:])
-		out.String(string(in.Type))
-	}
-	{
-		const prefix string = ",\"id\":"
-		out.RawString(prefix)
-		out.String(string(in.ID))
-	}
-	{
-		const prefix string = ",\"status\":"
-		out.RawString(prefix)
-		out.String(string(in.Status))
-	}
-	{
-		const prefix string = ",\"role\":"
-		out.RawString(prefix)
-		out.String(string(in.Role))
-	}
-	{
-		const prefix string = ",\"content\":"
-		out.RawString(prefix)
-		if in.Content == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
-			out.RawString("null")
-		} else {
-			out.RawByte('[')
-			for v14, v15 := range in.Content {
-				if v14 > 0 {
-					out.RawByte(',')
-				}
-				(v15).MarshalEasyJSON(out)
-			}
-			out.RawByte(']')
-		}
-	}
-	{
-		const prefix string = ",\"call_id\":"
-		out.RawString(prefix)
-		out.String(string(in.CallID))
-	}
-	{
-		const prefix string = ",\"name\":"
-		out.RawString(prefix)
-		out.String(string(in.Name))
-	}
-	{
-		const prefix string = ",\"arguments\":"
-		out.RawString(prefix)
-		out.String(string(in.Arguments))
-	}
-	{
-		const prefix string = ",\"output\":"
-		out.RawString(prefix)
-		out.String(string(in.Output))
-	}
-	out.RawByte('}')
-}
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(in *jlexer.Lexer, out *ResponseInputDetails) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai15(in *jlexer.Lexer, out *ResponseInputDetails) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1891,7 +2006,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(out *jwriter.Writer, in ResponseInputDetails) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai15(out *jwriter.Writer, in ResponseInputDetails) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1905,14 +2020,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseInputDetails) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai15(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseInputDetails) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai15(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai15(in *jlexer.Lexer, out *ResponseIncompleteDetails) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai16(in *jlexer.Lexer, out *ResponseIncompleteDetails) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -1942,7 +2057,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai15(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai15(out *jwriter.Writer, in ResponseIncompleteDetails) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai16(out *jwriter.Writer, in ResponseIncompleteDetails) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -1956,14 +2071,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai15(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseIncompleteDetails) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai15(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai16(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseIncompleteDetails) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai15(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai16(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai16(in *jlexer.Lexer, out *ResponseFormatEcho) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai17(in *jlexer.Lexer, out *ResponseFormatEcho) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -2017,7 +2132,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai16(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai16(out *jwriter.Writer, in ResponseFormatEcho) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai17(out *jwriter.Writer, in ResponseFormatEcho) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -2051,14 +2166,14 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai16(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseFormatEcho) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai16(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai17(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseFormatEcho) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai16(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai17(l, v)
 }
-func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai17(in *jlexer.Lexer, out *ResponseErrorObject) {
+func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai18(in *jlexer.Lexer, out *ResponseErrorObject) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -2094,7 +2209,7 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai17(in *jlexer.Lexer
 		in.Consumed()
 	}
 }
-func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai17(out *jwriter.Writer, in ResponseErrorObject) {
+func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai18(out *jwriter.Writer, in ResponseErrorObject) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -2113,10 +2228,10 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai17(out *jwriter.Wri
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ResponseErrorObject) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai17(w, v)
+	easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai18(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ResponseErrorObject) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai17(l, v)
+	easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai18(l, v)
 }

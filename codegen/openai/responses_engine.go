@@ -26,12 +26,16 @@ const (
 // OpenAI documents. It returns the first problem found, naming the
 // parameter, or nil.
 func (r *ResponsesRequest) ToEngine(dst *engine.Request, history []engine.Message) *ParamError {
-	if r.Background {
-		return &ParamError{Param: "background", Code: CodeUnsupportedValue,
-			Message: "Background responses are not supported: omit 'background' or set it to false."}
+	if r.Background && !r.StoreEnabled() {
+		// Background responses live in the store: they are polled there.
+		return &ParamError{Param: "background", Code: CodeInvalidValue,
+			Message: "background can only be used when 'store' is true."}
 	}
 	dst.Model = r.Model
-	dst.Stream = r.Stream
+	// A background response always runs as a stream: its events are
+	// logged for GET ...?stream=true and its output is read from them
+	// (the caller sets Stream; r.Stream says whether the POST streams).
+	dst.Stream = r.Stream || r.Background
 	if err := r.validateSampling(&dst.Sampling); err != nil {
 		return err
 	}

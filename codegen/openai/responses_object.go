@@ -24,7 +24,15 @@ const (
 	ResponseFailed     = "failed"
 	ResponseCancelled  = "cancelled"
 	ResponseInProgress = "in_progress"
+	// ResponseQueued is a background response accepted and not begun.
+	ResponseQueued = "queued"
 )
+
+// ResponseStatusFinal reports whether status is terminal: the response
+// will not change any more.
+func ResponseStatusFinal(status string) bool {
+	return status != ResponseQueued && status != ResponseInProgress
+}
 
 // ResponseMeta is what a response object echoes of its request, plus its id
 // and times. Build it with ResponsesRequest.Meta.
@@ -38,19 +46,22 @@ type ResponseMeta struct {
 	Instructions       string // "" renders null
 	PreviousResponseID string // "" renders null
 	Store              bool
-	Tools              []ResponsesTool
-	ToolChoice         ResponsesToolChoice
-	ParallelToolCalls  bool
-	Temperature        float64
-	TopP               float64
-	MaxOutputTokens    int // 0 renders null
-	TopLogprobs        int
-	ReasoningEffort    string
-	ReasoningSummary   string
-	Format             ResponseFormatEcho
-	Truncation         string
-	User               string
-	Metadata           ResponsesMetadata
+	// Background: the response runs after its HTTP exchange (background:
+	// true), polled with GET /v1/responses/{id}.
+	Background        bool
+	Tools             []ResponsesTool
+	ToolChoice        ResponsesToolChoice
+	ParallelToolCalls bool
+	Temperature       float64
+	TopP              float64
+	MaxOutputTokens   int // 0 renders null
+	TopLogprobs       int
+	ReasoningEffort   string
+	ReasoningSummary  string
+	Format            ResponseFormatEcho
+	Truncation        string
+	User              string
+	Metadata          ResponsesMetadata
 }
 
 // Meta returns the echo of a validated request for a response with the
@@ -59,7 +70,7 @@ func (r *ResponsesRequest) Meta(id string, createdAt int64) ResponseMeta {
 	m := ResponseMeta{
 		ID: id, Model: r.Model, CreatedAt: createdAt,
 		Instructions: r.Instructions, PreviousResponseID: r.PreviousResponseID,
-		Store: r.StoreEnabled(), ToolChoice: r.ToolChoice,
+		Store: r.StoreEnabled(), Background: r.Background, ToolChoice: r.ToolChoice,
 		ParallelToolCalls: r.ParallelToolCalls.Get(true),
 		Temperature:       r.Temperature.Get(1), TopP: r.TopP.Get(1),
 		MaxOutputTokens: r.MaxOutputTokens.V, TopLogprobs: r.TopLogprobs.V, Truncation: r.Truncation,
@@ -99,7 +110,7 @@ func (r *ResponsesRequest) Meta(id string, createdAt int64) ResponseMeta {
 // stored ids agree (whoever wrote the stream).
 func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 	r := &ResponseObject{
-		ID: meta.ID, Object: "response", CreatedAt: meta.CreatedAt, Status: ResponseInProgress,
+		ID: meta.ID, Object: "response", CreatedAt: meta.CreatedAt, Status: ResponseInProgress, Background: meta.Background,
 		Model: meta.Model, Output: []ResponseItem{}, ParallelToolCalls: meta.ParallelToolCalls,
 		ServiceTier: "default", Store: meta.Store, Temperature: meta.Temperature,
 		Text:       ResponseTextEcho{Format: meta.Format, Verbosity: "medium"},
@@ -141,15 +152,13 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 	if len(res.Choices) > 0 {
 		c = res.Choices[0]
 	}
-	status, itemStatus := ResponseCompleted, ResponseCompleted
-	switch {
-	case res.Err != nil && res.Err.Kind == engine.KindAborted:
-		status, itemStatus = ResponseCancelled, ResponseIncomplete
-	case res.Err != nil:
-		status, itemStatus = ResponseFailed, ResponseIncomplete
+	status, itemStatus := ResultStatus(res), ResponseIncomplete
+	switch status {
+	case ResponseCompleted:
+		itemStatus = ResponseCompleted
+	case ResponseFailed:
 		r.Error = &ResponseErrorObject{Code: responseErrorCode(res.Err.Kind), Message: orDefault(res.Err.Message, "The engine failed to complete the request.")}
-	case c.FinishReason == engine.FinishLength:
-		status, itemStatus = ResponseIncomplete, ResponseIncomplete
+	case ResponseIncomplete:
 		r.IncompleteDetails = &ResponseIncompleteDetails{Reason: "max_output_tokens"}
 	}
 	r.Status = status
@@ -184,6 +193,21 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 		r.Output[n-1].Status = itemStatus
 	}
 	return r
+}
+
+// ResultStatus is the status of the final response of res: cancelled
+// (aborted), failed (res.Err), incomplete (the first choice ran out of
+// tokens: finish reason length) or completed.
+func ResultStatus(res *engine.Result) string {
+	switch {
+	case res.Err != nil && res.Err.Kind == engine.KindAborted:
+		return ResponseCancelled
+	case res.Err != nil:
+		return ResponseFailed
+	case len(res.Choices) > 0 && res.Choices[0].FinishReason == engine.FinishLength:
+		return ResponseIncomplete
+	}
+	return ResponseCompleted
 }
 
 // responseErrorCode maps an engine error onto the codes the SDK's

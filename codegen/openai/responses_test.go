@@ -144,7 +144,7 @@ func TestResponsesValidation(t *testing.T) {
 	}
 	f(`{"model":"m"}`, "input", CodeMissing, "non-empty")
 	f(`{"input":[]}`, "input", CodeMissing, "non-empty")
-	f(`{"input":"x","background":true}`, "background", CodeUnsupportedValue, "not supported")
+	f(`{"input":"x","background":true,"store":false}`, "background", CodeInvalidValue, "'store' is true")
 	f(`{"input":"x","temperature":3}`, "temperature", CodeInvalidValue, "between 0 and 2")
 	f(`{"input":"x","top_p":-1}`, "top_p", CodeInvalidValue, "between 0 and 1")
 	f(`{"input":"x","max_output_tokens":0}`, "max_output_tokens", CodeInvalidValue, "at least 1")
