@@ -35,6 +35,6 @@ func (s *Server) Live() Live {
 		Running:         st.Running,
 		Waiting:         st.Waiting,
 		KVBlocksUsed:    st.KVBlocksUsed,
-		StoredResponses: s.sessions.ResponseStore().Stats().Count,
+		StoredResponses: s.sessions.StoreStats().Count,
 	}
 }

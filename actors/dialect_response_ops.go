@@ -93,6 +93,10 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 		return
 	}
 	d.ask.replyTo = nil
+	if reply.err != nil {
+		ss.fail(ctx, storeUnavailable(reply.err))
+		return
+	}
 	rec := reply.rec
 	if rec == nil {
 		ss.fail(ctx, &apiError{Status: 404, Type: "invalid_request_error",

@@ -56,6 +56,10 @@ func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
 		return
 	}
 	d.lookup.replyTo = nil
+	if reply.err != nil {
+		ss.fail(ctx, storeUnavailable(reply.err))
+		return
+	}
 	if reply.rec == nil {
 		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: "previous_response_not_found",
 			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " not found."})
@@ -144,7 +148,7 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 		rec.history = append(rec.history, assistantTurn(d.id, &res.Choices[0]))
 	}
 	rec.size = recordSize(rec)
-	ss.owner.store.put(rec)
+	ss.owner.store.put(rec, nil)
 }
 
 // assistantTurn is the history turn of response respID's choice c. A call

@@ -68,7 +68,7 @@ type Sessions struct {
 	// Formatter or Sink on the engine's goroutine.
 	panics  atomic.Uint64
 	unknown unknownFields
-	store   *ResponseStore // stored Responses API responses (store.go)
+	store   responseStore // stored Responses API responses (store.go, store_redis.go)
 	// withMailbox is the props option that gives a session its mailbox on
 	// the worker pool, built once rather than per spawn.
 	withMailbox actor.PropsOption
@@ -109,7 +109,15 @@ func NewSessions(cfg Config) (*Sessions, error) {
 	})
 	s.root = s.system.Root.WithGuardian(stop)
 	s.prep = newPrepPool(cfg.Engine, s.log, 0)
-	s.store = newResponseStore(s.system, cfg.Store, s.pool.Producer())
+	if cfg.Store.IsMemory() {
+		s.store = newResponseStore(s.system, cfg.Store, s.pool.Producer())
+	} else {
+		rs, err := newRedisStore(s.system, cfg.Store, s.log)
+		if err != nil {
+			return nil, err
+		}
+		s.store = rs
+	}
 	s.withMailbox = actor.WithMailbox(s.pool.Producer())
 	return s, nil
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -30,11 +31,44 @@ const (
 	DefaultStoreMaxBytes = 256 << 20
 )
 
-// StoreConfig bounds the response store; zero values take the defaults.
-// The least recently used response is evicted first.
+// StoreConfig selects and bounds the response store; zero values take the
+// defaults.
 type StoreConfig struct {
+	// URL selects the store: "" or "memory" for this process's bounded LRU
+	// (MaxResponses, MaxBytes; the least recently used response is evicted
+	// first), or a Redis URL (redis://[user:pass@]host:port/db, rediss://
+	// for TLS, unix:///path/to.sock) shared by a fleet (store_redis.go).
+	URL          string
 	MaxResponses int
 	MaxBytes     int64
+	// Redis: how long a stored response lives (default 30 days, as
+	// OpenAI keeps them), the largest record stored (default 16 MiB), and
+	// the key prefix (default "vajra:").
+	TTL           time.Duration
+	MaxEntryBytes int64
+	KeyPrefix     string
+}
+
+// IsMemory reports whether c selects the in-process store.
+func (c StoreConfig) IsMemory() bool { return c.URL == "" || c.URL == "memory" }
+
+// responseStore is where stored responses live: the in-process LRU actor
+// (ResponseStore) or Redis (redisStore). Every method is safe for
+// concurrent use and never blocks: a read's answer comes to the asking
+// session as a *storeReply.
+type responseStore interface {
+	// put saves rec. The memory store has it before any later ask is
+	// served; Redis has it once the write returns. When ack is not nil,
+	// the store answers it (ack.reply, sent to ack.replyTo, err set if the
+	// save failed) once rec is saved: a session that must not let its
+	// client see the end before the fleet can read the response waits
+	// for that.
+	put(rec *storedResponse, ack *storeRequest)
+	// ask sends a read or delete; the reply goes to req.replyTo as
+	// &req.reply, with err set when the store could not answer.
+	ask(req *storeRequest)
+	stop()
+	Stats() StoreStats
 }
 
 // StoreStats are the response store's counters.
@@ -42,8 +76,13 @@ type StoreStats struct {
 	Stored  uint64 // responses put, ever
 	Evicted uint64 // responses evicted by the count or byte bound
 	Deleted uint64 // responses deleted by DELETE /v1/responses/{id}
-	Count   int64  // responses held now
-	Bytes   int64  // bytes held now
+	Count   int64  // responses held now (memory store)
+	Bytes   int64  // bytes held now (memory store)
+	// SaveFailures counts responses that could not be saved (Redis
+	// unreachable, the store's queue full, a record over the entry cap).
+	SaveFailures uint64
+	// Ops are the Redis store's per-command figures (zero for memory).
+	Ops StoreOpStats
 }
 
 // storedResponse is one stored response. Immutable after put.
@@ -71,8 +110,12 @@ const (
 	storeDelete
 )
 
-// storePut stores rec (replacing a record of the same id).
-type storePut struct{ rec *storedResponse }
+// storePut stores rec (replacing a record of the same id), and answers
+// ack when set.
+type storePut struct {
+	rec *storedResponse
+	ack *storeRequest
+}
 
 // storeRequest asks the store for (or to delete) a response; the store
 // answers with reply, sent to replyTo.
@@ -84,9 +127,12 @@ type storeRequest struct {
 }
 
 // storeReply answers a storeRequest: rec is nil when the id is unknown
-// (never stored, deleted or evicted).
+// (never stored, deleted, evicted or expired); err is set, and rec nil,
+// when the store could not answer (Redis unreachable or overloaded): the
+// session answers 503.
 type storeReply struct {
 	rec *storedResponse
+	err error
 }
 
 // ResponseStore is the actor that owns stored responses. Its counters are
@@ -130,8 +176,8 @@ func (st *ResponseStore) Stats() StoreStats {
 // put sends rec to the store. Safe for concurrent use (also from the
 // engine's goroutine): the put is queued before the caller's response goes
 // out, so a client that reads the response and asks for it finds it.
-func (st *ResponseStore) put(rec *storedResponse) {
-	st.root.Send(st.pid, &storePut{rec: rec})
+func (st *ResponseStore) put(rec *storedResponse, ack *storeRequest) {
+	st.root.Send(st.pid, &storePut{rec: rec, ack: ack})
 }
 
 // ask sends a read or delete; the reply goes to req.replyTo as
@@ -148,6 +194,10 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *storePut:
 		st.add(m.rec)
+		if m.ack != nil {
+			m.ack.reply = storeReply{rec: m.rec}
+			ctx.Send(m.ack.replyTo, &m.ack.reply)
+		}
 	case *storeRequest:
 		rec := st.byID[m.id]
 		if rec != nil {
@@ -226,6 +276,18 @@ func recordSize(rec *storedResponse) int64 {
 	return n
 }
 
-// ResponseStore returns the store of Responses API responses, for metrics.
-// Safe for concurrent use.
-func (s *Sessions) ResponseStore() *ResponseStore { return s.store }
+// StoreStats returns the response store's figures, for metrics. Safe for
+// concurrent use.
+func (s *Sessions) StoreStats() StoreStats { return s.store.Stats() }
+
+// StoreIsMemory reports whether responses are stored in this process
+// (else in Redis).
+func (s *Sessions) StoreIsMemory() bool { return s.cfg.Store.IsMemory() }
+
+// storeUnavailable is the 503 of a request that needs the response store
+// when the store cannot answer (err says why: unreachable or overloaded).
+// Generation itself does not need the store: store: false requests go on.
+func storeUnavailable(err error) *apiError {
+	return &apiError{Status: 503, Type: "server_error", Code: "response_store_unavailable",
+		Message: "The response store is unavailable (" + err.Error() + "); retry later, or send store: false."}
+}

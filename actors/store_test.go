@@ -47,12 +47,12 @@ func record(id string, body string) *storedResponse {
 
 func TestStoreEvictsLeastRecentlyUsedByCount(t *testing.T) {
 	st, ask := newTestStore(t, StoreConfig{MaxResponses: 2})
-	st.put(record("a", "{}"))
-	st.put(record("b", "{}"))
+	st.put(record("a", "{}"), nil)
+	st.put(record("b", "{}"), nil)
 	if ask(storeGet, "a") == nil { // a is now the most recently used
 		t.Fatal("a missing")
 	}
-	st.put(record("c", "{}")) // evicts b
+	st.put(record("c", "{}"), nil) // evicts b
 	if ask(storeGet, "b") != nil {
 		t.Fatal("b not evicted")
 	}
@@ -69,7 +69,7 @@ func TestStoreEvictsByBytesAndDeletes(t *testing.T) {
 	one := record("a", string(make([]byte, 1000))).size
 	st, ask := newTestStore(t, StoreConfig{MaxBytes: 2*one + one/2})
 	for _, id := range []string{"a", "b", "c"} {
-		st.put(record(id, string(make([]byte, 1000))))
+		st.put(record(id, string(make([]byte, 1000))), nil)
 	}
 	if ask(storeGet, "a") != nil || ask(storeGet, "b") == nil {
 		t.Fatal("byte bound: a should be evicted, b kept")
@@ -81,7 +81,7 @@ func TestStoreEvictsByBytesAndDeletes(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	// A record alone over the bound is kept (the newest is never evicted).
-	st.put(record("big", string(make([]byte, 10*1000))))
+	st.put(record("big", string(make([]byte, 10*1000))), nil)
 	if ask(storeGet, "big") == nil || ask(storeGet, "c") != nil {
 		t.Fatal("big record")
 	}

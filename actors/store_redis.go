@@ -1,0 +1,446 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/vajra-go/vajra/codegen/openai"
+	"github.com/vajra-go/vajra/engine"
+)
+
+// The Redis-backed response store, for a fleet of Vajra nodes behind a load
+// balancer: a response created on one node can be read, chained, listed,
+// deleted or cancelled through any other. The client is
+// github.com/redis/go-redis/v9: Redis's own Go client, one small module,
+// a connection pool safe for concurrent use, and ParseURL for every URL
+// form an operator writes (redis://, rediss:// for TLS, unix://). rueidis
+// is faster through auto-pipelining and client-side caching, but the store
+// makes one command per request, off the hot path, where neither shows.
+//
+// Nothing here runs on an event loop or per token. A session's read or
+// write is a job on a bounded queue served by a fixed set of goroutines
+// (redisWorkers); the answer comes back to the session as the same
+// *storeReply message the memory store sends. A slow or unreachable Redis
+// therefore delays only the store's own jobs: no mailbox worker and no
+// stream waits for it. A full queue answers at once with errStoreBusy.
+//
+// Keys follow Redis conventions: one configurable prefix (default
+// "vajra:"), then "resp:" and the response id. Each value is one JSON
+// document (the record below), written with SET ... PX ttl, so an expired
+// response disappears by itself, as OpenAI's do after 30 days.
+
+// Defaults of the Redis store.
+const (
+	DefaultStoreTTL           = 30 * 24 * time.Hour
+	DefaultStoreMaxEntryBytes = 16 << 20
+	DefaultStoreKeyPrefix     = "vajra:"
+	redisWorkers              = 16
+	redisQueue                = 4096
+)
+
+var (
+	// errStoreUnavailable is a store the node cannot reach now.
+	errStoreUnavailable = errors.New("the response store is unavailable")
+	// errStoreBusy is a store whose queue of jobs is full.
+	errStoreBusy = errors.New("the response store is overloaded")
+	// errStoreEntryTooLarge is a record over MaxEntryBytes.
+	errStoreEntryTooLarge = errors.New("the response is too large to store")
+)
+
+// redisStore implements responseStore over Redis.
+type redisStore struct {
+	client   *redis.Client
+	prefix   string
+	ttl      time.Duration
+	maxEntry int64
+	log      *zap.Logger
+	root     *actor.RootContext
+	jobs     chan *storeJob
+	wg       sync.WaitGroup
+	ops      storeOpStats
+	// up is false while Redis is known to be unreachable: commands then
+	// fail at once instead of each waiting out a dial timeout, and one
+	// prober goroutine (probing) pings every probeInterval until Redis
+	// answers again.
+	up       atomic.Bool
+	probing  atomic.Bool
+	quit     chan struct{}
+	stored   atomic.Uint64
+	deleted  atomic.Uint64
+	failures atomic.Uint64 // saves that failed (logged once per transition)
+}
+
+// storeJob is one queued command: a save of put (answering req, when set,
+// once saved), or the read or delete req.
+type storeJob struct {
+	put *storedResponse
+	req *storeRequest
+}
+
+// newRedisStore connects to the store at url. The node starts even when
+// Redis is down (generation does not need it): the failure is logged, and
+// store-dependent requests get 503 until Redis answers again.
+func newRedisStore(system *actor.ActorSystem, cfg StoreConfig, log *zap.Logger) (*redisStore, error) {
+	opts, err := redis.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("--response-store: %w", err)
+	}
+	// Fail fast rather than queue behind a dead server: one retry, and a
+	// pool wait no longer than a command may take.
+	opts.MaxRetries = 1
+	if opts.PoolTimeout == 0 {
+		opts.PoolTimeout = 4 * time.Second
+	}
+	// go-redis logs through a process-wide logger of its own (dial
+	// failures of its pool, every few milliseconds while Redis is down);
+	// the store reports reachability itself, once per change, so the
+	// library's lines go to debug.
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log.Named("redis")}) })
+	st := &redisStore{
+		client:   redis.NewClient(opts),
+		prefix:   cfg.KeyPrefix,
+		ttl:      cfg.TTL,
+		maxEntry: cfg.MaxEntryBytes,
+		log:      log.Named("response-store"),
+		root:     system.Root,
+		jobs:     make(chan *storeJob, redisQueue),
+		quit:     make(chan struct{}),
+	}
+	if st.prefix == "" {
+		st.prefix = DefaultStoreKeyPrefix
+	}
+	if st.ttl <= 0 {
+		st.ttl = DefaultStoreTTL
+	}
+	if st.maxEntry <= 0 {
+		st.maxEntry = DefaultStoreMaxEntryBytes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.DialTimeout+opts.ReadTimeout)
+	defer cancel()
+	if err := st.client.Ping(ctx).Err(); err != nil {
+		st.log.Warn("Redis is not reachable; stored-response requests get 503 until it is", zap.String("addr", opts.Addr), zap.Error(err))
+		st.probe()
+	} else {
+		st.up.Store(true)
+		st.log.Info("response store: Redis", zap.String("addr", opts.Addr), zap.Int("db", opts.DB))
+	}
+	for range redisWorkers {
+		st.wg.Add(1)
+		go st.work()
+	}
+	return st, nil
+}
+
+func (st *redisStore) key(id string) string { return st.prefix + "resp:" + id }
+
+// put queues a save of rec. A full queue drops it (logged and counted):
+// the response has been answered; only its later reads will miss it.
+func (st *redisStore) put(rec *storedResponse, ack *storeRequest) {
+	if !st.up.Load() {
+		st.ops.record(opPut, resultError, 0)
+		st.saveFailed(rec.id, errStoreUnavailable)
+		if ack != nil {
+			ack.reply = storeReply{err: errStoreUnavailable}
+			st.root.Send(ack.replyTo, &ack.reply)
+		}
+		return
+	}
+	select {
+	case st.jobs <- &storeJob{put: rec, req: ack}:
+	default:
+		st.ops.record(opPut, resultBusy, 0)
+		st.saveFailed(rec.id, errStoreBusy)
+		if ack != nil {
+			ack.reply = storeReply{err: errStoreBusy}
+			st.root.Send(ack.replyTo, &ack.reply)
+		}
+	}
+}
+
+// ask queues a read or delete; the reply goes to req.replyTo, with
+// reply.err set when Redis could not answer.
+func (st *redisStore) ask(req *storeRequest) {
+	if !st.up.Load() {
+		st.ops.record(req.op.kind(), resultError, 0)
+		req.reply = storeReply{err: errStoreUnavailable}
+		st.root.Send(req.replyTo, &req.reply)
+		return
+	}
+	select {
+	case st.jobs <- &storeJob{req: req}:
+	default:
+		st.ops.record(req.op.kind(), resultBusy, 0)
+		req.reply = storeReply{err: errStoreBusy}
+		st.root.Send(req.replyTo, &req.reply)
+	}
+}
+
+// stop drains the queue and closes the client.
+func (st *redisStore) stop() {
+	close(st.quit)
+	close(st.jobs)
+	st.wg.Wait()
+	_ = st.client.Close()
+}
+
+func (st *redisStore) work() {
+	defer st.wg.Done()
+	for j := range st.jobs {
+		if j.put != nil {
+			err := st.save(j.put)
+			if err != nil {
+				st.saveFailed(j.put.id, err)
+			}
+			if j.req != nil {
+				j.req.reply = storeReply{rec: j.put, err: err}
+				st.root.Send(j.req.replyTo, &j.req.reply)
+			}
+			continue
+		}
+		j.req.reply = st.answer(j.req)
+		st.root.Send(j.req.replyTo, &j.req.reply)
+	}
+}
+
+// commandTimeout bounds one command beyond the client's own socket
+// timeouts (which ParseURL's dial_timeout/read_timeout set).
+const commandTimeout = 5 * time.Second
+
+func (st *redisStore) save(rec *storedResponse) error {
+	doc, err := encodeRecord(rec)
+	if err != nil {
+		return err
+	}
+	if int64(len(doc)) > st.maxEntry {
+		st.ops.record(opPut, resultTooLarge, 0)
+		return errStoreEntryTooLarge
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	start := time.Now()
+	err = st.client.Set(ctx, st.key(rec.id), doc, st.ttl).Err()
+	st.done(opPut, err, start)
+	if err != nil {
+		return errStoreUnavailable
+	}
+	st.stored.Add(1)
+	return nil
+}
+
+func (st *redisStore) answer(req *storeRequest) storeReply {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	start := time.Now()
+	var doc []byte
+	var err error
+	if req.op == storeDelete {
+		doc, err = st.client.GetDel(ctx, st.key(req.id)).Bytes()
+	} else {
+		doc, err = st.client.Get(ctx, st.key(req.id)).Bytes()
+	}
+	if errors.Is(err, redis.Nil) {
+		st.done(req.op.kind(), nil, start)
+		return storeReply{}
+	}
+	st.done(req.op.kind(), err, start)
+	if err != nil {
+		return storeReply{err: errStoreUnavailable}
+	}
+	rec, err := decodeRecord(doc)
+	if err != nil {
+		st.log.Error("a stored response does not decode; treated as absent", zap.String("id", req.id), zap.Error(err))
+		return storeReply{}
+	}
+	if req.op == storeDelete {
+		st.deleted.Add(1)
+	}
+	return storeReply{rec: rec}
+}
+
+// done records a command's outcome and notes whether Redis is reachable,
+// logging each change once rather than once per failed command.
+func (st *redisStore) done(op storeOpKind, err error, start time.Time) {
+	res := resultOK
+	if err != nil {
+		res = resultError
+	}
+	st.ops.record(op, res, time.Since(start))
+	if err == nil || isRedisReply(err) {
+		return
+	}
+	if st.up.Swap(false) {
+		st.log.Warn("Redis is not reachable; stored-response requests get 503 until it is", zap.Error(err))
+		st.probe()
+	}
+}
+
+// probeInterval is how often a store that lost Redis pings it.
+const probeInterval = 250 * time.Millisecond
+
+// probe starts the prober unless it runs: it pings Redis every
+// probeInterval and marks the store up at the first answer.
+func (st *redisStore) probe() {
+	if !st.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer st.probing.Store(false)
+		t := time.NewTicker(probeInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-st.quit:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+			err := st.client.Ping(ctx).Err()
+			cancel()
+			if err == nil {
+				st.up.Store(true)
+				st.log.Info("Redis is reachable again")
+				return
+			}
+		}
+	}()
+}
+
+// isRedisReply tells an error Redis itself answered (the server is up:
+// out of memory, a read-only replica...) from a transport failure or a
+// timeout.
+func isRedisReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+func (st *redisStore) saveFailed(id string, err error) {
+	st.failures.Add(1)
+	if ce := st.log.Check(zap.WarnLevel, "a response could not be stored"); ce != nil {
+		ce.Write(zap.String("id", id), zap.Error(err))
+	}
+}
+
+// Stats returns the store's counters. Count and Bytes are not known for
+// Redis (it is shared by the fleet): they stay 0.
+func (st *redisStore) Stats() StoreStats {
+	return StoreStats{Stored: st.stored.Load(), Deleted: st.deleted.Load(), SaveFailures: st.failures.Load(), Ops: st.ops.snapshot()}
+}
+
+// The record as stored in Redis: one JSON document with its own field
+// names, so that the wire shapes of the API may change without breaking
+// records written by an older node.
+type recordJSON struct {
+	V       int             `json:"v"`
+	ID      string          `json:"id"`
+	Body    json.RawMessage `json:"body"`
+	Input   []itemJSON      `json:"input,omitempty"`
+	History []messageJSON   `json:"history,omitempty"`
+}
+
+type itemJSON struct {
+	Type      string     `json:"type"`
+	ID        string     `json:"id,omitempty"`
+	Status    string     `json:"status,omitempty"`
+	Role      string     `json:"role,omitempty"`
+	Content   []partJSON `json:"content,omitempty"`
+	CallID    string     `json:"call_id,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	Arguments string     `json:"arguments,omitempty"`
+	Output    string     `json:"output,omitempty"`
+}
+
+type partJSON struct {
+	Type    string `json:"type"`
+	Text    string `json:"text,omitempty"`
+	Refusal string `json:"refusal,omitempty"`
+}
+
+type messageJSON struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	ToolCalls  []callJSON `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Reasoning  string     `json:"reasoning,omitempty"`
+}
+
+type callJSON struct {
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+const recordVersion = 1
+
+// encodeRecord renders rec as the JSON document Redis keeps. Once per
+// stored response, off the hot path.
+func encodeRecord(rec *storedResponse) ([]byte, error) {
+	doc := recordJSON{V: recordVersion, ID: rec.id, Body: rec.body}
+	for i := range rec.input {
+		it := &rec.input[i]
+		j := itemJSON{Type: it.Type, ID: it.ID, Status: it.Status, Role: it.Role, CallID: it.CallID,
+			Name: it.Name, Arguments: it.Arguments, Output: it.Output}
+		for _, p := range it.Content {
+			j.Content = append(j.Content, partJSON{Type: p.Type, Text: p.Text, Refusal: p.Refusal})
+		}
+		doc.Input = append(doc.Input, j)
+	}
+	for i := range rec.history {
+		m := &rec.history[i]
+		j := messageJSON{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, Reasoning: m.Reasoning}
+		for _, c := range m.ToolCalls {
+			j.ToolCalls = append(j.ToolCalls, callJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		doc.History = append(doc.History, j)
+	}
+	return json.Marshal(&doc)
+}
+
+// decodeRecord reads a record encodeRecord wrote.
+func decodeRecord(b []byte) (*storedResponse, error) {
+	var doc recordJSON
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	if doc.V != recordVersion {
+		return nil, fmt.Errorf("record version %d, this node reads %d", doc.V, recordVersion)
+	}
+	rec := &storedResponse{id: doc.ID, body: []byte(doc.Body)}
+	for _, j := range doc.Input {
+		it := openai.ResponseItem{Type: j.Type, ID: j.ID, Status: j.Status, Role: j.Role, CallID: j.CallID,
+			Name: j.Name, Arguments: j.Arguments, Output: j.Output}
+		for _, p := range j.Content {
+			it.Content = append(it.Content, openai.ResponsesContentPart{Type: p.Type, Text: p.Text, Refusal: p.Refusal})
+		}
+		rec.input = append(rec.input, it)
+	}
+	for _, j := range doc.History {
+		m := engine.Message{Role: j.Role, Content: j.Content, Name: j.Name, ToolCallID: j.ToolCallID, Reasoning: j.Reasoning}
+		for _, c := range j.ToolCalls {
+			m.ToolCalls = append(m.ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		rec.history = append(rec.history, m)
+	}
+	rec.size = recordSize(rec)
+	return rec, nil
+}
+
+var redisLogOnce sync.Once
+
+// redisLogger routes go-redis's own log lines to zap at debug level.
+type redisLogger struct{ log *zap.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	if ce := l.log.Check(zap.DebugLevel, "go-redis"); ce != nil {
+		ce.Write(zap.String("line", fmt.Sprintf(format, v...)))
+	}
+}
