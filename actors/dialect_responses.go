@@ -148,7 +148,7 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 		rec.history = append(rec.history, assistantTurn(d.id, &res.Choices[0]))
 	}
 	rec.size = recordSize(rec)
-	ss.owner.store.put(rec, nil)
+	ss.saveWith(rec)
 }
 
 // assistantTurn is the history turn of response respID's choice c. A call

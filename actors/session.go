@@ -44,6 +44,14 @@ type session struct {
 	prepErr   error
 	prepMsg   prepDone
 
+	// saving: the response's save must be acknowledged by the store
+	// before the response's end goes out (a shared store, where another
+	// node may serve the client's next request); saveAck is the request
+	// the store answers, held says what waits for it.
+	saving  bool
+	saveAck storeRequest
+	held    heldEnd
+
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
 	body   []byte     // non-stream body (or other scratch output)
@@ -102,11 +110,68 @@ func (ss *session) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		ss.cleanup()
 	default:
+		if m, ok := ctx.Message().(*storeReply); ok && m == &ss.saveAck.reply {
+			ss.saved(ctx)
+			return
+		}
 		// Replies addressed to the dialect (the response store's answers).
 		if r, ok := ss.d.(receiver); ok && !ss.finished {
 			r.receive(ss, ctx)
 		}
 	}
+}
+
+// heldEnd is what a session holds back until its save is acknowledged.
+type heldEnd uint8
+
+const (
+	heldNone     heldEnd = iota
+	heldStream           // ss.out: the stream's last frames
+	heldResponse         // ss.body: a 200 body
+)
+
+// saveWith sends rec to the store. With a shared store the session then
+// holds its response's end back until the store acknowledges the save
+// (saved), so that a client that saw the end can read or chain the
+// response through any node of the fleet; the memory store needs no wait,
+// since it serves every later request after this put.
+func (ss *session) saveWith(rec *storedResponse) {
+	if ss.owner.cfg.Store.IsMemory() {
+		ss.owner.store.put(rec, nil)
+		return
+	}
+	ss.saving = true
+	ss.saveAck = storeRequest{replyTo: ss.self}
+	ss.owner.store.put(rec, &ss.saveAck)
+}
+
+// hold keeps the response's end (what) back while a save is unacknowledged;
+// it reports whether it did.
+func (ss *session) hold(what heldEnd) bool {
+	if !ss.saving {
+		return false
+	}
+	ss.held = what
+	return true
+}
+
+// saved runs when the store acknowledged the save (or reported that it
+// failed: the store logged and counted that, and the response still ends,
+// with its terminal event): the held end goes out and the session stops.
+func (ss *session) saved(ctx actor.Context) {
+	ss.saving = false
+	if ss.stopped { // the client left meanwhile: nothing to send
+		return
+	}
+	switch ss.held {
+	case heldStream:
+		ss.conn.EndStream(ss.out)
+	case heldResponse:
+		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
+		ss.releaseBody()
+	}
+	ss.held = heldNone
+	ss.stop(ctx)
 }
 
 // recoverPanic logs a panic of the session's own code once, with its
@@ -255,6 +320,9 @@ func (ss *session) forward(ctx actor.Context) {
 		if e, ok := ss.d.(streamEnder); ok {
 			e.streamEnded(ss, final)
 		}
+		if ss.hold(heldStream) {
+			return
+		}
 		ss.conn.EndStream(ss.out)
 	case final.Err != nil:
 		ae := ss.d.engineError(final.Err, &ss.ereq)
@@ -263,6 +331,9 @@ func (ss *session) forward(ctx actor.Context) {
 		ss.releaseBody()
 	default:
 		ss.body = ss.d.appendResponse(ss.takeBody(), ss, final)
+		if ss.hold(heldResponse) {
+			return
+		}
 		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
 		ss.releaseBody()
 	}

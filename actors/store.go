@@ -47,6 +47,9 @@ type StoreConfig struct {
 	TTL           time.Duration
 	MaxEntryBytes int64
 	KeyPrefix     string
+	// CAFile, for rediss://, is a PEM file of the CAs that sign the Redis
+	// server's certificate (default: the system's roots).
+	CAFile string
 }
 
 // IsMemory reports whether c selects the in-process store.

@@ -2,9 +2,11 @@ package actors
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,6 +96,20 @@ func newRedisStore(system *actor.ActorSystem, cfg StoreConfig, log *zap.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("--response-store: %w", err)
 	}
+	if cfg.CAFile != "" {
+		if opts.TLSConfig == nil {
+			return nil, errors.New("--response-store-ca-file needs a rediss:// store URL")
+		}
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--response-store-ca-file: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--response-store-ca-file %s: no PEM certificate in it", cfg.CAFile)
+		}
+		opts.TLSConfig.RootCAs = roots
+	}
 	// Fail fast rather than queue behind a dead server: one retry, and a
 	// pool wait no longer than a command may take.
 	opts.MaxRetries = 1
@@ -124,7 +140,7 @@ func newRedisStore(system *actor.ActorSystem, cfg StoreConfig, log *zap.Logger) 
 	if st.maxEntry <= 0 {
 		st.maxEntry = DefaultStoreMaxEntryBytes
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opts.DialTimeout+opts.ReadTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	if err := st.client.Ping(ctx).Err(); err != nil {
 		st.log.Warn("Redis is not reachable; stored-response requests get 503 until it is", zap.String("addr", opts.Addr), zap.Error(err))

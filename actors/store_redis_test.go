@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
@@ -35,14 +36,15 @@ type redisFixture struct {
 
 func newRedisFixture(t *testing.T, cfg StoreConfig) *redisFixture {
 	t.Helper()
-	srv := redistest.Start(t)
+	var srv *redistest.Server
 	if cfg.URL == "" {
+		srv = redistest.Start(t)
 		// Short socket timeouts, so that a stopped server fails commands
 		// quickly (go-redis reads them from the URL, as operators set them).
 		cfg.URL = srv.URL() + "?dial_timeout=300ms&read_timeout=300ms&write_timeout=300ms"
 	}
 	system := NewActorSystem(zap.NewNop())
-	st, err := newRedisStore(system, cfg, zap.NewNop())
+	st, err := newRedisStore(system, cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,5 +238,44 @@ func TestRecordCodecRejectsOtherVersions(t *testing.T) {
 	}
 	if _, err := decodeRecord([]byte(`{`)); err == nil {
 		t.Fatal("malformed record decoded")
+	}
+}
+
+// The other URL forms: rediss:// (TLS, verified against the CA the test
+// made, through --response-store-ca-file) and unix://.
+func TestRedisStoreTLSAndUnixSocket(t *testing.T) {
+	tlsSrv := redistest.StartTLS(t)
+	plain := redistest.Start(t)
+	for name, cfg := range map[string]StoreConfig{
+		"rediss": {URL: tlsSrv.URL(), CAFile: tlsSrv.CAFile()},
+		"unix":   {URL: plain.SocketURL()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newRedisFixture(t, cfg)
+			if !f.st.up.Load() {
+				t.Fatal("not connected")
+			}
+			if r := f.save(fullRecord("resp_" + name)); r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r := f.ask(storeGet, "resp_"+name); r.err != nil || r.rec == nil {
+				t.Fatalf("get: %+v", r)
+			}
+		})
+	}
+	// Without the CA the server's certificate is refused: the store is
+	// down (and says so), not silently insecure.
+	system := NewActorSystem(zap.NewNop())
+	defer system.Shutdown()
+	st, err := newRedisStore(system, StoreConfig{URL: tlsSrv.URL() + "?dial_timeout=300ms"}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.stop()
+	if st.up.Load() {
+		t.Fatal("a certificate from an unknown CA was accepted")
+	}
+	if _, err := newRedisStore(system, StoreConfig{URL: plain.URL(), CAFile: tlsSrv.CAFile()}, zap.NewNop()); err == nil {
+		t.Fatal("a CA file with a redis:// URL was accepted")
 	}
 }

@@ -91,6 +91,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&cfg.ResponseStore.URL, "response-store", "memory", "where the Responses API keeps stored responses: memory (this process, bounded LRU) or a Redis URL shared by a fleet: redis://[user:pass@]host:port/db, rediss://... (TLS), unix:///path/redis.sock")
 	fs.DurationVar(&cfg.ResponseStore.TTL, "response-store-ttl", 30*24*time.Hour, "how long Redis keeps a stored response (OpenAI keeps them 30 days)")
 	fs.Int64Var(&cfg.ResponseStore.MaxEntryBytes, "response-store-max-entry-bytes", 16<<20, "largest stored response record in Redis; larger ones are not stored (logged and counted)")
+	fs.StringVar(&cfg.ResponseStore.CAFile, "response-store-ca-file", "", "PEM file of the CAs that sign the Redis server's certificate, for rediss:// (default: the system's roots)")
 	fs.StringVar(&cfg.ResponseStore.KeyPrefix, "response-store-key-prefix", "vajra:", "prefix of every Redis key Vajra writes (one namespace per fleet)")
 	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "coalesce up to this many tokens per streamed frame (as vLLM's; 0 or 1: one frame per token)")
 	fs.StringVar(&st.logFormat, "log-format", st.logFormat, "log format: json or console")

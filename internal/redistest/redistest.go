@@ -18,12 +18,14 @@ import (
 	"time"
 )
 
-// Server is one redis-server process.
+// Server is one redis-server process. It listens on a loopback TCP port
+// (plain, or TLS for StartTLS) and on a Unix socket in its directory.
 type Server struct {
 	t    testing.TB
 	bin  string
 	dir  string
 	port int
+	tls  bool // the port speaks TLS (StartTLS); CAFile verifies it
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -33,6 +35,18 @@ type Server struct {
 // The server is stopped at the test's end.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, false)
+}
+
+// StartTLS is Start with the port speaking TLS only, under a certificate
+// for 127.0.0.1 signed by a CA made for the test (CAFile).
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, tls bool) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("VAJRA_REQUIRE_REDIS") != "" {
@@ -40,7 +54,10 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip("redis-server not installed (apt-get install redis-server); .ci/run installs it")
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), tls: tls}
+	if tls {
+		writeCerts(t, s.dir)
+	}
 	for attempt := 0; ; attempt++ {
 		s.port = freePort(t)
 		if err := s.start(); err == nil {
@@ -56,8 +73,22 @@ func Start(t testing.TB) *Server {
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
-// URL is the server's redis:// URL (database 0).
-func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+// URL is the server's redis:// URL (database 0), rediss:// for StartTLS.
+func (s *Server) URL() string {
+	if s.tls {
+		return "rediss://" + s.Addr() + "/0"
+	}
+	return "redis://" + s.Addr() + "/0"
+}
+
+// SocketURL is the server's unix:// URL.
+func (s *Server) SocketURL() string { return "unix://" + s.socket() }
+
+// CAFile is the PEM file of the CA that signed a StartTLS server's
+// certificate.
+func (s *Server) CAFile() string { return filepath.Join(s.dir, "ca.pem") }
+
+func (s *Server) socket() string { return filepath.Join(s.dir, "redis.sock") }
 
 // Stop stops the server and waits for it to exit. Idempotent.
 func (s *Server) Stop() {
@@ -92,11 +123,19 @@ func (s *Server) Restart() {
 }
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	args := []string{"--bind", "127.0.0.1",
+		"--unixsocket", s.socket(), "--unixsocketperm", "700",
 		"--dir", s.dir, "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--loglevel", "warning",
-		"--logfile", filepath.Join(s.dir, "redis.log"))
+		"--logfile", filepath.Join(s.dir, "redis.log")}
+	if s.tls {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port),
+			"--tls-cert-file", filepath.Join(s.dir, "server.pem"), "--tls-key-file", filepath.Join(s.dir, "server.key"),
+			"--tls-ca-cert-file", s.CAFile(), "--tls-auth-clients", "no")
+	} else {
+		args = append(args, "--port", strconv.Itoa(s.port))
+	}
+	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -105,7 +144,7 @@ func (s *Server) start() error {
 	// Ready when it answers PING; bounded.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.Addr()) == nil {
+		if ping("unix", s.socket()) == nil {
 			s.cmd, s.done = cmd, done
 			return nil
 		}
@@ -118,15 +157,15 @@ func (s *Server) start() error {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			<-done
-			return fmt.Errorf("no PONG from %s within 10s", s.Addr())
+			return fmt.Errorf("no PONG on %s within 10s", s.socket())
 		}
 		time.Sleep(10 * time.Millisecond) // polling a process's readiness
 	}
 }
 
 // ping sends PING in RESP and expects +PONG.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+func ping(network, addr string) error {
+	c, err := net.DialTimeout(network, addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
