@@ -36,7 +36,8 @@ func fleetURL(r *redistest.Server) string {
 
 func TestFleetSharesResponses(t *testing.T) {
 	r := redistest.Start(t)
-	a := newClient(startFleetNode(t, fleetURL(r)))
+	baseA := startFleetNode(t, fleetURL(r))
+	a := newClient(baseA)
 	b := newClient(startFleetNode(t, fleetURL(r)))
 	ctx := context.Background()
 
@@ -87,6 +88,19 @@ func TestFleetSharesResponses(t *testing.T) {
 	}
 	if g, err := a.Responses.Get(ctx, streamedID, responses.ResponseGetParams{}); err != nil || g.OutputText() != streamedText {
 		t.Fatalf("streamed response on A: %v", err)
+	}
+
+	// A's store commands are on its /metrics: two saves, and two reads
+	// (the streamed request's previous_response_id, the GET), each timed.
+	mfs := wiretest.Scrape(t, strings.TrimPrefix(baseA, "http://"))
+	if v := wiretest.Value(mfs, "vajra_response_store_operations_total", "op", "put", "result", "ok"); v != 2 {
+		t.Errorf("node A's saves: %v, want 2", v)
+	}
+	if v := wiretest.Value(mfs, "vajra_response_store_operations_total", "op", "get", "result", "ok"); v != 2 {
+		t.Errorf("node A's reads: %v, want 2", v)
+	}
+	if v := wiretest.Value(mfs, "vajra_response_store_operation_duration_seconds", "op", "put"); v != 2 {
+		t.Errorf("node A's save latencies: %v observations, want 2", v)
 	}
 
 	// Deleted through B: gone on A too.
