@@ -42,6 +42,11 @@ type Config struct {
 	// StreamInterval coalesces up to this many tokens into one streamed
 	// frame (vLLM's --stream-interval); 0 or 1 sends one frame per token.
 	StreamInterval int
+	// ResponseStore selects where the Responses API keeps stored
+	// responses: the zero value is this process's bounded LRU; a URL
+	// (redis://, rediss://, unix://) shares them with a fleet through
+	// Redis, with a TTL (default 30 days), an entry cap and a key prefix.
+	ResponseStore actors.StoreConfig
 	// Sim configures the embedded engine when Engine is nil. Its
 	// MaxModelLen and MaxNumSeqs are vLLM's --max-model-len and
 	// --max-num-seqs.
@@ -186,6 +191,7 @@ func New(cfg Config) (*Server, error) {
 		Observer:    obs,
 		// StreamInterval is per server, as in vLLM.
 		StreamInterval: cfg.StreamInterval,
+		Store:          cfg.ResponseStore,
 	})
 	if err != nil {
 		_ = eng.Close()
@@ -241,7 +247,19 @@ func New(cfg Config) (*Server, error) {
 // storeStats adapts the response store's figures to the metrics package's.
 func storeStats(s *actors.Sessions) metrics.StoreStats {
 	st := s.ResponseStore().Stats()
-	return metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes, Live: st.Live}
+	out := metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes,
+		SaveFailures: st.SaveFailures, Live: st.Live}
+	if !s.StoreIsMemory() {
+		for op, name := range actors.StoreOpNames {
+			m := metrics.StoreOp{Op: name, Results: map[string]uint64{}, Bounds: actors.StoreLatencyBuckets[:],
+				Buckets: st.Ops.Buckets[op][:], Sum: st.Ops.Sum[op]}
+			for r, res := range actors.StoreResultNames {
+				m.Results[res] = st.Ops.Count[op][r]
+			}
+			out.Ops = append(out.Ops, m)
+		}
+	}
+	return out
 }
 
 // engineStats adapts the engine's figures to the metrics package's. An

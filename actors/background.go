@@ -2,6 +2,7 @@ package actors
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -68,7 +69,21 @@ type background struct {
 	finish  storeFinish
 	stopMsg bgStop
 	scratch []byte
+	// last are the stream's last events, sent to the subscribers (and the
+	// cancels answered) once the store holds the final record: with Redis
+	// that is when Redis has it, so no node of the fleet can miss it.
+	last []byte
+	// shared: the records live in Redis; progressAt is when this
+	// response's record so far was last written there (about once a
+	// second, for the other nodes' GETs), progress the message doing it.
+	shared     bool
+	progressAt time.Time
+	progress   storeProgress
 }
+
+// progressEvery is how often a running background response's record is
+// written to a shared store, for GETs on other nodes.
+const progressEvery = time.Second
 
 // bgSubscriber is one client streaming the response: the POST's own
 // connection (follower nil) or a GET ...?stream=true session's.
@@ -108,6 +123,8 @@ func (b *background) start(ss *session) {
 	rec := &storedResponse{id: d.id, status: openai.ResponseQueued, background: true, input: d.req.InputItems(d.id)}
 	rec.body = openai.AppendResponse(nil, openai.BuildPartialResponse(&d.meta, openai.ResponseQueued, nil))
 	b.live = storeLive{rec: rec, pid: ss.self}
+	b.shared = !ss.owner.cfg.Store.IsMemory()
+	b.progressAt = time.Now()
 	ss.owner.store.send(&b.live)
 	if !b.stream {
 		ss.conn.Respond(200, contentTypeJSON, nil, rec.body)
@@ -134,17 +151,49 @@ func (b *background) forward(ss *session, ctx actor.Context) {
 			for i := range b.subs {
 				b.send(ss, &b.subs[i], ss.out, false)
 			}
+			if b.shared {
+				b.shareProgress(ss)
+			}
 		}
 		return
 	}
-	b.end(ss, final)
+	b.end(ss, final, false)
+}
+
+// shareProgress writes the record so far to the shared store, at most once
+// per progressEvery (one clock read per batch; only background responses
+// with a shared store come here).
+func (b *background) shareProgress(ss *session) {
+	now := time.Now()
+	if now.Sub(b.progressAt) < progressEvery {
+		return
+	}
+	b.progressAt = now
+	b.progress.rec = b.snapshot()
+	ss.owner.store.send(&b.progress)
+}
+
+// snapshot is the record of the response so far: queued, or in progress
+// with the output generated up to now.
+func (b *background) snapshot() *storedResponse {
+	b.acc.Fold(b.log[b.folded:])
+	b.folded = len(b.log)
+	status := openai.ResponseQueued
+	if b.acc.Started {
+		status = openai.ResponseInProgress
+	}
+	rec := &storedResponse{id: b.d.id, status: status, background: true, input: b.live.rec.input}
+	rec.body = openai.AppendResponse(nil, openai.BuildPartialResponse(&b.d.meta, status, b.acc.Output()))
+	return rec
 }
 
 // end finishes the response: the stream's last events (the engine's, or
 // the terminal event the session writes when the engine wrote none: after
-// a cancel or a panic), the final record to the store, then the last
-// frames and the end to every subscriber, and the answer to each cancel.
-func (b *background) end(ss *session, final *engine.Result) {
+// a cancel or a panic), the final record to the store, then, once the
+// store holds it (storeFinish comes back, see delivered) or at once when
+// now (the session has stopped), the last frames and the end to every
+// subscriber, and the answer to each cancel.
+func (b *background) end(ss *session, final *engine.Result, now bool) {
 	b.ended = true
 	d := b.d
 	out := ss.out
@@ -165,16 +214,26 @@ func (b *background) end(ss *session, final *engine.Result) {
 	b.final = rec
 	b.finish = storeFinish{rec: rec, pid: ss.self}
 	ss.owner.store.send(&b.finish)
+	b.last = out
+	ss.out = out
+	if now {
+		b.delivered(ss)
+	}
+}
+
+// delivered ends every subscriber's stream with the last events and
+// answers the cancels, with the final record.
+func (b *background) delivered(ss *session) {
 	for i := range b.subs {
-		b.send(ss, &b.subs[i], out, true)
+		b.send(ss, &b.subs[i], b.last, true)
 	}
 	b.subs = nil
 	for _, m := range b.cancels {
-		m.reply = storeReply{rec: rec}
+		m.reply = storeReply{rec: b.final}
 		ss.owner.root.Send(m.replyTo, &m.reply)
 	}
 	b.cancels = nil
-	ss.out = out
+	b.last = nil
 }
 
 // appendLog appends whole events to the log, first dropping its older half
@@ -258,7 +317,9 @@ func (b *background) receive(ss *session, ctx actor.Context) bool {
 	case *bgUnsubscribe:
 		b.unsubscribe(m.conn)
 	case *storeFinish:
-		// The store holds the final record: nothing reaches us any more.
+		// The store holds the final record: the subscribers may see the
+		// end, and nothing reaches us any more.
+		b.delivered(ss)
 		ss.stop(ctx)
 	case *bgStop:
 		// Before start, start aborts (running is false: see session.Receive).
@@ -309,15 +370,7 @@ func (b *background) serve(ss *session, m *storeRequest) {
 		b.subs = append(b.subs, sub)
 		reply(storeReply{from: ss.self})
 	default:
-		b.acc.Fold(b.log[b.folded:])
-		b.folded = len(b.log)
-		status := openai.ResponseQueued
-		if b.acc.Started {
-			status = openai.ResponseInProgress
-		}
-		rec := &storedResponse{id: b.d.id, status: status, background: true}
-		rec.body = openai.AppendResponse(nil, openai.BuildPartialResponse(&b.d.meta, status, b.acc.Output()))
-		reply(storeReply{rec: rec})
+		reply(storeReply{rec: b.snapshot()})
 	}
 }
 
@@ -349,7 +402,7 @@ func (b *background) cleanup(ss *session) {
 			ss.es.Abort()
 		}
 		ss.out = ss.out[:0]
-		b.end(ss, &engine.Result{Err: &engine.Error{Kind: engine.KindInternal, Message: "The session failed; see the server log."}})
+		b.end(ss, &engine.Result{Err: &engine.Error{Kind: engine.KindInternal, Message: "The session failed; see the server log."}}, true)
 	}
 	ss.owner.releaseBackground(ss)
 }

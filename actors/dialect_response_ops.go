@@ -180,6 +180,10 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 		return
 	}
 	d.ask.replyTo = nil
+	if reply.err != nil {
+		ss.fail(ctx, storeUnavailable(reply.err))
+		return
+	}
 	if reply.ae != nil {
 		ss.fail(ctx, reply.ae)
 		return

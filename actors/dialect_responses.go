@@ -61,6 +61,10 @@ func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
 		return
 	}
 	d.lookup.replyTo = nil
+	if reply.err != nil {
+		ss.fail(ctx, storeUnavailable(reply.err))
+		return
+	}
 	if reply.rec == nil {
 		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: "previous_response_not_found",
 			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " not found."})
@@ -168,7 +172,7 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 	}
 	rec := d.record(ss, res, slices.Clone(body))
 	rec.size = recordSize(rec)
-	ss.owner.store.put(rec)
+	ss.saveWith(rec)
 }
 
 // record is the stored record of the finished response res, encoded in

@@ -56,6 +56,14 @@ type session struct {
 	admitMsg  admitted
 	expireMsg expired
 
+	// saving: the response's save must be acknowledged by the store
+	// before the response's end goes out (a shared store, where another
+	// node may serve the client's next request); saveAck is the request
+	// the store answers, withheld says what waits for it.
+	saving   bool
+	saveAck  storeRequest
+	withheld withheldEnd
+
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
 	body   []byte     // non-stream body (or other scratch output)
@@ -124,6 +132,10 @@ func (ss *session) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		ss.cleanup()
 	default:
+		if m, ok := ctx.Message().(*storeReply); ok && m == &ss.saveAck.reply {
+			ss.saved(ctx)
+			return
+		}
 		if ss.bg != nil && ss.bg.receive(ss, ctx) {
 			return
 		}
@@ -329,6 +341,9 @@ func (ss *session) forward(ctx actor.Context) {
 		if e, ok := ss.d.(streamEnder); ok {
 			e.streamEnded(ss, final)
 		}
+		if ss.withhold(withheldStream) {
+			return
+		}
 		ss.conn.EndStream(ss.out)
 	case final.Err != nil:
 		if e, ok := ss.d.(errorEnder); ok {
@@ -340,9 +355,65 @@ func (ss *session) forward(ctx actor.Context) {
 		ss.releaseBody()
 	default:
 		ss.body = ss.d.appendResponse(ss.takeBody(), ss, final)
+		if ss.withhold(withheldResponse) {
+			return
+		}
 		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
 		ss.releaseBody()
 	}
+	ss.stop(ctx)
+}
+
+// withheldEnd is what a session keeps back until its save is acknowledged.
+type withheldEnd uint8
+
+const (
+	withheldNone     withheldEnd = iota
+	withheldStream               // ss.out: the stream's last frames
+	withheldResponse             // ss.body: a 200 body
+)
+
+// saveWith sends rec to the store. With a shared store (Redis) the session
+// then keeps its response's end back until the store acknowledges the save
+// (saved), so that a client that saw the end can read or chain the
+// response through any node of the fleet; the memory store needs no wait,
+// since it serves every later request after this put.
+func (ss *session) saveWith(rec *storedResponse) {
+	if ss.owner.cfg.Store.IsMemory() {
+		ss.owner.store.put(rec, nil)
+		return
+	}
+	ss.saving = true
+	ss.saveAck = storeRequest{replyTo: ss.self}
+	ss.owner.store.put(rec, &ss.saveAck)
+}
+
+// withhold keeps the response's end (what) back while a save is
+// unacknowledged; it reports whether it did.
+func (ss *session) withhold(what withheldEnd) bool {
+	if !ss.saving {
+		return false
+	}
+	ss.withheld = what
+	return true
+}
+
+// saved runs when the store acknowledged the save, or reported that it
+// failed (the store logged and counted that; the response still ends, with
+// its terminal event): the end kept back goes out and the session stops.
+func (ss *session) saved(ctx actor.Context) {
+	ss.saving = false
+	if ss.stopped { // the client left meanwhile: nothing to send
+		return
+	}
+	switch ss.withheld {
+	case withheldStream:
+		ss.conn.EndStream(ss.out)
+	case withheldResponse:
+		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
+		ss.releaseBody()
+	}
+	ss.withheld = withheldNone
 	ss.stop(ctx)
 }
 

@@ -117,7 +117,11 @@ func NewSessions(cfg Config) (*Sessions, error) {
 	})
 	s.root = s.system.Root.WithGuardian(stop)
 	s.prep = newPrepPool(cfg.Engine, s.log, 0)
-	s.store = newResponseStore(s.system, cfg.Store, s.pool.Producer())
+	st, err := newResponseStore(s.system, s.cfg.Store, s.pool.Producer(), s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.store = st
 	s.withMailbox = actor.WithMailbox(s.pool.Producer())
 	return s, nil
 }

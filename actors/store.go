@@ -2,8 +2,10 @@ package actors
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
@@ -19,8 +21,9 @@ import (
 //
 // A stored record is immutable once put: readers share the pointer.
 //
-// Two parts, kept apart so that the record part can move to a shared
-// store (Redis, with a TTL) while the live part stays in the process:
+// Two parts, kept apart so that the record part can live in a shared
+// store (Redis, with a TTL: store_redis.go) while the live part stays in
+// the process:
 //   - the record (storedResponse): status, encoded body, input items,
 //     history, and a background response's event log. It is all a
 //     finished response is, and all another process would need.
@@ -30,6 +33,13 @@ import (
 //     forwarded to that session, which answers the asker itself; its last
 //     act is a storeFinish that puts the final record and drops the entry.
 //     A live entry is never evicted (Sessions bounds how many run).
+//
+// With Redis (StoreConfig.URL) the actor keeps only the live entries; every
+// record operation goes to the Redis store's queue, whose goroutines answer
+// the asker directly. A live entry is also written to Redis (as queued,
+// then every second with its output so far), so that other nodes see it in
+// progress, and a cancel on another node reaches this one over Redis
+// pub/sub (redisStore.subscribe).
 
 // Default bounds of the response store. A record costs its encoded body
 // plus the conversation kept for previous_response_id, so a chain of N
@@ -53,11 +63,25 @@ const (
 	DefaultMaxEventLogBytes = 8 << 20
 )
 
-// StoreConfig bounds the response store; zero values take the defaults.
-// The least recently used response is evicted first.
+// StoreConfig selects and bounds the response store; zero values take the
+// defaults.
 type StoreConfig struct {
+	// URL selects where records live: "" or "memory" for this process's
+	// bounded LRU (MaxResponses, MaxBytes; the least recently used
+	// response is evicted first), or a Redis URL (redis://[user:pass@]
+	// host:port/db, rediss:// for TLS, unix:///path/to.sock) shared by a
+	// fleet (store_redis.go).
+	URL          string
 	MaxResponses int
 	MaxBytes     int64
+	// Redis: how long a stored response lives (default 30 days, as
+	// OpenAI keeps them), the largest record stored (default 16 MiB), the
+	// key prefix (default "vajra:"), and for rediss:// a PEM file of the
+	// CAs that sign the server's certificate (default: the system's roots).
+	TTL           time.Duration
+	MaxEntryBytes int64
+	KeyPrefix     string
+	CAFile        string
 	// MaxBackground bounds the background responses running at once;
 	// MaxEventLogBytes the event log of each (see the defaults).
 	MaxBackground    int
@@ -81,6 +105,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	return c
 }
 
+// IsMemory reports whether c keeps records in this process (else Redis).
+func (c StoreConfig) IsMemory() bool { return c.URL == "" || c.URL == "memory" }
+
 // StoreStats are the response store's counters.
 type StoreStats struct {
 	Stored  uint64 // responses put, ever
@@ -89,6 +116,11 @@ type StoreStats struct {
 	Count   int64  // responses held now
 	Bytes   int64  // bytes held now
 	Live    int64  // background responses running now (live entries)
+	// SaveFailures counts responses that could not be saved (Redis
+	// unreachable, its queue full, a record over the entry cap).
+	SaveFailures uint64
+	// Ops are the Redis store's per-command figures (zero for memory).
+	Ops StoreOpStats
 }
 
 // storedResponse is one stored response. Immutable after put.
@@ -135,8 +167,18 @@ const (
 	storeCancel
 )
 
-// storePut stores rec (replacing a record of the same id).
-type storePut struct{ rec *storedResponse }
+// storePut stores rec (replacing a record of the same id). When ack is
+// set, the store answers it (ack.reply to ack.replyTo, err set if the save
+// failed) once rec is saved: with Redis, a session waits for that before
+// its client sees the response's end.
+type storePut struct {
+	rec *storedResponse
+	ack *storeRequest
+}
+
+// storeProgress writes a live background response's record so far to a
+// shared store (Redis), for the other nodes' GETs; nothing for memory.
+type storeProgress struct{ rec *storedResponse }
 
 // storeLive registers a background response that started: rec is its
 // queued record, pid the session that runs it.
@@ -151,6 +193,9 @@ type storeLive struct {
 type storeFinish struct {
 	rec *storedResponse
 	pid *actor.PID
+	// ack is the Redis save of rec: the entry stays live (forwarded to
+	// the session, which answers from rec) until Redis has it.
+	ack storeRequest
 }
 
 // storeRequest asks the store for (or to delete) a response; the store
@@ -178,11 +223,15 @@ type streamAsk struct {
 // response's queued record. ae is a refusal by the live session; from,
 // with rec nil, says the live session took over the asker's stream (and
 // takes a bgUnsubscribe when the asker's client leaves).
+//
+// err is set, and rec nil, when the store could not answer (Redis
+// unreachable or overloaded): the session answers 503.
 type storeReply struct {
 	rec  *storedResponse
 	live bool
 	ae   *apiError
 	from *actor.PID
+	err  error
 }
 
 // ResponseStore is the actor that owns stored responses. Its counters are
@@ -198,22 +247,43 @@ type ResponseStore struct {
 	stored, evicted, deleted atomic.Uint64
 	count, size, nlive       atomic.Int64
 
+	// redis, when set, holds the records (store_redis.go); finishing are
+	// the background responses whose final record it is saving, by the
+	// address of the save's reply.
+	redis     *redisStore
+	finishing map[*storeReply]*storeFinish
+
 	root *actor.RootContext
 	pid  *actor.PID
 }
 
-// newResponseStore spawns the store actor in system.
-func newResponseStore(system *actor.ActorSystem, cfg StoreConfig, mailbox actor.MailboxProducer) *ResponseStore {
+// newResponseStore spawns the store actor in system, with its records in
+// Redis when cfg.URL names it (log gets the store's own lines).
+func newResponseStore(system *actor.ActorSystem, cfg StoreConfig, mailbox actor.MailboxProducer, log *zap.Logger) (*ResponseStore, error) {
 	cfg = cfg.withDefaults()
-	st := &ResponseStore{cfg: cfg, byID: map[string]*storedResponse{}, live: map[string]liveResponse{}, root: system.Root}
+	st := &ResponseStore{cfg: cfg, byID: map[string]*storedResponse{}, live: map[string]liveResponse{},
+		finishing: map[*storeReply]*storeFinish{}, root: system.Root}
 	st.head.prev, st.head.next = &st.head, &st.head
 	props := actor.PropsFromProducer(func() actor.Actor { return st }, actor.WithMailbox(mailbox))
 	st.pid = system.Root.Spawn(props)
-	return st
+	if !cfg.IsMemory() {
+		rs, err := newRedisStore(system, cfg, log, st.pid)
+		if err != nil {
+			system.Root.Stop(st.pid)
+			return nil, err
+		}
+		st.redis = rs
+	}
+	return st, nil
 }
 
 // Stats returns the store's counters. Safe for concurrent use.
 func (st *ResponseStore) Stats() StoreStats {
+	if st.redis != nil {
+		s := st.redis.Stats()
+		s.Live = st.nlive.Load()
+		return s
+	}
 	return StoreStats{
 		Stored: st.stored.Load(), Evicted: st.evicted.Load(), Deleted: st.deleted.Load(),
 		Count: st.count.Load(), Bytes: st.size.Load(), Live: st.nlive.Load(),
@@ -231,8 +301,8 @@ type liveResponse struct {
 // put sends rec to the store. Safe for concurrent use (also from the
 // engine's goroutine): the put is queued before the caller's response goes
 // out, so a client that reads the response and asks for it finds it.
-func (st *ResponseStore) put(rec *storedResponse) {
-	st.root.Send(st.pid, &storePut{rec: rec})
+func (st *ResponseStore) put(rec *storedResponse, ack *storeRequest) {
+	st.root.Send(st.pid, &storePut{rec: rec, ack: ack})
 }
 
 // ask sends a read or delete; the reply goes to req.replyTo as
@@ -245,22 +315,55 @@ func (st *ResponseStore) ask(req *storeRequest) {
 // concurrent use.
 func (st *ResponseStore) send(m any) { st.root.Send(st.pid, m) }
 
-// stop stops the actor.
-func (st *ResponseStore) stop() { st.root.Stop(st.pid) }
+// stop stops the actor (and the Redis store's goroutines).
+func (st *ResponseStore) stop() {
+	st.root.Stop(st.pid)
+	if st.redis != nil {
+		st.redis.stop()
+	}
+}
 
 // Receive implements actor.Actor.
 func (st *ResponseStore) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *storePut:
+		if st.redis != nil {
+			st.redis.put(m.rec, m.ack)
+			return
+		}
 		st.add(m.rec)
+		if m.ack != nil {
+			m.ack.reply = storeReply{rec: m.rec}
+			ctx.Send(m.ack.replyTo, &m.ack.reply)
+		}
 	case *storeLive:
 		st.live[m.rec.id] = liveResponse{rec: m.rec, pid: m.pid}
 		st.nlive.Store(int64(len(st.live)))
+		if st.redis != nil {
+			st.redis.put(m.rec, nil) // the fleet sees it queued
+		}
+	case *storeProgress:
+		if _, ok := st.live[m.rec.id]; ok && st.redis != nil {
+			st.redis.put(m.rec, nil)
+		}
 	case *storeFinish:
-		delete(st.live, m.rec.id)
-		st.nlive.Store(int64(len(st.live)))
+		if st.redis != nil {
+			// Live (and answered by the session from its final record)
+			// until Redis has the record: no node may miss it between.
+			m.ack = storeRequest{replyTo: ctx.Self()}
+			st.finishing[&m.ack.reply] = m
+			st.redis.put(m.rec, &m.ack)
+			return
+		}
+		st.finish(ctx, m)
 		st.add(m.rec)
-		ctx.Send(m.pid, m)
+	case *storeReply:
+		// The Redis save of a finishing background response; other replies
+		// (the session's answer to a cancel from another node) need none.
+		if f, ok := st.finishing[m]; ok {
+			delete(st.finishing, m)
+			st.finish(ctx, f)
+		}
 	case *storeRequest:
 		if l, ok := st.live[m.id]; ok {
 			if m.op == storeGet || m.op == storeCancel {
@@ -269,6 +372,13 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 			}
 			m.reply = storeReply{rec: l.rec, live: true}
 			ctx.Send(m.replyTo, &m.reply)
+			return
+		}
+		if m.op == storeCancel && m.replyTo.Equal(ctx.Self()) {
+			return // a cancel from another node, for a response not ours
+		}
+		if st.redis != nil {
+			st.redis.ask(m)
 			return
 		}
 		rec := st.byID[m.id]
@@ -283,6 +393,14 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 		m.reply = storeReply{rec: rec}
 		ctx.Send(m.replyTo, &m.reply)
 	}
+}
+
+// finish drops a background response's live entry and tells its session,
+// after which no request reaches it.
+func (st *ResponseStore) finish(ctx actor.Context, m *storeFinish) {
+	delete(st.live, m.rec.id)
+	st.nlive.Store(int64(len(st.live)))
+	ctx.Send(m.pid, m)
 }
 
 func (st *ResponseStore) add(rec *storedResponse) {
@@ -351,3 +469,15 @@ func recordSize(rec *storedResponse) int64 {
 // ResponseStore returns the store of Responses API responses, for metrics.
 // Safe for concurrent use.
 func (s *Sessions) ResponseStore() *ResponseStore { return s.store }
+
+// StoreIsMemory reports whether responses are stored in this process
+// (else in Redis).
+func (s *Sessions) StoreIsMemory() bool { return s.cfg.Store.IsMemory() }
+
+// storeUnavailable is the 503 of a request that needs the response store
+// when the store cannot answer (err says why: unreachable or overloaded).
+// Generation itself does not need the store: store: false requests go on.
+func storeUnavailable(err error) *apiError {
+	return &apiError{Status: 503, Type: "server_error", Code: "response_store_unavailable",
+		Message: "The response store is unavailable (" + err.Error() + "); retry later, or send store: false."}
+}

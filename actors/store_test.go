@@ -22,7 +22,10 @@ func newTestStore(t *testing.T, cfg StoreConfig) (*ResponseStore, func(op storeO
 	t.Helper()
 	system := NewActorSystem(zap.NewNop())
 	pool := NewWorkerPool(2)
-	st := newResponseStore(system, cfg, pool.Producer())
+	st, err := newResponseStore(system, cfg, pool.Producer(), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := &storeClient{replies: make(chan *storedResponse, 1)}
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
 	t.Cleanup(func() { st.stop(); system.Shutdown() })
@@ -47,12 +50,12 @@ func record(id string, body string) *storedResponse {
 
 func TestStoreEvictsLeastRecentlyUsedByCount(t *testing.T) {
 	st, ask := newTestStore(t, StoreConfig{MaxResponses: 2})
-	st.put(record("a", "{}"))
-	st.put(record("b", "{}"))
+	st.put(record("a", "{}"), nil)
+	st.put(record("b", "{}"), nil)
 	if ask(storeGet, "a") == nil { // a is now the most recently used
 		t.Fatal("a missing")
 	}
-	st.put(record("c", "{}")) // evicts b
+	st.put(record("c", "{}"), nil) // evicts b
 	if ask(storeGet, "b") != nil {
 		t.Fatal("b not evicted")
 	}
@@ -69,7 +72,7 @@ func TestStoreEvictsByBytesAndDeletes(t *testing.T) {
 	one := record("a", string(make([]byte, 1000))).size
 	st, ask := newTestStore(t, StoreConfig{MaxBytes: 2*one + one/2})
 	for _, id := range []string{"a", "b", "c"} {
-		st.put(record(id, string(make([]byte, 1000))))
+		st.put(record(id, string(make([]byte, 1000))), nil)
 	}
 	if ask(storeGet, "a") != nil || ask(storeGet, "b") == nil {
 		t.Fatal("byte bound: a should be evicted, b kept")
@@ -81,7 +84,7 @@ func TestStoreEvictsByBytesAndDeletes(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	// A record alone over the bound is kept (the newest is never evicted).
-	st.put(record("big", string(make([]byte, 10*1000))))
+	st.put(record("big", string(make([]byte, 10*1000))), nil)
 	if ask(storeGet, "big") == nil || ask(storeGet, "c") != nil {
 		t.Fatal("big record")
 	}
@@ -110,7 +113,10 @@ func (l *liveSession) Receive(ctx actor.Context) {
 func TestStoreLiveEntries(t *testing.T) {
 	system := NewActorSystem(zap.NewNop())
 	pool := NewWorkerPool(2)
-	st := newResponseStore(system, StoreConfig{MaxResponses: 1}, pool.Producer())
+	st, err := newResponseStore(system, StoreConfig{MaxResponses: 1}, pool.Producer(), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { st.stop(); system.Shutdown() })
 	replies := make(chan storeReply, 4)
 	asker := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
@@ -136,8 +142,8 @@ func TestStoreLiveEntries(t *testing.T) {
 	queued := record("bg", `{"status":"queued"}`)
 	queued.status, queued.background = "queued", true
 	st.send(&storeLive{rec: queued, pid: live})
-	st.put(record("x", "{}"))
-	st.put(record("y", "{}")) // the count bound (1) evicts x, never the live entry
+	st.put(record("x", "{}"), nil)
+	st.put(record("y", "{}"), nil) // the count bound (1) evicts x, never the live entry
 	for _, op := range []storeOp{storeGet, storeCancel} {
 		st.ask(&storeRequest{op: op, id: "bg", replyTo: asker})
 		select {

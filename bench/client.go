@@ -195,6 +195,7 @@ type stream struct {
 	terminal bool
 	failed   bool // in-stream error
 	errMsg   []byte
+	respID   []byte // Responses: the response's id (for -chain)
 	rec      *recorder
 	measured bool
 }
@@ -204,6 +205,7 @@ func (s *stream) reset(start int64, measured bool) {
 	s.tokens, s.usage = 0, -1
 	s.terminal, s.failed = false, false
 	s.errMsg = s.errMsg[:0]
+	s.respID = s.respID[:0]
 	s.measured = measured
 }
 
@@ -226,6 +228,9 @@ func (s *stream) OnEvent(name, data []byte) {
 	case evTerminal:
 		s.terminal = true
 		s.end = s.now
+		if s.d == DialectResponses {
+			s.respID = appendFirstID(s.respID[:0], data)
+		}
 		if u := usageTokens(data); u >= 0 {
 			s.usage = u
 		}
@@ -368,6 +373,9 @@ func doHTTP(c *httpConn, req []byte, s *stream, sse *SSEReader, deadline time.Ti
 			s.usage = u
 			s.tokens = u
 			s.rec.tokens(s.now, u)
+		}
+		if s.d == DialectResponses {
+			s.respID = appendFirstID(s.respID[:0], whole)
 		}
 		if bytes.Contains(whole, patErrorObj) {
 			s.failed = true

@@ -32,6 +32,12 @@ type Config struct {
 	MaxTokens    int  // output tokens per request (sent with ignore_eos)
 	Stream       bool // false measures whole non-streaming requests
 	RealtimeBeta bool // realtime: send OpenAI-Beta: realtime=v1 and beta fields
+	// Responses only: Store sends store: true (the response store's save
+	// path), and Chain > 0 makes each stream a conversation of Chain
+	// requests, each naming the previous one's id in
+	// previous_response_id (the store's read path too), then a new one.
+	Store bool
+	Chain int
 
 	ITL time.Duration // the engine's inter-token latency, subtracted from gaps
 
@@ -176,6 +182,12 @@ func (c *Config) validate() error {
 		return bad("-prompt-tokens %d outside [1, %d]", c.PromptTokens, 1<<20)
 	case c.Dialect == DialectRealtime && !c.Stream:
 		return bad("realtime is always streamed; drop -stream=false")
+	case (c.Store || c.Chain != 0) && c.Dialect != DialectResponses:
+		return bad("-store and -chain are for -dialect responses")
+	case c.Chain < 0 || c.Chain > 1000:
+		return bad("-chain %d outside [0, 1000]", c.Chain)
+	case c.Chain > 0 && !c.Store:
+		return bad("-chain needs -store: previous_response_id reads stored responses")
 	case c.EngineCPU && c.ServerPID <= 0:
 		return bad("-engine-cpu needs -server-pid: the front door's CPU is the process's minus the engine's")
 	}

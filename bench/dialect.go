@@ -70,6 +70,12 @@ func BuildPrompt(n int) string {
 
 // requestBody returns the JSON body of one request of dialect d.
 func requestBody(d Dialect, model, prompt string, maxTokens int, stream bool) []byte {
+	return requestBodyStored(d, model, prompt, maxTokens, stream, false, "")
+}
+
+// requestBodyStored is requestBody with the Responses API's store and
+// previous_response_id (prev, when not empty).
+func requestBodyStored(d Dialect, model, prompt string, maxTokens int, stream, store bool, prev string) []byte {
 	msgs := []map[string]any{{"role": "user", "content": prompt}}
 	var m map[string]any
 	switch d {
@@ -81,7 +87,10 @@ func requestBody(d Dialect, model, prompt string, maxTokens int, stream bool) []
 	case DialectCompletions:
 		m = map[string]any{"model": model, "prompt": prompt, "max_tokens": maxTokens, "stream": stream, "ignore_eos": true}
 	case DialectResponses:
-		m = map[string]any{"model": model, "input": prompt, "max_output_tokens": maxTokens, "stream": stream, "ignore_eos": true, "store": false}
+		m = map[string]any{"model": model, "input": prompt, "max_output_tokens": maxTokens, "stream": stream, "ignore_eos": true, "store": store}
+		if prev != "" {
+			m["previous_response_id"] = prev
+		}
 	case DialectMessages:
 		m = map[string]any{"model": model, "messages": msgs, "max_tokens": maxTokens, "stream": stream, "ignore_eos": true}
 	}
@@ -256,4 +265,21 @@ func usageTokens(data []byte) int {
 		return -1
 	}
 	return n
+}
+
+var patID = []byte(`"id":"`)
+
+// appendFirstID appends the value of the first "id" member in data: a
+// Responses object's own id, in a body or in the response of a terminal
+// event (whose first object member with an id is the response).
+func appendFirstID(dst, data []byte) []byte {
+	i := bytes.Index(data, patID)
+	if i < 0 {
+		return dst
+	}
+	v := data[i+len(patID):]
+	if j := bytes.IndexByte(v, '"'); j >= 0 {
+		return append(dst, v[:j]...)
+	}
+	return dst
 }

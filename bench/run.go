@@ -20,11 +20,14 @@ const rssSampleEvery = 200 * time.Millisecond
 
 // runner is one run of one Config.
 type runner struct {
-	cfg      Config
-	t        target
-	clk      clock
-	rec      *recorder
-	req      []byte // the raw HTTP request, shared read-only by all workers
+	cfg Config
+	t   target
+	clk clock
+	rec *recorder
+	req []byte // the raw HTTP request, shared read-only by all workers
+	// hdr and prompt build a chained request (-chain) per worker.
+	hdr      [][2]string
+	prompt   string
 	rtItem   []byte // realtime: conversation.item.create
 	rtCreate []byte // realtime: response.create
 	wsURL    string
@@ -43,6 +46,10 @@ type worker struct {
 	s   stream
 	sse SSEReader
 	msg []byte // realtime message buffer, reused
+	// -chain: the id of this stream's previous response, and how many
+	// requests of the current conversation have run.
+	prevID  string
+	chained int
 }
 
 // Run runs one benchmark and returns its result. It refuses non-loopback
@@ -95,8 +102,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			accept = "text/event-stream"
 		}
 		hdr = append(hdr, [2]string{"Accept", accept})
-		body := requestBody(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream)
+		body := requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, cfg.Store, "")
 		r.req = buildRequest("POST", t.host, t.basePath+cfg.Dialect.path(), hdr, body)
+		r.hdr, r.prompt = hdr, prompt
 	}
 	return r.run(ctx)
 }
@@ -372,7 +380,8 @@ func (w *worker) doHTTP(ctx context.Context, deadline time.Time) error {
 		}
 		reused := w.hc.used
 		stop := context.AfterFunc(ctx, func() { _ = w.hc.nc.SetDeadline(time.Unix(1, 0)) })
-		reuse, err := doHTTP(w.hc, r.req, &w.s, &w.sse, deadline, r.cfg.Stream)
+		reuse, err := doHTTP(w.hc, w.request(), &w.s, &w.sse, deadline, r.cfg.Stream)
+		w.chain(err)
 		stop()
 		if !reuse || err != nil && !errors.Is(err, ErrInStream) && !errors.Is(err, ErrStatus) {
 			w.hc.close()
@@ -597,4 +606,29 @@ func (r *runner) progress(ctx context.Context) {
 			fmt.Fprintln(r.cfg.Progress, line)
 		}
 	}
+}
+
+// request is the raw request the worker sends next: the shared one, or
+// with -chain the next turn of its conversation.
+func (w *worker) request() []byte {
+	r := w.r
+	if r.cfg.Chain == 0 || w.prevID == "" {
+		return r.req
+	}
+	body := requestBodyStored(r.cfg.Dialect, r.cfg.Model, r.prompt, r.cfg.MaxTokens, r.cfg.Stream, true, w.prevID)
+	return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
+}
+
+// chain notes the response id the last request returned, for the next
+// turn; after Chain turns (or a failure) the conversation starts over.
+func (w *worker) chain(err error) {
+	if w.r.cfg.Chain == 0 {
+		return
+	}
+	w.chained++
+	if err != nil || len(w.s.respID) == 0 || w.chained >= w.r.cfg.Chain {
+		w.prevID, w.chained = "", 0
+		return
+	}
+	w.prevID = string(w.s.respID)
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -336,5 +337,68 @@ func TestRunRealtimeBeta(t *testing.T) {
 	res, err := Run(context.Background(), cfg)
 	if err != nil || res.Requests != 8 || res.Errors != 0 || fs.beta.Load() != 8 {
 		t.Fatalf("err %v requests %d errors %d beta-shaped %d", err, res.Requests, res.Errors, fs.beta.Load())
+	}
+}
+
+// -store -chain: each stream's requests name the previous response's id,
+// Chain turns per conversation, streamed or not.
+func TestRunChain(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		var mu sync.Mutex
+		var prevs []string
+		n := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req map[string]any
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req["store"] != true {
+				http.Error(w, "want store: true", 400)
+				return
+			}
+			mu.Lock()
+			n++
+			id := "resp_" + itoa(n)
+			p, _ := req["previous_response_id"].(string)
+			prevs = append(prevs, p)
+			mu.Unlock()
+			obj := `{"id":"` + id + `","object":"response","status":"completed","output":[],"usage":{"input_tokens":1,"output_tokens":3,"total_tokens":4}}`
+			if !stream {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, obj)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := 0; i < 3; i++ {
+				io.WriteString(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n")
+			}
+			io.WriteString(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":"+obj+"}\n\n")
+		}))
+		defer srv.Close()
+		cfg := quickConfig(srv.URL)
+		cfg.Dialect, cfg.Stream, cfg.Store, cfg.Chain = DialectResponses, stream, true, 3
+		cfg.Concurrency, cfg.Requests = 1, 6
+		res, err := Run(context.Background(), cfg)
+		if err != nil || res.Errors != 0 {
+			t.Fatalf("stream=%v: %v %+v", stream, err, res)
+		}
+		want := []string{"", "resp_1", "resp_2", "", "resp_4", "resp_5"}
+		mu.Lock()
+		got := prevs[:min(len(prevs), len(want))]
+		mu.Unlock()
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("stream=%v: previous_response_id sequence %q, want %q", stream, got, want)
+		}
+	}
+}
+
+func TestChainNeedsStoreAndResponses(t *testing.T) {
+	for _, c := range []Config{
+		{Dialect: DialectChat, Store: true},
+		{Dialect: DialectResponses, Chain: 2},
+		{Dialect: DialectResponses, Store: true, Chain: -1},
+	} {
+		cfg := quickConfig("http://127.0.0.1:1")
+		cfg.Dialect, cfg.Store, cfg.Chain = c.Dialect, c.Store, c.Chain
+		if err := cfg.validate(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
 	}
 }

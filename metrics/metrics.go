@@ -78,6 +78,22 @@ type StoreStats struct {
 	Stored, Evicted, Deleted uint64 // responses put, evicted by a bound, deleted, ever
 	Count, Bytes             int64  // held now
 	Live                     int64  // background responses running now
+	SaveFailures             uint64 // responses that could not be saved
+	// Ops are the store's commands (Redis): counts by kind and result, and
+	// a latency histogram per kind. Empty for the memory store.
+	Ops []StoreOp
+}
+
+// StoreOp is one command kind of the response store: its counts by result
+// and the latency histogram of those that reached the store (Buckets are
+// per bucket, not cumulative: Bounds[i] is bucket i's upper bound in
+// seconds, the last bucket +Inf; Sum in seconds).
+type StoreOp struct {
+	Op      string
+	Results map[string]uint64
+	Bounds  []float64
+	Buckets []uint64
+	Sum     float64
 }
 
 // Sources are read at scrape time. Any may be nil.
@@ -409,12 +425,15 @@ var (
 	descStoreCount = prometheus.NewDesc("vajra_responses_store_count", "Responses held in the store.", nil, nil)
 	descStoreBytes = prometheus.NewDesc("vajra_responses_store_bytes", "Bytes held in the response store.", nil, nil)
 	descLive       = prometheus.NewDesc("vajra_responses_background_running", "Background responses running (bounded; more are refused with 429).", nil, nil)
+	descStoreFail  = prometheus.NewDesc("vajra_response_store_save_failures_total", "Responses that could not be saved (store unreachable, overloaded, or entry over the cap); their streams still ended.", nil, nil)
+	descStoreOps   = prometheus.NewDesc("vajra_response_store_operations_total", "Response store commands (Redis), by kind and result.", []string{"op", "result"}, nil)
+	descStoreLat   = prometheus.NewDesc("vajra_response_store_operation_duration_seconds", "Latency of response store commands that reached the store (Redis), by kind.", []string{"op"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
 		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descKeep, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
-		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes, descLive} {
+		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes, descLive, descStoreFail, descStoreOps, descStoreLat} {
 		ch <- d
 	}
 	ch <- descWSConns
@@ -473,6 +492,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descStoreCount, float64(st.Count))
 		gauge(descStoreBytes, float64(st.Bytes))
 		gauge(descLive, float64(st.Live))
+		counter(descStoreFail, st.SaveFailures)
+		for _, op := range st.Ops {
+			for res, n := range op.Results {
+				counter(descStoreOps, n, op.Op, res)
+			}
+			cum := make(map[float64]uint64, len(op.Bounds))
+			var total uint64
+			for i, b := range op.Bounds {
+				total += op.Buckets[i]
+				cum[b] = total
+			}
+			if len(op.Buckets) > len(op.Bounds) {
+				total += op.Buckets[len(op.Bounds)]
+			}
+			ch <- prometheus.MustNewConstHistogram(descStoreLat, total, op.Sum, cum, op.Op)
+		}
 	}
 	c.m.mu.Lock()
 	routes := append([]*Route(nil), c.m.routes...)

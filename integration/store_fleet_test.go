@@ -1,0 +1,243 @@
+package integration_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/internal/redistest"
+	"github.com/vajra-go/vajra/internal/wiretest"
+)
+
+// A fleet: two Vajra nodes sharing one real redis-server. What a client
+// creates through one node, any other node serves: GET, input_items,
+// previous_response_id, DELETE.
+
+func startFleetNode(t *testing.T, url string) string {
+	t.Helper()
+	_, _, base := startServer(t, func(c *vajra.Config) {
+		c.ResponseStore.URL = url
+	})
+	return base
+}
+
+// fleetURL is the store URL of the fleet's Redis, with short socket
+// timeouts so that the outage tests fail fast.
+func fleetURL(r *redistest.Server) string {
+	return r.URL() + "?dial_timeout=300ms&read_timeout=300ms&write_timeout=300ms"
+}
+
+func TestFleetSharesResponses(t *testing.T) {
+	r := redistest.Start(t)
+	baseA := startFleetNode(t, fleetURL(r))
+	a := newClient(baseA)
+	b := newClient(startFleetNode(t, fleetURL(r)))
+	ctx := context.Background()
+
+	// Created on A, non-streamed.
+	res, err := a.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(12),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read through B at once: the POST answered only once Redis had it.
+	got, err := b.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
+	if err != nil {
+		t.Fatalf("GET on node B: %v", err)
+	}
+	if got.RawJSON() != res.RawJSON() {
+		t.Fatalf("node B's GET differs:\n%s\n%s", got.RawJSON(), res.RawJSON())
+	}
+	page, err := b.Responses.InputItems.List(ctx, res.ID, responses.InputItemListParams{})
+	if err != nil || len(page.Data) != 1 || page.Data[0].Role != "user" {
+		t.Fatalf("input_items on node B: %v %s", err, page.RawJSON())
+	}
+
+	// Streamed on A, chained on B the moment A's stream ended.
+	stream := a.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput("Name a colour."), MaxOutputTokens: openai.Int(8),
+		PreviousResponseID: openai.String(res.ID),
+	})
+	var streamedID, streamedText string
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.completed" || ev.Type == "response.incomplete" {
+			streamedID, streamedText = ev.Response.ID, ev.Response.OutputText()
+		}
+	}
+	if err := stream.Err(); err != nil || streamedID == "" {
+		t.Fatalf("stream on A: %v (id %q)", err, streamedID)
+	}
+	chained, err := b.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput("And another?"), MaxOutputTokens: openai.Int(8),
+		PreviousResponseID: openai.String(streamedID),
+	})
+	if err != nil {
+		t.Fatalf("previous_response_id on node B: %v", err)
+	}
+	// The chain carried both earlier turns: the prompt grew by them.
+	if chained.Usage.InputTokens <= res.Usage.InputTokens {
+		t.Fatalf("chained prompt %d tokens, the first %d: history not carried", chained.Usage.InputTokens, res.Usage.InputTokens)
+	}
+	if g, err := a.Responses.Get(ctx, streamedID, responses.ResponseGetParams{}); err != nil || g.OutputText() != streamedText {
+		t.Fatalf("streamed response on A: %v", err)
+	}
+
+	// A's store commands are on its /metrics: two saves, and two reads
+	// (the streamed request's previous_response_id, the GET), each timed.
+	mfs := wiretest.Scrape(t, strings.TrimPrefix(baseA, "http://"))
+	if v := wiretest.Value(mfs, "vajra_response_store_operations_total", "op", "put", "result", "ok"); v != 2 {
+		t.Errorf("node A's saves: %v, want 2", v)
+	}
+	if v := wiretest.Value(mfs, "vajra_response_store_operations_total", "op", "get", "result", "ok"); v != 2 {
+		t.Errorf("node A's reads: %v, want 2", v)
+	}
+	if v := wiretest.Value(mfs, "vajra_response_store_operation_duration_seconds", "op", "put"); v != 2 {
+		t.Errorf("node A's save latencies: %v observations, want 2", v)
+	}
+
+	// Deleted through B: gone on A too.
+	if err := b.Responses.Delete(ctx, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
+	var apiErr *openai.Error
+	if !asError(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("GET of a response deleted through the other node: %v", err)
+	}
+}
+
+// Redis down at start: the node starts, /health is 200, store: false
+// requests work, store-dependent ones get 503 in OpenAI's shape; once
+// Redis is up the same node stores and serves without a restart.
+func TestFleetRedisDownAndBack(t *testing.T) {
+	r := redistest.Start(t)
+	url := fleetURL(r)
+	r.Stop()
+	base := startFleetNode(t, url)
+	c := newClient(base)
+	ctx := context.Background()
+
+	resp, err := http.Get(base + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/health with Redis down: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	if _, err := c.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4), Store: openai.Bool(false),
+	}); err != nil {
+		t.Fatalf("store: false with Redis down: %v", err)
+	}
+	_, err = c.Responses.Get(ctx, "resp_unknown", responses.ResponseGetParams{})
+	var apiErr *openai.Error
+	if !asError(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Code != "response_store_unavailable" {
+		t.Fatalf("GET with Redis down: %v", err)
+	}
+	_, err = c.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), PreviousResponseID: openai.String("resp_x"),
+	})
+	if !asError(err, &apiErr) || apiErr.StatusCode != 503 {
+		t.Fatalf("previous_response_id with Redis down: %v", err)
+	}
+	// A stored stream still ends with its terminal event; the failed save
+	// is counted.
+	stream := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4),
+	})
+	completed := false
+	for stream.Next() {
+		typ := stream.Current().Type
+		completed = completed || typ == "response.completed" || typ == "response.incomplete"
+	}
+	if stream.Err() != nil || !completed {
+		t.Fatalf("stream with Redis down: %v, completed %v", stream.Err(), completed)
+	}
+	if n := wiretest.Value(wiretest.Scrape(t, strings.TrimPrefix(base, "http://")), "vajra_response_store_save_failures_total"); n != 1 {
+		t.Fatalf("save failures counted: %v", n)
+	}
+
+	r.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := c.Responses.New(ctx, responses.ResponseNewParams{
+			Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err == nil {
+			break // stored and read back: recovered
+		} else if !asError(err, &apiErr) || apiErr.StatusCode != 503 || time.Now().After(deadline) {
+			t.Fatalf("after Redis came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // the store's prober runs every 250 ms
+	}
+}
+
+// A response's end reaches its client only once the shared store has it:
+// while Redis holds writes back (CLIENT PAUSE ... WRITE), a finished
+// non-streamed response is not answered; once writes go through it is, and
+// the other node finds it.
+func TestFleetAnswersAfterTheSave(t *testing.T) {
+	r := redistest.Start(t)
+	_, obsA, baseA := startServer(t, func(c *vajra.Config) { c.ResponseStore.URL = r.URL() })
+	b := newClient(startFleetNode(t, r.URL()))
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer admin.Close()
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	paused := true
+	defer func() {
+		if paused {
+			admin.Do(ctx, "CLIENT", "UNPAUSE")
+		}
+	}()
+	type result struct {
+		res *responses.Response
+		err error
+	}
+	done := make(chan result, 1)
+	a := newClient(baseA)
+	go func() {
+		res, err := a.Responses.New(ctx, responses.ResponseNewParams{
+			Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(6),
+		})
+		done <- result{res, err}
+	}()
+	select {
+	case <-obsA.finals: // the engine finished the response
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine never finished")
+	}
+	select {
+	case got := <-done:
+		t.Fatalf("answered while Redis held the save back: %+v", got)
+	case <-time.After(200 * time.Millisecond): // a window for a wrong answer to show
+	}
+	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	paused = false
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer after Redis took the save")
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if _, err := b.Responses.Get(ctx, got.res.ID, responses.ResponseGetParams{}); err != nil {
+		t.Fatalf("node B: %v", err)
+	}
+}
