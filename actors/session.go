@@ -226,7 +226,9 @@ func (ss *session) prepared(ctx actor.Context, err error) {
 	}
 	if ss.held {
 		ss.ready = true
-		if ss.ereq.Stream {
+		// A background response always runs as a stream inside; only a
+		// client that asked for the stream gets its head now.
+		if ss.ereq.Stream && (ss.bg == nil || ss.bg.stream) {
 			ss.conn.StartStream(ss.d.streamContentType(), nil)
 			ss.streaming = true
 		}

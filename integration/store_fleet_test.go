@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/internal/redistest"
 	"github.com/vajra-go/vajra/internal/wiretest"
 )
@@ -239,5 +240,79 @@ func TestFleetAnswersAfterTheSave(t *testing.T) {
 	}
 	if _, err := b.Responses.Get(ctx, got.res.ID, responses.ResponseGetParams{}); err != nil {
 		t.Fatalf("node B: %v", err)
+	}
+}
+
+// Background responses across the fleet: created on A, B's GET shows it in
+// progress with its output so far (A writes it to Redis about once a
+// second) and lists its input items; a cancel on B reaches A over Redis,
+// which aborts the engine session and saves the cancelled record, which B
+// answers; both nodes then serve it cancelled.
+func TestFleetBackgroundCancelOnOtherNode(t *testing.T) {
+	r := redistest.Start(t)
+	slowA := func(c *vajra.Config) { c.Sim.ITL = 10 * time.Millisecond; c.ResponseStore.URL = fleetURL(r) }
+	_, obsA, baseA := startServerWrapped(t, slowA, func(e engine.Engine) engine.Engine { return endless{e} })
+	a := newClient(baseA)
+	b := newClient(startFleetNode(t, fleetURL(r)))
+	ctx := context.Background()
+
+	res, err := a.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(5000),
+		Background: openai.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B sees it at once (queued, written before A answered), then in
+	// progress with output.
+	if got, err := b.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err != nil || !inFlight(got.Status) || !got.Background {
+		t.Fatalf("GET on B right after the create: %v %s", err, got.RawJSON())
+	}
+	partial := pollUntil(t, b, res.ID, func(r *responses.Response) bool {
+		return r.Status == responses.ResponseStatusInProgress && r.OutputText() != ""
+	})
+	page, err := b.Responses.InputItems.List(ctx, res.ID, responses.InputItemListParams{})
+	if err != nil || len(page.Data) != 1 || page.Data[0].Role != "user" {
+		t.Fatalf("input_items on B while running: %v %s", err, page.RawJSON())
+	}
+	// Still running on A: B refuses to delete it.
+	var apiErr *openai.Error
+	if err := b.Responses.Delete(ctx, res.ID); !asError(err, &apiErr) || apiErr.StatusCode != 400 {
+		t.Fatalf("DELETE on B of a running response: %v", err)
+	}
+
+	c, err := b.Responses.Cancel(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != responses.ResponseStatusCancelled || c.ID != res.ID || !strings.HasPrefix(c.OutputText(), partial.OutputText()) {
+		t.Fatalf("cancel on B answered %s (partial %q)", c.RawJSON(), partial.OutputText())
+	}
+	select {
+	case final := <-obsA.finals:
+		if final.Err == nil || final.Err.Kind != engine.KindAborted {
+			t.Fatalf("A's engine final: %+v", final.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's engine never ended the response cancelled on B")
+	}
+	for deadline := time.Now().Add(2 * time.Second); obsA.Stats().Running != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("A's engine still runs %d after the cancel", obsA.Stats().Running)
+		}
+		time.Sleep(time.Millisecond) // the engine publishes its figures as it ends the step
+	}
+	for name, cl := range map[string]openai.Client{"A": a, "B": b} {
+		got, err := cl.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
+		if err != nil || got.RawJSON() != c.RawJSON() {
+			t.Fatalf("GET on %s after the cancel: %v\n%s\n%s", name, err, got.RawJSON(), c.RawJSON())
+		}
+	}
+	// A second cancel, on either node, answers it unchanged; now it can go.
+	if again, err := a.Responses.Cancel(ctx, res.ID); err != nil || again.RawJSON() != c.RawJSON() {
+		t.Fatalf("second cancel on A: %v", err)
+	}
+	if err := b.Responses.Delete(ctx, res.ID); err != nil {
+		t.Fatalf("DELETE on B after the end: %v", err)
 	}
 }
