@@ -86,9 +86,10 @@ func TestWSHandshakeRefused(t *testing.T) {
 	}
 	// The parser folds Connection lines; these requests carry their own
 	// Connection: upgrade line plus the helper's close.
-	f("plain GET", head("/v1/realtime"), 426, "websocket_upgrade_required", "Upgrade: websocket")
+	f("plain GET", head("/v1/realtime"), 426, "websocket_upgrade_required", "Upgrade: websocket\r\nConnection: Upgrade")
 	f("plain GET responses", head("/v1/responses"), 426, "websocket_upgrade_required", "Sec-WebSocket-Version: 13")
 	f("wrong version", head("/v1/realtime", up, conn, "Sec-WebSocket-Version: 8\r\n", key), 426, "unsupported_websocket_version", "Sec-WebSocket-Version: 13")
+	f("wrong version names the upgrade", head("/v1/realtime", up, conn, "Sec-WebSocket-Version: 8\r\n", key), 426, "unsupported_websocket_version", "Upgrade: websocket")
 	f("no version", head("/v1/realtime", up, conn, key), 400, "invalid_websocket_version", "Sec-WebSocket-Version: 13")
 	f("no key", head("/v1/realtime", up, conn, ver), 400, "invalid_websocket_key", "")
 	f("short key", head("/v1/realtime", up, conn, ver, "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAA\r\n"), 400, "invalid_websocket_key", "")
