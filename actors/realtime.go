@@ -327,8 +327,10 @@ func (rs *realtimeSession) handle(msg []byte) {
 	case "input_audio_buffer.commit":
 		rs.audioCommit()
 	case "input_audio_buffer.clear":
-		rs.audio = rs.audio[:0]
-		rs.send(rs.ev.AppendCleared(rs.out[:0]))
+		if rs.audioSession() {
+			rs.audio = rs.audio[:0]
+			rs.send(rs.ev.AppendCleared(rs.out[:0]))
+		}
 	case "":
 		rs.fail(invalidEvent(openai.CodeMissing, "type", "The event has no type."))
 	default:
@@ -660,10 +662,18 @@ func (rs *realtimeSession) responseCancel() {
 	}
 }
 
-func (rs *realtimeSession) audioAppend() {
+// audioSession reports whether the session takes input audio (a
+// transcription session), after an error event when it does not.
+func (rs *realtimeSession) audioSession() bool {
 	if !rs.transcription {
 		rs.fail(invalidEvent(openai.CodeUnsupported, "type",
 			"Input audio is served by transcription sessions (?intent=transcription); this server's conversations are text only."))
+	}
+	return rs.transcription
+}
+
+func (rs *realtimeSession) audioAppend() {
+	if !rs.audioSession() {
 		return
 	}
 	a := rs.in.Audio
@@ -681,9 +691,7 @@ func (rs *realtimeSession) audioAppend() {
 }
 
 func (rs *realtimeSession) audioCommit() {
-	if !rs.transcription {
-		rs.fail(invalidEvent(openai.CodeUnsupported, "type",
-			"Input audio is served by transcription sessions (?intent=transcription); this server's conversations are text only."))
+	if !rs.audioSession() {
 		return
 	}
 	n := len(rs.audio) &^ 1 // whole PCM16 samples

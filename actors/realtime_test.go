@@ -20,8 +20,8 @@ import (
 // end-to-end tests over the real WebSocket transport and the official
 // client are in integration/.
 
-// fakeWS is a WSConn that decodes and records every frame sent.
-type fakeWS struct {
+// rtFakeWS is a WSConn that decodes and records every frame sent.
+type rtFakeWS struct {
 	t      *testing.T
 	mu     sync.Mutex
 	events []rtEv
@@ -53,9 +53,9 @@ type rtEv struct {
 	raw        string
 }
 
-func newFakeWS(t *testing.T) *fakeWS { return &fakeWS{t: t, wake: make(chan struct{}, 1)} }
+func newRTFakeWS(t *testing.T) *rtFakeWS { return &rtFakeWS{t: t, wake: make(chan struct{}, 1)} }
 
-func (c *fakeWS) Send(p []byte) {
+func (c *rtFakeWS) Send(p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(p) > 0 {
@@ -84,7 +84,7 @@ func (c *fakeWS) Send(p []byte) {
 	}
 }
 
-func (c *fakeWS) Close(code int, _ string) {
+func (c *rtFakeWS) Close(code int, _ string) {
 	c.mu.Lock()
 	c.code = code
 	c.mu.Unlock()
@@ -96,7 +96,7 @@ func (c *fakeWS) Close(code int, _ string) {
 
 // waitFor waits until an event of type typ arrived after the first from
 // events, and returns the events from `from` up to and including it.
-func (c *fakeWS) waitFor(from int, typ string) []rtEv {
+func (c *rtFakeWS) waitFor(from int, typ string) []rtEv {
 	c.t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -119,7 +119,7 @@ func (c *fakeWS) waitFor(from int, typ string) []rtEv {
 	}
 }
 
-func (c *fakeWS) count() int {
+func (c *rtFakeWS) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.events)
@@ -161,8 +161,8 @@ func rtServerLen(t *testing.T, itl time.Duration, maxModelLen int) (*Sessions, *
 }
 
 // rtDial starts a realtime session on a fake connection.
-func rtDial(t *testing.T, s *Sessions, query string, beta bool) (*fakeWS, WSHandle) {
-	c := newFakeWS(t)
+func rtDial(t *testing.T, s *Sessions, query string, beta bool) (*rtFakeWS, WSHandle) {
+	c := newRTFakeWS(t)
 	h := s.StartWS(c, &WSRequest{Endpoint: EndpointRealtime, RequestID: "req1", Query: query, Beta: beta, Arrival: time.Now()})
 	return c, h
 }
@@ -259,8 +259,8 @@ func TestRealtimeSessionUnknownModel(t *testing.T) {
 	}
 }
 
-// waitRunning polls the engine's running count until it is want.
-func waitRunning(t *testing.T, eng engine.Engine, want int) {
+// rtWaitRunning polls the engine's running count until it is want.
+func rtWaitRunning(t *testing.T, eng engine.Engine, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for eng.Stats().Running != want {
@@ -289,14 +289,14 @@ func TestRealtimeSessionCancelAndDisconnect(t *testing.T) {
 	if d.Response.Status != "cancelled" || !strings.Contains(string(d.Response.StatusDetails), "client_cancelled") {
 		t.Fatalf("cancelled: %s", d.raw)
 	}
-	waitRunning(t, eng, 0)
+	rtWaitRunning(t, eng, 0)
 	// A disconnect mid-response frees the engine slot.
 	n = c.count()
 	h.Message([]byte(`{"type":"response.create","response":{"max_output_tokens":"inf"}}`))
 	c.waitFor(n, "response.output_text.delta")
-	waitRunning(t, eng, 1)
+	rtWaitRunning(t, eng, 1)
 	h.ConnClosed()
-	waitRunning(t, eng, 0)
+	rtWaitRunning(t, eng, 0)
 	ctxWait(t, s)
 }
 

@@ -124,6 +124,11 @@ var scenarios = []scenario{
 	{"stalled_reader_cut", 2, func(_ context.Context, w *worker) error { return slowRead(w.r, w.addr, vajra.DefaultModelName, true) }},
 	{"pipelined_burst", 4, func(_ context.Context, w *worker) error { return pipelined(w.r, w.addr, vajra.DefaultModelName) }},
 	{"bad_request", 4, func(_ context.Context, w *worker) error { return badBody(w.r, w.addr) }},
+	// The Realtime API (realtime.go).
+	rtScenario("sdk_realtime", 2),
+	rtScenario("cancel_realtime", 1),
+	rtScenario("cut_realtime", 1),
+	rtScenario("sdk_realtime_transcribe", 1),
 }
 
 // pick draws a scenario by weight.
