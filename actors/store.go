@@ -261,6 +261,10 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 		st.nlive.Store(int64(len(st.live)))
 		st.add(m.rec)
 		ctx.Send(m.pid, m)
+	case *bgUnsubscribe:
+		if l, ok := st.live[m.id]; ok {
+			ctx.Send(l.pid, m)
+		}
 	case *storeRequest:
 		if l, ok := st.live[m.id]; ok {
 			if m.op == storeGet || m.op == storeCancel {
