@@ -141,9 +141,8 @@ func (d *responsesDialect) saveResult(ss *session, res *engine.Result) {
 	if !d.storing(res) {
 		return
 	}
-	body := openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
-	ss.body = body
-	d.save(ss, res, body)
+	ss.body = openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
+	d.save(ss, res, ss.body)
 	ss.releaseBody()
 }
 
