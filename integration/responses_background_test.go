@@ -186,6 +186,21 @@ func TestResponsesBackgroundCancel(t *testing.T) {
 	if v := value(scrape(t, addr), "vajra_responses_background_running"); v != 1 {
 		t.Fatalf("background_running %v while it runs, want 1", v)
 	}
+	// While it runs: its input items are there; it cannot be deleted or
+	// continued yet.
+	if page, err := client.Responses.InputItems.List(ctx, res.ID, responses.InputItemListParams{}); err != nil || len(page.Data) != 1 {
+		t.Fatalf("input_items while running: %v", err)
+	}
+	var apiErr *openai.Error
+	if err := client.Responses.Delete(ctx, res.ID); !asError(err, &apiErr) || apiErr.StatusCode != 400 {
+		t.Fatalf("delete while running: %v", err)
+	}
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput("next"), PreviousResponseID: openai.String(res.ID),
+	})
+	if !asError(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "previous_response_id" {
+		t.Fatalf("continuing a running response: %v", err)
+	}
 	c, err := client.Responses.Cancel(ctx, res.ID)
 	if err != nil {
 		t.Fatal(err)
