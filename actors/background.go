@@ -93,8 +93,15 @@ type bgSubscriber struct {
 	follower *actor.PID
 }
 
-// bgUnsubscribe tells the background session a follower's client left.
-type bgUnsubscribe struct{ conn Conn }
+// bgUnsubscribe tells the background session a follower's client left:
+// sent to it directly once the follower knows it, or to the store (with
+// id), which forwards it to a live response's session after the
+// follower's own request, so that a client gone before the session took
+// its stream over does not keep a subscriber's place.
+type bgUnsubscribe struct {
+	id   string
+	conn Conn
+}
 
 // bgDone tells a follower the stream it followed ended (its exchange too).
 type bgDone struct{}

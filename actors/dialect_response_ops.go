@@ -269,12 +269,16 @@ func (d *responseOpDialect) replay(ss *session, ctx actor.Context, rec *storedRe
 }
 
 // connClosed tells the followed background session the client left
-// (closeWatcher).
+// (closeWatcher): directly, or through the store while the stream request
+// is still on its way (bgUnsubscribe).
 func (d *responseOpDialect) connClosed(ss *session) {
-	if d.follow != nil {
-		d.unsub = bgUnsubscribe{conn: ss.conn}
+	d.unsub = bgUnsubscribe{id: d.id, conn: ss.conn}
+	switch {
+	case d.follow != nil:
 		ss.owner.root.Send(d.follow, &d.unsub)
 		d.follow = nil
+	case d.resume.conn != nil && d.ask.replyTo != nil:
+		ss.owner.store.send(&d.unsub)
 	}
 }
 

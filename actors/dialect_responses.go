@@ -21,7 +21,9 @@ import (
 // non-streamed one, from streamEnded for a streamed one, both before the
 // client can see the end, so the client's next request finds it. Failed
 // and incomplete responses are stored too, with their status (a failed
-// non-streamed one from errorEnded: its client got the error body).
+// non-streamed one from errorEnded: its client got the error body). A
+// background one (background: true) runs in its session past its HTTP
+// exchange and is stored by it (background.go): build sets ss.bg.
 type responsesDialect struct {
 	req     openai.ResponsesRequest
 	id      string
@@ -147,9 +149,8 @@ func (d *responsesDialect) saveResult(ss *session, res *engine.Result) {
 	if !d.storing(res) {
 		return
 	}
-	body := openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
-	ss.body = body
-	d.save(ss, res, body)
+	ss.body = openai.AppendResponse(ss.takeBody(), openai.BuildResponse(&d.meta, res))
+	d.save(ss, res, ss.body)
 	ss.releaseBody()
 }
 

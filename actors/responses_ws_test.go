@@ -316,7 +316,7 @@ func TestResponsesWSCloseAbortsTheEngine(t *testing.T) {
 			t.Fatal("engine session not aborted after the close")
 		}
 	}
-	waitRunning(t, eng, 0)
+	rtWaitRunning(t, eng, 0)
 	t.Logf("engine slots freed %v after the close", time.Since(closedAt))
 	waitSessions(t, s)
 	select {
@@ -368,7 +368,7 @@ func TestResponsesWSPanicClosesTheConnection(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("running response not aborted")
 	}
-	waitRunning(t, eng, 0)
+	rtWaitRunning(t, eng, 0)
 	if s.Panics() != 1 {
 		t.Fatalf("panics %d", s.Panics())
 	}
@@ -405,7 +405,7 @@ func TestResponsesWSPendingBound(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("running response not aborted")
 	}
-	waitRunning(t, eng, 0)
+	rtWaitRunning(t, eng, 0)
 	waitSessions(t, s)
 	if len(obs) != 0 {
 		t.Fatalf("%d queued creates ran after the close", len(obs))
@@ -435,7 +435,7 @@ func TestResponsesWSQueuedBytesBound(t *testing.T) {
 		}
 	}
 	h.ConnClosed()
-	waitRunning(t, eng, 0)
+	rtWaitRunning(t, eng, 0)
 	waitSessions(t, s)
 }
 

@@ -364,6 +364,10 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 			delete(st.finishing, m)
 			st.finish(ctx, f)
 		}
+	case *bgUnsubscribe:
+		if l, ok := st.live[m.id]; ok {
+			ctx.Send(l.pid, m)
+		}
 	case *storeRequest:
 		if l, ok := st.live[m.id]; ok {
 			if m.op == storeGet || m.op == storeCancel {

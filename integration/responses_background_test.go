@@ -1,9 +1,11 @@
 package integration_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +185,21 @@ func TestResponsesBackgroundCancel(t *testing.T) {
 	addr := strings.TrimPrefix(base, "http://")
 	if v := value(scrape(t, addr), "vajra_responses_background_running"); v != 1 {
 		t.Fatalf("background_running %v while it runs, want 1", v)
+	}
+	// While it runs: its input items are there; it cannot be deleted or
+	// continued yet.
+	if page, err := client.Responses.InputItems.List(ctx, res.ID, responses.InputItemListParams{}); err != nil || len(page.Data) != 1 {
+		t.Fatalf("input_items while running: %v", err)
+	}
+	var apiErr *openai.Error
+	if err := client.Responses.Delete(ctx, res.ID); !asError(err, &apiErr) || apiErr.StatusCode != 400 {
+		t.Fatalf("delete while running: %v", err)
+	}
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput("next"), PreviousResponseID: openai.String(res.ID),
+	})
+	if !asError(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "previous_response_id" {
+		t.Fatalf("continuing a running response: %v", err)
 	}
 	c, err := client.Responses.Cancel(ctx, res.ID)
 	if err != nil {
@@ -389,5 +406,64 @@ func TestResponsesBackgroundStop(t *testing.T) {
 	start := time.Now()
 	if err := srv.Stop(ctx); err != nil {
 		t.Fatalf("stop with a background response running: %v after %v", err, time.Since(start))
+	}
+}
+
+// TestResponsesBackgroundStreamBound: at most 16 clients stream one
+// background response at once (429 past it), and the place of each that
+// leaves is free again.
+func TestResponsesBackgroundStreamBound(t *testing.T) {
+	_, _, base := startSlowServer(t, 10*time.Millisecond)
+	client := newClient(base)
+	ctx := context.Background()
+	res, err := client.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(5000),
+		Background: openai.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Responses.Cancel(ctx, res.ID)
+	addr := strings.TrimPrefix(base, "http://")
+	follow := func() (net.Conn, int) {
+		conn := wiretest.DialRaw(t, addr)
+		fmt.Fprintf(conn, "GET /v1/responses/%s?stream=true HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n\r\n", res.ID)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status int
+		fmt.Sscanf(line, "HTTP/1.1 %d", &status)
+		return conn, status
+	}
+	var open []net.Conn
+	for range 16 {
+		conn, status := follow()
+		if status != 200 {
+			t.Fatalf("follower %d: status %d", len(open)+1, status)
+		}
+		open = append(open, conn)
+	}
+	if conn, status := follow(); status != 429 {
+		t.Fatalf("17th follower: status %d, want 429", status)
+	} else {
+		conn.Close()
+	}
+	for _, c := range open {
+		c.Close()
+	}
+	// The leavers' places come back as their sessions hear of it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		conn, status := follow()
+		conn.Close()
+		if status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 16 followers left: status %d", status)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
