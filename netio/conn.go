@@ -98,9 +98,11 @@ func (c *conn) serve() (closeConn bool) {
 	}
 	c.since = c.loop.now // idle from now (or busy: not timed)
 	c.releaseParser()
-	if c.ws == nil {
-		c.backpressure() // a WebSocket reads its input as it comes
+	if c.ws != nil {
+		c.ws.begin() // upgraded: from now on the input is frames
+		return false
 	}
+	c.backpressure()
 	return false
 }
 

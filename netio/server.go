@@ -421,9 +421,6 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	if c.serve() {
 		return gnet.Close
 	}
-	if c.ws != nil && gc.InboundBuffered() > 0 {
-		c.ws.traffic() // the first frames came with the upgrade request
-	}
 	return gnet.None
 }
 

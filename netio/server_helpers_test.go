@@ -210,7 +210,7 @@ type testServer struct {
 // startServer runs a netio server with sessions over a fakeEngine of the
 // given ITL on a free loopback port, with the limits `vajra serve` uses
 // unless mutate changes them; it is stopped when the test ends.
-func startServer(t *testing.T, itl time.Duration, mutate func(*netio.Options)) *testServer {
+func startServer(t testing.TB, itl time.Duration, mutate func(*netio.Options)) *testServer {
 	t.Helper()
 	eng := newFakeEngine(itl)
 	models := []string{modelName}

@@ -104,6 +104,19 @@ func (c *conn) startWS(req *actors.WSRequest) {
 	c.handle = w.h
 }
 
+// begin reads the frames that came behind the upgrade request's head,
+// once serve has discarded the head. A connection that was paused while an
+// earlier exchange ran (the upgrade was pipelined behind it) is read
+// again: a WebSocket takes its input as it comes. Loop-only.
+func (w *wsConn) begin() {
+	if w.c.paused {
+		w.c.setReading(true)
+	}
+	if w.c.gc.InboundBuffered() > 0 {
+		w.traffic()
+	}
+}
+
 // Send implements actors.WSConn: p (whole server frames) is appended to
 // the connection's pending bytes for its loop to write. It allocates
 // nothing once the pending buffers have grown to the connection's usual

@@ -87,14 +87,18 @@ func (c *conn) upgrade(rt *route, req *httpparse.Request) (closeAfter bool) {
 // returns 0, or the refusal: status, error code, message and extra header
 // lines.
 func checkHandshake(req *httpparse.Request) (status int, code, msg, headers string) {
-	const versionHeader = "Sec-WebSocket-Version: 13\r\n"
+	const (
+		versionHeader = "Sec-WebSocket-Version: 13\r\n"
+		// RFC 9110 §15.5.22, §7.8: a 426 names the protocol to upgrade to
+		// in Upgrade, which Connection must then list.
+		upgrade426 = "Upgrade: websocket\r\nConnection: Upgrade\r\n" + versionHeader
+	)
 	up := req.Header("upgrade")
 	switch {
 	case up == nil:
-		// RFC 9110 §15.5.22: a 426 names the protocol to upgrade to.
 		return 426, "websocket_upgrade_required",
 			"This endpoint speaks WebSocket only: send GET with Upgrade: websocket, Connection: Upgrade, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key.",
-			"Upgrade: websocket\r\n" + versionHeader
+			upgrade426
 	case !hasToken(up, "websocket"):
 		return 400, "invalid_upgrade", "Upgrade must be websocket.", ""
 	case req.Upgrade == nil:
@@ -106,7 +110,7 @@ func checkHandshake(req *httpparse.Request) (status int, code, msg, headers stri
 		return 400, "invalid_websocket_version", "Sec-WebSocket-Version is missing; this server speaks version 13.", versionHeader
 	case string(v) != "13":
 		// §4.2.2: answer a version we do not speak with the ones we do.
-		return 426, "unsupported_websocket_version", "Unsupported Sec-WebSocket-Version; this server speaks version 13.", versionHeader
+		return 426, "unsupported_websocket_version", "Unsupported Sec-WebSocket-Version; this server speaks version 13.", upgrade426
 	}
 	if !wsproto.ValidKey(req.Header("sec-websocket-key")) {
 		return 400, "invalid_websocket_key", "Sec-WebSocket-Key must be the base64 encoding of 16 bytes.", ""

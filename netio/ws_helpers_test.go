@@ -145,13 +145,13 @@ type wsServer struct {
 	echo *echoStarter
 }
 
-func startWSServer(t *testing.T, mutate func(*netio.Options)) *wsServer {
+func startWSServer(t testing.TB, mutate func(*netio.Options)) *wsServer {
 	t.Helper()
 	return startEchoServer(t, &echoStarter{}, mutate)
 }
 
 // startEchoServer is startWSServer with an echoStarter set up by the test.
-func startEchoServer(t *testing.T, echo *echoStarter, mutate func(*netio.Options)) *wsServer {
+func startEchoServer(t testing.TB, echo *echoStarter, mutate func(*netio.Options)) *wsServer {
 	t.Helper()
 	echo.sessions = make(chan *echoSession, 16)
 	s := startServer(t, 0, func(o *netio.Options) {
@@ -164,7 +164,7 @@ func startEchoServer(t *testing.T, echo *echoStarter, mutate func(*netio.Options
 }
 
 // session returns the session of the connection upgraded last.
-func (s *wsServer) session(t *testing.T) *echoSession {
+func (s *wsServer) session(t testing.TB) *echoSession {
 	t.Helper()
 	select {
 	case es := <-s.echo.sessions:
@@ -208,7 +208,7 @@ func upgradeRequest(path string, extra ...string) string {
 // rawWS is a hand-driven WebSocket client: frames written byte by byte as
 // the test wants them, server frames read back raw.
 type rawWS struct {
-	t    *testing.T
+	t    testing.TB
 	conn net.Conn
 	r    *bufio.Reader
 	head string // the 101's head
@@ -216,7 +216,7 @@ type rawWS struct {
 
 // dialRawWS upgrades a raw connection on path; more is written right
 // after the request, in the same write (the first frames).
-func dialRawWS(t *testing.T, addr, path string, more []byte, extra ...string) *rawWS {
+func dialRawWS(t testing.TB, addr, path string, more []byte, extra ...string) *rawWS {
 	t.Helper()
 	conn := dialRaw(t, addr)
 	req := append([]byte(upgradeRequest(path, extra...)), more...)

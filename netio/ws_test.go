@@ -1,9 +1,11 @@
 package netio_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -84,9 +86,10 @@ func TestWSHandshakeRefused(t *testing.T) {
 	}
 	// The parser folds Connection lines; these requests carry their own
 	// Connection: upgrade line plus the helper's close.
-	f("plain GET", head("/v1/realtime"), 426, "websocket_upgrade_required", "Upgrade: websocket")
+	f("plain GET", head("/v1/realtime"), 426, "websocket_upgrade_required", "Upgrade: websocket\r\nConnection: Upgrade")
 	f("plain GET responses", head("/v1/responses"), 426, "websocket_upgrade_required", "Sec-WebSocket-Version: 13")
 	f("wrong version", head("/v1/realtime", up, conn, "Sec-WebSocket-Version: 8\r\n", key), 426, "unsupported_websocket_version", "Sec-WebSocket-Version: 13")
+	f("wrong version names the upgrade", head("/v1/realtime", up, conn, "Sec-WebSocket-Version: 8\r\n", key), 426, "unsupported_websocket_version", "Upgrade: websocket")
 	f("no version", head("/v1/realtime", up, conn, key), 400, "invalid_websocket_version", "Sec-WebSocket-Version: 13")
 	f("no key", head("/v1/realtime", up, conn, ver), 400, "invalid_websocket_key", "")
 	f("short key", head("/v1/realtime", up, conn, ver, "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAA\r\n"), 400, "invalid_websocket_key", "")
@@ -526,5 +529,35 @@ func TestWSMetrics(t *testing.T) {
 		if v := value(mfs, m.name, m.labels...); v != m.want {
 			t.Fatalf("%s%v = %v, want %v", m.name, m.labels, v, m.want)
 		}
+	}
+}
+
+// TestWSPipelinedUpgrade: an upgrade pipelined behind a generation request,
+// with a frame right behind it, all in one write: the response comes
+// first, then the 101, then the echo, though the client sends nothing
+// more.
+func TestWSPipelinedUpgrade(t *testing.T) {
+	s := startWSServer(t, nil)
+	conn := dialRaw(t, s.addr)
+	body := `{"model":"` + modelName + `","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`
+	chat := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := conn.Write(append([]byte(chat+upgradeRequest("/v1/realtime")), clientText("behind the upgrade")...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(wsWait))
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("chat: %v %v", resp, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp, err = http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	c := &rawWS{t: t, conn: conn, r: r}
+	if _, op, p := c.readFrame(); op != wsproto.OpText || string(p) != "behind the upgrade" {
+		t.Fatalf("got op %d %q", op, p)
 	}
 }

@@ -57,6 +57,10 @@ type Reader struct {
 	// (or a one-frame message's payload is arriving), 0 between messages.
 	msgOp byte
 	msg   []byte
+	// valid is how much of msg is known to be valid UTF-8: text is checked
+	// as it arrives, so an invalid byte fails the message at once (§8.1
+	// allows failing fast), not after 16 MiB more.
+	valid int
 	// delivered: the last Next returned msg, which is reset at the next.
 	delivered bool
 
@@ -91,6 +95,7 @@ func (r *Reader) Next(buf []byte) (n int, k Kind, payload []byte, err error) {
 		} else {
 			r.msg = r.msg[:0]
 		}
+		r.valid = 0
 	}
 	for {
 		if !r.inFrame {
@@ -115,6 +120,10 @@ func (r *Reader) Next(buf []byte) (n int, k Kind, payload []byte, err error) {
 		r.keyPos = unmask(r.key, r.keyPos, r.msg[start:])
 		n += int(take)
 		r.left -= take
+		if !r.validate() {
+			r.err = ErrInvalidUTF8
+			return n, None, nil, r.err
+		}
 		if r.left > 0 {
 			return n, None, nil, nil
 		}
@@ -126,7 +135,8 @@ func (r *Reader) Next(buf []byte) (n int, k Kind, payload []byte, err error) {
 			continue // the next fragment may be here already
 		}
 		r.msgOp = 0
-		if !utf8.Valid(r.msg) {
+		if r.valid != len(r.msg) {
+			// A rune left incomplete at the message's end.
 			r.err = ErrInvalidUTF8
 			return n, None, nil, r.err
 		}
@@ -241,6 +251,28 @@ func (r *Reader) header(b []byte) (n int, k Kind, payload []byte, err *Error) {
 	}
 	r.inFrame, r.fin, r.key, r.keyPos, r.left = true, fin, key, 0, plen
 	return hn, None, nil, nil
+}
+
+// validate checks the text that arrived since the last call, up to the
+// start of a rune the bytes so far leave incomplete (at most 3 bytes, held
+// over to the next piece), and reports whether it is valid UTF-8.
+func (r *Reader) validate() bool {
+	end := len(r.msg)
+	// Back up over a trailing incomplete rune: from the last rune start
+	// within the final 3 bytes, if its bytes are not all here yet.
+	for i := end - 1; i >= max(r.valid, end-3); i-- {
+		if b := r.msg[i]; b&0xC0 != 0x80 { // not a continuation byte: a rune starts here
+			if !utf8.FullRune(r.msg[i:end]) {
+				end = i
+			}
+			break
+		}
+	}
+	if !utf8.Valid(r.msg[r.valid:end]) {
+		return false
+	}
+	r.valid = end
+	return true
 }
 
 // grow makes room in the message buffer for take more bytes of the frame

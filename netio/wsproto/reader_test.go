@@ -298,3 +298,29 @@ func TestReaderNoAllocationAhead(t *testing.T) {
 		t.Fatalf("holds %d bytes for 100 received", c)
 	}
 }
+
+// TestReaderFailsFast: invalid UTF-8 in the first piece of a long text
+// message fails it at once, before the rest arrives; a rune split between
+// pieces (and between fragments) does not.
+func TestReaderFailsFast(t *testing.T) {
+	var r Reader
+	r.Init(testMax)
+	msg := append([]byte("ok\xff"), bytes.Repeat([]byte("a"), 10000)...)
+	in := frame(true, OpText, msg)[:100]
+	if _, _, _, err := r.Next(in); err != ErrInvalidUTF8 {
+		t.Fatalf("got %v, want ErrInvalidUTF8 on the first piece", err)
+	}
+	// A 4-byte rune split at every offset of a long message.
+	long := append(bytes.Repeat([]byte("b"), 300), "🌊 sea"...)
+	wire := frame(true, OpText, long)
+	for cut := 300; cut < len(wire); cut++ {
+		evs, err := feed(t, testMax, wire, cut)
+		if err != nil || len(evs) != 1 || evs[0].p != string(long) {
+			t.Fatalf("cut at %d: %v %v", cut, evs, err)
+		}
+	}
+	// A message that ends inside a rune.
+	if _, err := feed(t, testMax, cat(frame(false, OpText, []byte("x\xf0\x9f")), frame(true, OpContinuation, []byte("\x8c")))); err != ErrInvalidUTF8 {
+		t.Fatalf("truncated rune: %v", err)
+	}
+}
