@@ -541,3 +541,42 @@ func TestResponsesWSManySocketsReturnToIdle(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// The connection-local chain continues exactly the conversation the store
+// would: the same turns chained through a stored and an unstored response
+// (deterministic, temperature 0) give the second turn the same prompt.
+func TestResponsesWSUnstoredChainMatchesStored(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	conn := connectWS(t, newClient(base))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prompts := map[bool]int64{}
+	for _, store := range []bool{true, false} {
+		c := wsCreate(question, 24)
+		c.Temperature = openai.Float(0)
+		c.Instructions = openai.String("Be brief.") // instructions do not carry over either way
+		c.Store = openai.Bool(store)
+		if err := conn.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		first, err := conn.FinalResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := wsCreate("And then?", 4)
+		next.Temperature = openai.Float(0)
+		next.Store = openai.Bool(store)
+		next.PreviousResponseID = openai.String(first.ID)
+		if err := conn.Create(ctx, next); err != nil {
+			t.Fatal(err)
+		}
+		second, err := conn.FinalResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts[store] = second.Usage.InputTokens
+	}
+	if prompts[true] != prompts[false] || prompts[true] == 0 {
+		t.Fatalf("chained prompt: %d tokens through the store, %d through the connection", prompts[true], prompts[false])
+	}
+}
