@@ -580,3 +580,26 @@ func TestResponsesWSUnstoredChainMatchesStored(t *testing.T) {
 		t.Fatalf("chained prompt: %d tokens through the store, %d through the connection", prompts[true], prompts[false])
 	}
 }
+
+// Reasoning over WebSocket: the SDK decodes every event of a response with
+// a reasoning item, numbered in order, and the final response carries the
+// reasoning item, then the message, with reasoning tokens in its usage.
+func TestResponsesWSReasoning(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	conn := connectWS(t, newClient(base))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := wsCreate(question, 400)
+	c.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffortLow}
+	if err := conn.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r := recvResponse(t, ctx, conn.Recv, "")
+	var kinds []string
+	for _, it := range r.Output {
+		kinds = append(kinds, it.Type)
+	}
+	if len(kinds) != 2 || kinds[0] != "reasoning" || kinds[1] != "message" || r.Usage.OutputTokensDetails.ReasoningTokens == 0 {
+		t.Fatalf("output %v, usage %s", kinds, r.Usage.RawJSON())
+	}
+}
