@@ -281,6 +281,11 @@ func statusOf(resp []byte) int {
 	return int(resp[9]-'0')*100 + int(resp[10]-'0')*10 + int(resp[11]-'0')
 }
 
+// maxKeptPending is the largest pending buffer a connection keeps for its
+// next batch: far above a streamed step's frames (a few KiB), so steady
+// streams reuse theirs and allocate nothing.
+const maxKeptPending = 1 << 20
+
 // flushOutbox writes what sessions queued for this connection and acts on
 // the end of an exchange. Loop-only.
 func (c *conn) flushOutbox() {
@@ -298,6 +303,11 @@ func (c *conn) flushOutbox() {
 	o.end = endNone
 	o.mu.Unlock()
 	c.spare = buf
+	if cap(buf) > maxKeptPending {
+		// One big batch (a WebSocket session's large event) must not pin
+		// its buffer for the rest of a connection that may live for hours.
+		c.spare = nil
+	}
 	if len(buf) > 0 {
 		outBefore := c.gc.OutboundBuffered()
 		c.write(buf) // on failure gnet closes the connection (OnClose runs)

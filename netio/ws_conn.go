@@ -30,9 +30,8 @@ import (
 //     it had none), unless a close was sent already, flushes, and closes
 //     TCP (RFC 6455 §5.5.1, §7.1.1: the server closes the TCP connection
 //     first);
-//   - the session (WSConn.Close), a drain (1001) or the loop (a keep-alive
-//     nobody answers is the slow-consumer limit's business, see below)
-//     closes: the close frame goes out after everything queued before it,
+//   - the session (WSConn.Close) or a drain (1001) closes: the close
+//     frame goes out after everything queued before it,
 //     later frames are dropped, data messages from the client are no
 //     longer delivered, and TCP closes when the client's close frame
 //     arrives or after wsCloseWait (the once-a-second sweep);

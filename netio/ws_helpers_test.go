@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -370,6 +368,3 @@ func echo(t *testing.T, c *websocket.Conn, msg string) {
 		t.Fatalf("echo of %d bytes: got %v of %d bytes", len(msg), typ, len(got))
 	}
 }
-
-var _ = fmt.Sprint
-var _ sync.Mutex

@@ -3,6 +3,8 @@ package netio
 import (
 	"testing"
 
+	"github.com/panjf2000/gnet/v2"
+
 	"github.com/vajra-go/vajra/netio/wsproto"
 )
 
@@ -66,5 +68,34 @@ func BenchmarkWSSend(b *testing.B) {
 		if i++; i%8 == 0 {
 			reset()
 		}
+	}
+}
+
+// writeConn is the gnet.Conn of flush tests: it takes every write whole.
+type writeConn struct {
+	gnet.Conn
+	written int
+}
+
+func (w *writeConn) Write(p []byte) (int, error) { w.written += len(p); return len(p), nil }
+func (w *writeConn) OutboundBuffered() int       { return 0 }
+
+// TestFlushDropsBigBuffer: after a batch bigger than maxKeptPending is
+// written, the connection does not keep its buffer; small batches keep
+// theirs.
+func TestFlushDropsBigBuffer(t *testing.T) {
+	w, _ := newSendConn()
+	gc := &writeConn{}
+	w.c.gc = gc
+	w.c.srv = &Server{opts: Options{MaxOutboundBytes: DefaultMaxOutboundBytes}}
+	w.Send(make([]byte, 2<<20))
+	w.c.flushOutbox()
+	if gc.written != 2<<20 || cap(w.c.spare) != 0 {
+		t.Fatalf("wrote %d; kept a %d-byte buffer after a 2 MiB batch", gc.written, cap(w.c.spare))
+	}
+	w.Send(wsEvent)
+	w.c.flushOutbox()
+	if cap(w.c.spare) == 0 {
+		t.Fatal("a small batch's buffer was not kept")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -559,5 +560,37 @@ func TestWSPipelinedUpgrade(t *testing.T) {
 	c := &rawWS{t: t, conn: conn, r: r}
 	if _, op, p := c.readFrame(); op != wsproto.OpText || string(p) != "behind the upgrade" {
 		t.Fatalf("got op %d %q", op, p)
+	}
+}
+
+// TestWSManyConnections: connections on both loops echo concurrently, each
+// its own messages in its own order.
+func TestWSManyConnections(t *testing.T) {
+	s := startWSServer(t, nil)
+	const conns, msgs = 40, 25
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		c := s.dial(t, "/v1/realtime", nil)
+		go func(i int, c *websocket.Conn) {
+			ctx, cancel := context.WithTimeout(context.Background(), wsWait)
+			defer cancel()
+			for j := 0; j < msgs; j++ {
+				want := strconv.Itoa(i) + "/" + strconv.Itoa(j) + strings.Repeat("~", i*j)
+				if err := c.Write(ctx, websocket.MessageText, []byte(want)); err != nil {
+					errs <- err
+					return
+				}
+				if _, got, err := c.Read(ctx); err != nil || string(got) != want {
+					errs <- fmt.Errorf("connection %d message %d: %v %.20q", i, j, err, got)
+					return
+				}
+			}
+			errs <- c.Close(websocket.StatusNormalClosure, "")
+		}(i, c)
+	}
+	for i := 0; i < conns; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

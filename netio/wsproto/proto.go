@@ -19,6 +19,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Opcodes (RFC 6455 §5.2, §11.8).
@@ -132,11 +133,15 @@ func AppendFrame(dst []byte, op byte, payload []byte) []byte {
 }
 
 // AppendClose appends a close frame with code and reason. A reason longer
-// than a control frame holds is cut at a UTF-8 boundary; an invalid code is
-// sent as 1011 (the caller's bug must not become a protocol error).
+// than a control frame holds is cut at a UTF-8 boundary, one that is not
+// UTF-8 is dropped, and an invalid code is sent as 1011: the caller's bug
+// must not become the client's protocol error (§5.5.1, §7.4).
 func AppendClose(dst []byte, code int, reason string) []byte {
 	if !ValidCloseCode(code) {
 		code = CloseInternalError
+	}
+	if !utf8.ValidString(reason) {
+		reason = ""
 	}
 	if len(reason) > maxCloseReason {
 		n := maxCloseReason

@@ -78,6 +78,9 @@ func TestAppendClose(t *testing.T) {
 	if len(got) > 2+MaxControlPayload || !utf8.Valid(got[4:]) || int(got[1]) != len(got)-2 {
 		t.Fatalf("long reason: %d bytes, valid %v", len(got), utf8.Valid(got[4:]))
 	}
+	if got = AppendClose(nil, 1000, "bad \xff"); len(got) != 4 {
+		t.Fatalf("invalid UTF-8 reason sent: %q", got)
+	}
 	got = AppendClose(nil, 1005, "")
 	if CloseCode(got[2:]) != CloseInternalError {
 		t.Fatalf("invalid code sent as %d", CloseCode(got[2:]))
