@@ -67,8 +67,9 @@ type Config struct {
 
 	// APIKeys above; ProtectMetrics requires a key on /metrics too.
 	ProtectMetrics bool
-	// MaxConcurrentRequests caps generation requests in flight, HTTP and
-	// in-process alike (0: no cap); MaxQueuedRequests more wait for a slot, FIFO; beyond both a
+	// MaxConcurrentRequests caps generation requests in flight, HTTP,
+	// in-process and the creates of Responses API WebSockets alike (0: no
+	// cap); MaxQueuedRequests more wait for a slot, FIFO; beyond both a
 	// request gets 429 (529 on Anthropic routes) with Retry-After
 	// (RetryAfter, default 1s) before any stream starts.
 	MaxConcurrentRequests int
@@ -241,6 +242,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	srv := &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}
 	srv.startGateway()
+	sessions.SetAdmitter(localAdmitter{n}) // the creates of Responses API WebSockets (admit.go)
 	return srv, nil
 }
 

@@ -7,6 +7,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
+
+	"github.com/vajra-go/vajra/codegen/openai"
+	"github.com/vajra-go/vajra/engine"
 )
 
 // The Responses API over WebSocket (GET /v1/responses with Upgrade, as
@@ -215,12 +218,30 @@ func (ws *responsesWS) refuse(ae *apiError, streamID string) {
 // names one of the connection's unstored responses is resolved now, when
 // the create runs: a create queued behind the response it continues finds
 // it.
+//
+// With the server's admission control (Sessions.SetAdmitter) the create
+// takes a permit as an HTTP request does, and may wait for one in the same
+// queue (its lane waits with it); a refusal is its error event, and the
+// lane goes on.
 func (ws *responsesWS) run(lane *wsLane, q wsQueued) {
 	ex := &wsExchange{ws: ws, lane: lane, streamID: lane.id, prev: ws.recent.find(q.previousID)}
 	ex.ended.ex = ex
 	lane.running = ex
 	q.req.ws = ex
-	ex.handle = ws.owner.Start(ex, q.req)
+	adm := ws.owner.admitter
+	if adm == nil {
+		ex.handle = ws.owner.Start(ex, q.req)
+		return
+	}
+	a, err := adm.Admit(func() Handle { return ws.owner.Start(ex, q.req) })
+	if err != nil {
+		q.req.release()
+		ex.done.Store(true)
+		ws.refuse(openaiError(openai.FromEngineError(engine.AsError(err), "input")), lane.id)
+		ws.ended(ex)
+		return
+	}
+	ex.admission, ex.req = a, q.req
 }
 
 // ended starts the next create of an exchange's lane, or drops the lane.
@@ -231,6 +252,9 @@ func (ws *responsesWS) ended(ex *wsExchange) {
 	}
 	lane.running = nil
 	ws.pending--
+	if ex.admission != nil {
+		ex.admission.End() // first, so that the lane's next create may take the permit
+	}
 	if ex.last != nil {
 		ws.recent.put(lane.id, ex.last)
 	}
@@ -253,7 +277,17 @@ func (ws *responsesWS) close() {
 	}
 	ws.closed = true
 	for id, lane := range ws.lanes {
-		if ex := lane.running; ex != nil && !ex.done.Swap(true) {
+		switch ex := lane.running; {
+		case ex == nil:
+		case ex.admission != nil:
+			// Cancel tells a started session (ConnClosed) or takes a
+			// waiting create out of the admission queue.
+			if !ex.admission.Cancel() {
+				ex.req.release() // never started
+			}
+			ex.admission.End()
+			ex.done.Store(true)
+		case !ex.done.Swap(true):
 			ex.handle.ConnClosed()
 		}
 		for _, q := range lane.queue {

@@ -88,7 +88,9 @@ func (ss *session) wsStreamEnding(res *engine.Result) {
 
 // conversation is the history a turn continuing the finished response res
 // starts from: its input (without its instructions, which do not carry
-// over) and its answer. The same as the store's record keeps (save).
+// over) and its answer. The same as the store's record keeps (save, which
+// has these lines inline; TestResponsesWSUnstoredChainMatchesStored holds
+// the two in step until save calls this).
 func (d *responsesDialect) conversation(ss *session, res *engine.Result) []engine.Message {
 	msgs := ss.ereq.Messages
 	if d.req.Instructions != "" && len(msgs) > 0 {

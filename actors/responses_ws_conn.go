@@ -33,9 +33,13 @@ type wsExchange struct {
 	ws       *responsesWS
 	lane     *wsLane
 	streamID string
-	// handle is the session's, for ConnClosed; written and read by the
-	// connection's actor only.
-	handle Handle
+	// handle is the session's, for ConnClosed; admission (when the server
+	// has admission control) holds the create's permit and tells its
+	// session instead, and req is the request until admission started it.
+	// All three are written and read by the connection's actor only.
+	handle    Handle
+	admission Admission
+	req       *Request
 	// done is set once the exchange ended or its connection closed: later
 	// calls are dropped, and the connection's actor does not tell an
 	// ended session about the close.

@@ -484,3 +484,25 @@ func TestWSRecentsBound(t *testing.T) {
 		t.Fatal("lane 1 not replaced")
 	}
 }
+
+// A create queued behind the unstored response it continues (sent once
+// response.created named it) finds it: previous_response_id is resolved
+// when the create runs, after the response it names ended.
+func TestResponsesWSQueuedChainResolvesAtRun(t *testing.T) {
+	s, _, _ := newWSTest(t, 5*time.Millisecond) // the first runs 200 ms: the second waits behind it
+	c, h := dialWS(t, s)
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"one","store":false,"max_output_tokens":40}`))
+	created := c.next(t)
+	if created.Type != "response.created" {
+		t.Fatalf("first event %s", created.raw)
+	}
+	h.Message([]byte(`{"type":"response.create","model":"vajra-sim","input":"two","store":false,"max_output_tokens":4,"previous_response_id":"` + created.Response.ID + `"}`))
+	first := append([]wsEvent{created}, c.untilEnd(t)...)
+	_, in1 := checkStream(t, first, "")
+	evs := c.untilEnd(t)
+	_, in2 := checkStream(t, evs, "")
+	if evs[len(evs)-1].Response.Previous != created.Response.ID || in2 <= in1 {
+		t.Fatalf("queued chained response %s", evs[len(evs)-1].raw)
+	}
+	h.ConnClosed()
+}

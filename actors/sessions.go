@@ -64,6 +64,9 @@ type Sessions struct {
 	active   atomic.Int64
 	idle     chan struct{} // signalled when active drops to 0
 	failures atomic.Uint64 // sessions stopped by a panic
+	// admitter admits the creates of Responses API WebSockets
+	// (admission.go); nil admits them at once.
+	admitter Admitter
 	// panics counts panics of per-session code: in the session actor, in
 	// the Observer, or (reported by a Result's Panicked) in the request's
 	// Formatter or Sink on the engine's goroutine.

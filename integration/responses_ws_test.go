@@ -541,3 +541,161 @@ func TestResponsesWSManySocketsReturnToIdle(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// The connection-local chain continues exactly the conversation the store
+// would: the same turns chained through a stored and an unstored response
+// (deterministic, temperature 0) give the second turn the same prompt.
+func TestResponsesWSUnstoredChainMatchesStored(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	conn := connectWS(t, newClient(base))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prompts := map[bool]int64{}
+	for _, store := range []bool{true, false} {
+		c := wsCreate(question, 24)
+		c.Temperature = openai.Float(0)
+		c.Instructions = openai.String("Be brief.") // instructions do not carry over either way
+		c.Store = openai.Bool(store)
+		if err := conn.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		first, err := conn.FinalResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := wsCreate("And then?", 4)
+		next.Temperature = openai.Float(0)
+		next.Store = openai.Bool(store)
+		next.PreviousResponseID = openai.String(first.ID)
+		if err := conn.Create(ctx, next); err != nil {
+			t.Fatal(err)
+		}
+		second, err := conn.FinalResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts[store] = second.Usage.InputTokens
+	}
+	if prompts[true] != prompts[false] || prompts[true] == 0 {
+		t.Fatalf("chained prompt: %d tokens through the store, %d through the connection", prompts[true], prompts[false])
+	}
+}
+
+// Reasoning over WebSocket: the SDK decodes every event of a response with
+// a reasoning item, numbered in order, and the final response carries the
+// reasoning item, then the message, with reasoning tokens in its usage.
+func TestResponsesWSReasoning(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	conn := connectWS(t, newClient(base))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := wsCreate(question, 400)
+	c.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffortLow}
+	if err := conn.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r := recvResponse(t, ctx, conn.Recv, "")
+	var kinds []string
+	for _, it := range r.Output {
+		kinds = append(kinds, it.Type)
+	}
+	if len(kinds) != 2 || kinds[0] != "reasoning" || kinds[1] != "message" || r.Usage.OutputTokensDetails.ReasoningTokens == 0 {
+		t.Fatalf("output %v, usage %s", kinds, r.Usage.RawJSON())
+	}
+}
+
+// A create takes an admission permit as an HTTP request does: with one
+// permit and no queue, a running WebSocket response makes an HTTP request
+// and another create 429, and its socket's close returns the permit.
+func TestResponsesWSAdmission(t *testing.T) {
+	srv, _, base := startServer(t, func(c *vajra.Config) {
+		c.Sim.ITL = 5 * time.Millisecond
+		c.MaxConcurrentRequests, c.MaxQueuedRequests = 1, 0
+	})
+	client := newClient(base)
+	conn := connectWS(t, client)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	long := wsCreate(question, 4000)
+	long.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffortHigh}
+	if err := conn.Create(ctx, long); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := conn.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(ev.Type, ".delta") {
+			break
+		}
+	}
+	var apiErr *openai.Error
+	if _, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: vajra.DefaultModelName, Input: textInput("hi")}); !errors.As(err, &apiErr) || apiErr.StatusCode != 429 {
+		t.Fatalf("HTTP request while the socket holds the permit: %v", err)
+	}
+	lane, err := conn.Lane("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := wsCreate("hi", 4)
+	other.StreamID = openai.String("b")
+	if err := conn.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := lane.Recv(ctx)
+	if err != nil || ev.Type != "error" || ev.OfResponsesServerEventResponseWsError.Status != 429 {
+		t.Fatalf("second create: %v %s", err, ev.RawJSON())
+	}
+	conn.Abort()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Live().InFlight != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the permit was not returned: %+v", srv.Live())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: vajra.DefaultModelName, Input: textInput("hi"), MaxOutputTokens: openai.Int(4)}); err != nil {
+		t.Fatalf("after the socket closed: %v", err)
+	}
+}
+
+// With a queue, a create waits for a permit (its lane with it) and runs
+// when the HTTP request holding it ends.
+func TestResponsesWSAdmissionQueue(t *testing.T) {
+	srv, obs, base := startServer(t, func(c *vajra.Config) {
+		c.Sim.ITL = 2 * time.Millisecond
+		c.MaxConcurrentRequests, c.MaxQueuedRequests = 1, 4
+	})
+	client := newClient(base)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: vajra.DefaultModelName, Input: textInput(question),
+		MaxOutputTokens: openai.Int(2000), Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortMedium}})
+	if !st.Next() { // the HTTP stream holds the permit
+		t.Fatal(st.Err())
+	}
+	conn := connectWS(t, client)
+	if err := conn.Create(ctx, wsCreate(question, 8)); err != nil {
+		t.Fatal(err)
+	}
+	// The create is in flight (admitted or queued: 3 with the HTTP stream
+	// and the WebSocket itself) but not running: it waits for the HTTP
+	// stream's permit.
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Live().InFlight != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the create never reached admission: %+v", srv.Live())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := obs.Stats().Running; got != 1 {
+		t.Fatalf("running %d while the create waits for a permit, want 1", got)
+	}
+	for st.Next() {
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recvResponse(t, ctx, conn.Recv, "")
+}
