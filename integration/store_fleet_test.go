@@ -10,6 +10,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
@@ -122,9 +124,16 @@ func TestFleetRedisDownAndBack(t *testing.T) {
 	r := redistest.Start(t)
 	url := fleetURL(r)
 	r.Stop()
-	base := startFleetNode(t, url)
+	core, logs := observer.New(zap.WarnLevel)
+	_, _, base := startServer(t, func(c *vajra.Config) {
+		c.ResponseStore.URL = url
+		c.Logger = zap.New(core)
+	})
 	c := newClient(base)
 	ctx := context.Background()
+	if logs.FilterMessageSnippet("Redis is not reachable").Len() != 1 {
+		t.Fatalf("the outage at start was not logged once: %v", logs.All())
+	}
 
 	resp, err := http.Get(base + "/health")
 	if err != nil || resp.StatusCode != 200 {
@@ -163,6 +172,9 @@ func TestFleetRedisDownAndBack(t *testing.T) {
 	}
 	if n := wiretest.Value(wiretest.Scrape(t, strings.TrimPrefix(base, "http://")), "vajra_response_store_save_failures_total"); n != 1 {
 		t.Fatalf("save failures counted: %v", n)
+	}
+	if logs.FilterMessageSnippet("could not be stored").Len() != 1 {
+		t.Fatalf("the failed save was not logged: %v", logs.All())
 	}
 
 	r.Restart()
@@ -224,6 +236,24 @@ func TestFleetAnswersAfterTheSave(t *testing.T) {
 	case got := <-done:
 		t.Fatalf("answered while Redis held the save back: %+v", got)
 	case <-time.After(200 * time.Millisecond): // a window for a wrong answer to show
+	}
+	// A slow Redis stalls only what needs it: a stream that stores
+	// nothing runs to its end meanwhile on the same node.
+	stream := a.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(6), Store: openai.Bool(false),
+	})
+	ended := false
+	for stream.Next() {
+		typ := stream.Current().Type
+		ended = ended || typ == "response.completed" || typ == "response.incomplete"
+	}
+	if stream.Err() != nil || !ended {
+		t.Fatalf("a store: false stream while Redis held writes: %v, ended %v", stream.Err(), ended)
+	}
+	select {
+	case got := <-done:
+		t.Fatalf("answered while Redis held the save back: %+v", got)
+	default:
 	}
 	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatal(err)
@@ -314,5 +344,61 @@ func TestFleetBackgroundCancelOnOtherNode(t *testing.T) {
 	}
 	if err := b.Responses.Delete(ctx, res.ID); err != nil {
 		t.Fatalf("DELETE on B after the end: %v", err)
+	}
+}
+
+// Redis lost mid-run: the node's stored responses become 503 while it is
+// gone (generation and store: false go on), then are served again once it
+// is back, without a restart. Redis keeps nothing here (persistence off),
+// so what was stored before is gone, as after any Redis restart without
+// persistence; what is stored after is served.
+func TestFleetRedisLostMidRun(t *testing.T) {
+	r := redistest.Start(t)
+	base := startFleetNode(t, fleetURL(r))
+	c := newClient(base)
+	ctx := context.Background()
+	create := func(store bool) (*responses.Response, error) {
+		return c.Responses.New(ctx, responses.ResponseNewParams{
+			Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4), Store: openai.Bool(store),
+		})
+	}
+	before, err := create(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Responses.Get(ctx, before.ID, responses.ResponseGetParams{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r.Stop()
+	var apiErr *openai.Error
+	if _, err := c.Responses.Get(ctx, before.ID, responses.ResponseGetParams{}); !asError(err, &apiErr) || apiErr.StatusCode != 503 {
+		t.Fatalf("GET with Redis lost: %v", err)
+	}
+	if _, err := create(false); err != nil {
+		t.Fatalf("store: false with Redis lost: %v", err)
+	}
+	if res, err := create(true); err != nil || res.Status == "" {
+		t.Fatalf("a stored create with Redis lost still answers: %v", err)
+	}
+	if resp, err := http.Get(base + "/health"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/health with Redis lost: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
+
+	r.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := create(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err == nil {
+			break
+		} else if !asError(err, &apiErr) || apiErr.StatusCode != 503 || time.Now().After(deadline) {
+			t.Fatalf("after Redis came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // the store's prober runs every 250 ms
 	}
 }
