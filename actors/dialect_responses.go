@@ -180,17 +180,8 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 // body (kept, not copied): its status, input items and the conversation
 // for the next previous_response_id. The caller sets size.
 func (d *responsesDialect) record(ss *session, res *engine.Result, body []byte) *storedResponse {
-	rec := &storedResponse{id: d.id, status: openai.ResultStatus(res), background: d.req.Background, body: body, input: d.req.InputItems(d.id)}
-	msgs := ss.ereq.Messages
-	if d.req.Instructions != "" && len(msgs) > 0 {
-		msgs = msgs[1:] // instructions do not carry over to the next turn
-	}
-	rec.history = make([]engine.Message, len(msgs), len(msgs)+1)
-	copy(rec.history, msgs)
-	if len(res.Choices) > 0 {
-		rec.history = append(rec.history, assistantTurn(d.id, &res.Choices[0]))
-	}
-	return rec
+	return &storedResponse{id: d.id, status: openai.ResultStatus(res), background: d.req.Background, body: body,
+		input: d.req.InputItems(d.id), history: d.conversation(ss, res)}
 }
 
 // assistantTurn is the history turn of response respID's choice c. A call

@@ -88,13 +88,12 @@ func (ss *session) wsStreamEnding(res *engine.Result) {
 
 // conversation is the history a turn continuing the finished response res
 // starts from: its input (without its instructions, which do not carry
-// over) and its answer. The same as the store's record keeps (save, which
-// has these lines inline; TestResponsesWSUnstoredChainMatchesStored holds
-// the two in step until save calls this).
+// over) and its answer. The store's record keeps the same (record), and so
+// does a connection's unstored chain.
 func (d *responsesDialect) conversation(ss *session, res *engine.Result) []engine.Message {
 	msgs := ss.ereq.Messages
 	if d.req.Instructions != "" && len(msgs) > 0 {
-		msgs = msgs[1:]
+		msgs = msgs[1:] // instructions do not carry over to the next turn
 	}
 	h := make([]engine.Message, len(msgs), len(msgs)+1)
 	copy(h, msgs)
