@@ -1,14 +1,10 @@
 package integration_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -485,48 +481,8 @@ func startRealtimeStream(tb testing.TB) (step func(), frame func() []byte) {
 	tb.Helper()
 	eng := &handEngine{started: make(chan handSession, 1)}
 	conn := hotServer(tb, func(c *vajra.Config) { c.Engine = eng; c.KeepGOMAXPROCS = true })
-	fmt.Fprintf(conn, "GET /v1/realtime?model=vajra-sim HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-	r := bufio.NewReaderSize(conn, 64<<10)
-	status, err := r.ReadString('\n')
-	if err != nil || !strings.Contains(status, " 101 ") {
-		tb.Fatalf("upgrade: %q %v", status, err)
-	}
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if line == "\r\n" {
-			break
-		}
-	}
-	rbuf := make([]byte, 64<<10)
-	readFrame := func() []byte {
-		if _, err := io.ReadFull(r, rbuf[:2]); err != nil {
-			tb.Fatal(err)
-		}
-		n, h := int(rbuf[1]&0x7f), 2
-		switch n {
-		case 126:
-			if _, err := io.ReadFull(r, rbuf[2:4]); err != nil {
-				tb.Fatal(err)
-			}
-			n, h = int(binary.BigEndian.Uint16(rbuf[2:4])), 4
-		case 127:
-			if _, err := io.ReadFull(r, rbuf[2:10]); err != nil {
-				tb.Fatal(err)
-			}
-			n, h = int(binary.BigEndian.Uint64(rbuf[2:10])), 10
-		}
-		if h+n > len(rbuf) {
-			tb.Fatalf("a frame of %d bytes, more than the test reads", n)
-		}
-		if _, err := io.ReadFull(r, rbuf[h:h+n]); err != nil {
-			tb.Fatal(err)
-		}
-		return rbuf[h : h+n]
-	}
+	ws := upgradeRaw(tb, conn, "/v1/realtime?model=vajra-sim")
+	readFrame := ws.read
 	readUntil := func(typ string) {
 		for {
 			if f := readFrame(); bytes.HasPrefix(f, []byte(`{"type":"`+typ+`"`)) {
@@ -562,10 +518,9 @@ func startRealtimeStream(tb testing.TB) (step func(), frame func() []byte) {
 		first = false
 		frames = hs.req.Formatter.AppendDelta(frames[:0], &d)
 		hs.sink.Deliver(frames, nil)
-		if _, err := io.ReadFull(r, rbuf[:len(frames)]); err != nil {
-			tb.Fatal(err)
+		for range countFrames(frames) {
+			last = readFrame()
 		}
-		last = rbuf[:len(frames)]
 	}
 	frame = func() []byte { return last }
 	// A first, long response grows the session's buffers (the

@@ -1,9 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
-	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -23,70 +20,14 @@ func startWSTokenStream(tb testing.TB) (step func(), frame func() []byte) {
 	tb.Helper()
 	eng := &handEngine{started: make(chan handSession, 1)}
 	conn := hotServer(tb, func(c *vajra.Config) { c.Engine = eng })
-	fmt.Fprintf(conn, "GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-	r := bufio.NewReaderSize(conn, 64<<10)
-	status, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 101") {
-		tb.Fatalf("handshake: %q %v", status, err)
-	}
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if line == "\r\n" {
-			break
-		}
-	}
-	create := `{"type":"response.create","stream_id":"hot","model":"vajra-sim","input":"hi"}`
-	// A masked text frame (RFC 6455 §5.3) with a zero masking key: the
-	// payload goes as it is.
-	msg := append([]byte{0x81, 0x80 | byte(len(create)), 0, 0, 0, 0}, create...)
-	if _, err := conn.Write(msg); err != nil {
-		tb.Fatal(err)
-	}
+	ws := upgradeRaw(tb, conn, "/v1/responses")
+	ws.write(`{"type":"response.create","stream_id":"hot","model":"vajra-sim","input":"hi"}`)
 	hs := <-eng.started
-
-	payload := make([]byte, 64<<10)
-	var hdr [8]byte
 	var last []byte
-	// readFrame reads one server frame (unmasked, RFC 6455 §5.2).
-	readFrame := func() {
-		if _, err := io.ReadFull(r, hdr[:2]); err != nil {
-			tb.Fatal(err)
+	readFrames := func(frames []byte) {
+		for range countFrames(frames) {
+			last = ws.read()
 		}
-		if hdr[0] != 0x81 || hdr[1]&0x80 != 0 {
-			tb.Fatalf("frame header %x", hdr[:2])
-		}
-		n := int(hdr[1])
-		switch n {
-		case 126:
-			if _, err := io.ReadFull(r, hdr[:2]); err != nil {
-				tb.Fatal(err)
-			}
-			n = int(hdr[0])<<8 | int(hdr[1])
-		case 127:
-			tb.Fatal("frame over 64 KiB")
-		}
-		if _, err := io.ReadFull(r, payload[:n]); err != nil {
-			tb.Fatal(err)
-		}
-		last = payload[:n]
-	}
-	// frameCount counts the frames the engine wrote (the client reads as
-	// many).
-	frameCount := func(b []byte) int {
-		k := 0
-		for len(b) >= 2 {
-			n, h := int(b[1]), 2
-			if n == 126 {
-				n, h = int(b[2])<<8|int(b[3]), 4
-			}
-			b = b[h+n:]
-			k++
-		}
-		return k
 	}
 
 	tok := []byte(" hello")
@@ -96,9 +37,7 @@ func startWSTokenStream(tb testing.TB) (step func(), frame func() []byte) {
 	first := true
 	frames = hs.req.Formatter.AppendStart(frames[:0], &engine.Start{PromptTokens: 3, N: 1})
 	hs.sink.Deliver(frames, nil)
-	for range frameCount(frames) {
-		readFrame()
-	}
+	readFrames(frames)
 	// The first token opens the message item; every later one is one
 	// response.output_text.delta, delivered as the Formatter wrote the
 	// second. (The Formatter itself keeps the item's text for the .done
@@ -118,9 +57,7 @@ func startWSTokenStream(tb testing.TB) (step func(), frame func() []byte) {
 			frames = append(frames[:0], delta...)
 		}
 		hs.sink.Deliver(frames, nil)
-		for range frameCount(frames) {
-			readFrame()
-		}
+		readFrames(frames)
 	}
 	frame = func() []byte { return last }
 	tb.Cleanup(func() {
