@@ -217,16 +217,7 @@ func TestResponsesBackgroundCancel(t *testing.T) {
 		t.Fatal("the engine never ended the cancelled request")
 	}
 	// The engine publishes its figures as it ends the step: a bounded wait.
-	for deadline := time.Now().Add(2 * time.Second); ; {
-		st := obs.Stats()
-		if st.Running == 0 && st.Waiting == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("engine after cancel: %d running, %d waiting", st.Running, st.Waiting)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitEngine(t, obs, func(st engine.Stats) bool { return st.Running == 0 && st.Waiting == 0 })
 	got, err := client.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
 	if err != nil || got.RawJSON() != c.RawJSON() {
 		t.Fatalf("stored after cancel: %v\n%s\n%s", err, got.RawJSON(), c.RawJSON())

@@ -326,12 +326,7 @@ func TestFleetBackgroundCancelOnOtherNode(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("A's engine never ended the response cancelled on B")
 	}
-	for deadline := time.Now().Add(2 * time.Second); obsA.Stats().Running != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("A's engine still runs %d after the cancel", obsA.Stats().Running)
-		}
-		time.Sleep(time.Millisecond) // the engine publishes its figures as it ends the step
-	}
+	waitEngineIdle(t, obsA, 2*time.Second) // the engine publishes its figures as it ends the step
 	for name, cl := range map[string]openai.Client{"A": a, "B": b} {
 		got, err := cl.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
 		if err != nil || got.RawJSON() != c.RawJSON() {
