@@ -116,6 +116,15 @@ type Config struct {
 // DefaultModelName is the served model name when none is configured.
 const DefaultModelName = "vajra-sim"
 
+// The response store's default bounds (Config.ResponseStore's zero
+// values take them).
+const (
+	DefaultStoreMaxResponses = actors.DefaultStoreMaxResponses
+	DefaultStoreMaxBytes     = actors.DefaultStoreMaxBytes
+	DefaultMaxBackground     = actors.DefaultMaxBackground
+	DefaultMaxEventLogBytes  = actors.DefaultMaxEventLogBytes
+)
+
 // DefaultConfig returns the defaults of `vajra serve`.
 func DefaultConfig() Config {
 	return Config{

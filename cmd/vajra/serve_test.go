@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/vajra-go/vajra"
 	"io"
 	"net/http"
 	"os"
@@ -108,6 +109,25 @@ func TestStreamKeepaliveSetting(t *testing.T) {
 	f([]string{"--config", file}, nil, 5*time.Second)
 	f([]string{"--config", file}, map[string]string{"VAJRA_STREAM_KEEPALIVE": "2s"}, 2*time.Second)
 	f([]string{"--config", file, "--stream-keepalive", "0"}, map[string]string{"VAJRA_STREAM_KEEPALIVE": "2s"}, 0)
+}
+
+// TestResponseStoreSettings: the store's flags reach Config.ResponseStore,
+// from the command line and the environment alike.
+func TestResponseStoreSettings(t *testing.T) {
+	st, err := parseServe([]string{"--response-store", "redis://127.0.0.1:6379/2", "--response-store-ttl", "1h",
+		"--max-background-responses", "7", "--response-store-key-prefix", "fleet1:"},
+		envOf(map[string]string{"VAJRA_RESPONSE_STORE_MAX_ENTRY_BYTES": "1024", "VAJRA_BACKGROUND_EVENT_LOG_BYTES": "4096"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := st.cfg.ResponseStore
+	if rs.URL != "redis://127.0.0.1:6379/2" || rs.TTL != time.Hour || rs.MaxBackground != 7 || rs.KeyPrefix != "fleet1:" ||
+		rs.MaxEntryBytes != 1024 || rs.MaxEventLogBytes != 4096 || rs.MaxResponses != vajra.DefaultStoreMaxResponses {
+		t.Fatalf("ResponseStore %+v", rs)
+	}
+	if st, err := parseServe(nil, envOf(nil), io.Discard); err != nil || !st.cfg.ResponseStore.IsMemory() {
+		t.Fatalf("default store: %v %+v", err, st.cfg.ResponseStore)
+	}
 }
 
 func TestConfigErrors(t *testing.T) {
