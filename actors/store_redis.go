@@ -71,7 +71,8 @@ var (
 	errStoreEntryTooLarge = errors.New("the response is too large to store")
 )
 
-// redisStore implements responseStore over Redis.
+// redisStore holds a ResponseStore's records in Redis (the store actor
+// keeps the live entries and hands it every record operation).
 type redisStore struct {
 	client   *redis.Client
 	prefix   string
@@ -209,49 +210,58 @@ func (st *redisStore) subscribe() {
 
 func (st *redisStore) key(id string) string { return st.prefix + "resp:" + id }
 
-// put queues a save of rec. A full queue drops it (logged and counted):
-// the response has been answered; only its later reads will miss it.
+// put queues a save of rec, answering ack (when set) once it is saved or
+// failed. A save that cannot be queued is logged and counted: the
+// response has been answered; only its later reads will miss it.
 func (st *redisStore) put(rec *storedResponse, ack *storeRequest) {
-	if !st.up.Load() {
-		st.ops.record(opPut, resultError, 0)
-		st.saveFailed(rec.id, errStoreUnavailable)
-		if ack != nil {
-			ack.reply = storeReply{err: errStoreUnavailable}
-			st.root.Send(ack.replyTo, &ack.reply)
-		}
-		return
-	}
-	select {
-	case st.queue(rec.id) <- &storeJob{put: rec, req: ack}:
-	default:
-		st.ops.record(opPut, resultBusy, 0)
-		st.saveFailed(rec.id, errStoreBusy)
-		if ack != nil {
-			ack.reply = storeReply{err: errStoreBusy}
-			st.root.Send(ack.replyTo, &ack.reply)
-		}
-	}
+	st.enqueue(&storeJob{put: rec, req: ack})
 }
 
-// ask queues a read or delete; the reply goes to req.replyTo, with
+// ask queues a read, delete or cancel; the reply goes to req.replyTo, with
 // reply.err set when Redis could not answer.
-func (st *redisStore) ask(req *storeRequest) {
+func (st *redisStore) ask(req *storeRequest) { st.enqueue(&storeJob{req: req}) }
+
+// enqueue queues j on its response's worker, or answers it at once:
+// errStoreUnavailable while Redis is known down, errStoreBusy when the
+// worker's queue is full.
+func (st *redisStore) enqueue(j *storeJob) {
+	var id string
+	if j.put != nil {
+		id = j.put.id
+	} else {
+		id = j.req.id
+	}
 	if !st.up.Load() {
-		st.ops.record(req.op.kind(), resultError, 0)
-		req.reply = storeReply{err: errStoreUnavailable}
-		st.root.Send(req.replyTo, &req.reply)
+		st.refuse(j, resultError, errStoreUnavailable)
 		return
 	}
 	select {
-	case st.queue(req.id) <- &storeJob{req: req}:
+	case st.queue(id) <- j:
 	default:
-		st.ops.record(req.op.kind(), resultBusy, 0)
-		req.reply = storeReply{err: errStoreBusy}
-		st.root.Send(req.replyTo, &req.reply)
+		st.refuse(j, resultBusy, errStoreBusy)
 	}
 }
 
-// stop drains the queue and closes the client.
+// refuse answers a job that never reached Redis, and counts it.
+func (st *redisStore) refuse(j *storeJob, res storeResult, err error) {
+	if j.put != nil {
+		st.ops.record(opPut, res, 0)
+		st.saveFailed(j.put.id, err)
+	} else {
+		st.ops.record(j.req.op.kind(), res, 0)
+	}
+	st.reply(j, storeReply{err: err})
+}
+
+// reply sends r to the job's asker, if it has one (a save may have none).
+func (st *redisStore) reply(j *storeJob, r storeReply) {
+	if j.req == nil {
+		return
+	}
+	j.req.reply = r
+	st.root.Send(j.req.replyTo, &j.req.reply)
+}
+
 // stop drains the queues and closes the client. Call once every session
 // ended (nothing sends jobs any more).
 func (st *redisStore) stop() {
@@ -266,19 +276,15 @@ func (st *redisStore) stop() {
 func (st *redisStore) work(jobs chan *storeJob) {
 	defer st.wg.Done()
 	for j := range jobs {
-		if j.put != nil {
-			err := st.save(j.put)
-			if err != nil {
-				st.saveFailed(j.put.id, err)
-			}
-			if j.req != nil {
-				j.req.reply = storeReply{rec: j.put, err: err}
-				st.root.Send(j.req.replyTo, &j.req.reply)
-			}
+		if j.put == nil {
+			st.reply(j, st.answer(j.req))
 			continue
 		}
-		j.req.reply = st.answer(j.req)
-		st.root.Send(j.req.replyTo, &j.req.reply)
+		err := st.save(j.put)
+		if err != nil {
+			st.saveFailed(j.put.id, err)
+		}
+		st.reply(j, storeReply{rec: j.put, err: err})
 	}
 }
 
