@@ -60,9 +60,10 @@ type session struct {
 	// before the response's end goes out (a shared store, where another
 	// node may serve the client's next request); saveAck is the request
 	// the store answers, withheld says what waits for it.
-	saving   bool
-	saveAck  storeRequest
-	withheld withheldEnd
+	saving         bool
+	saveAck        storeRequest
+	withheld       withheldEnd
+	withheldStatus int
 
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
@@ -343,7 +344,7 @@ func (ss *session) forward(ctx actor.Context) {
 		if e, ok := ss.d.(streamEnder); ok {
 			e.streamEnded(ss, final)
 		}
-		if ss.withhold(withheldStream) {
+		if ss.withhold(withheldStream, 0) {
 			return
 		}
 		ss.conn.EndStream(ss.out)
@@ -353,11 +354,14 @@ func (ss *session) forward(ctx actor.Context) {
 		}
 		ae := ss.d.engineError(final.Err, &ss.ereq)
 		ss.body = ss.d.appendError(ss.takeBody(), ae)
+		if ss.withhold(withheldResponse, ae.Status) {
+			return
+		}
 		ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
 		ss.releaseBody()
 	default:
 		ss.body = ss.d.appendResponse(ss.takeBody(), ss, final)
-		if ss.withhold(withheldResponse) {
+		if ss.withhold(withheldResponse, 200) {
 			return
 		}
 		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
@@ -372,14 +376,15 @@ type withheldEnd uint8
 const (
 	withheldNone     withheldEnd = iota
 	withheldStream               // ss.out: the stream's last frames
-	withheldResponse             // ss.body: a 200 body
+	withheldResponse             // ss.body: the body of a response with status withheldStatus
 )
 
 // saveWith sends rec to the store. With a shared store (Redis) the session
-// then keeps its response's end back until the store acknowledges the save
-// (saved), so that a client that saw the end can read or chain the
-// response through any node of the fleet; the memory store needs no wait,
-// since it serves every later request after this put.
+// then keeps its response's end (the stream's last frames, or the body,
+// failed or not) back until the store acknowledges the save (saved), so
+// that a client that saw the end can read or chain the response through
+// any node of the fleet; the memory store needs no wait, since it serves
+// every later request after this put.
 func (ss *session) saveWith(rec *storedResponse) {
 	if ss.owner.cfg.Store.IsMemory() {
 		ss.owner.store.put(rec, nil)
@@ -390,13 +395,13 @@ func (ss *session) saveWith(rec *storedResponse) {
 	ss.owner.store.put(rec, &ss.saveAck)
 }
 
-// withhold keeps the response's end (what) back while a save is
-// unacknowledged; it reports whether it did.
-func (ss *session) withhold(what withheldEnd) bool {
+// withhold keeps the response's end (what; status for a response) back
+// while a save is unacknowledged; it reports whether it did.
+func (ss *session) withhold(what withheldEnd, status int) bool {
 	if !ss.saving {
 		return false
 	}
-	ss.withheld = what
+	ss.withheld, ss.withheldStatus = what, status
 	return true
 }
 
@@ -412,7 +417,7 @@ func (ss *session) saved(ctx actor.Context) {
 	case withheldStream:
 		ss.conn.EndStream(ss.out)
 	case withheldResponse:
-		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
+		ss.conn.Respond(ss.withheldStatus, contentTypeJSON, nil, ss.body)
 		ss.releaseBody()
 	}
 	ss.withheld = withheldNone
@@ -503,6 +508,9 @@ func (ss *session) cleanup() {
 	}
 	if ss.bg != nil {
 		ss.bg.cleanup(ss)
+	}
+	if ss.bodyBuf != nil { // a body withheld for a save the client did not wait for
+		ss.releaseBody()
 	}
 	ss.sink.detach()
 	ss.req.release()
