@@ -79,6 +79,9 @@ type background struct {
 	shared     bool
 	progressAt time.Time
 	progress   storeProgress
+	// liveAck is Redis's acknowledgement of the queued record, which the
+	// POST's answer waits for (announce).
+	liveAck storeRequest
 }
 
 // progressEvery is how often a running background response's record is
@@ -118,8 +121,9 @@ func newBackground(d *responsesDialect, maxLog int) *background {
 }
 
 // start runs once the engine session started: the store learns the live
-// entry before the client learns the id (the POST's answer), so that the
-// client's next request finds it.
+// entry before the client learns the id (the POST's answer, see announce),
+// so that the client's next request finds it; with a shared store that is
+// once Redis acknowledged the queued record, so any node finds it.
 func (b *background) start(ss *session) {
 	b.running = true
 	ss.finished = true // the exchange is the subscribers' now, not the session's end
@@ -132,15 +136,34 @@ func (b *background) start(ss *session) {
 	b.live = storeLive{rec: rec, pid: ss.self}
 	b.shared = !ss.owner.cfg.Store.IsMemory()
 	b.progressAt = time.Now()
+	if b.shared {
+		b.liveAck = storeRequest{replyTo: ss.self}
+		b.live.ack = &b.liveAck
+	}
 	ss.owner.store.send(&b.live)
+	if !b.shared {
+		b.announce(ss)
+	}
+}
+
+// announce answers the POST: the queued object, or the stream from its
+// start, the events logged meanwhile first. Runs once the store holds the
+// live entry's record (at once for the memory store).
+func (b *background) announce(ss *session) {
 	if !b.stream {
-		ss.conn.Respond(200, contentTypeJSON, nil, rec.body)
+		ss.conn.Respond(200, contentTypeJSON, nil, b.live.rec.body)
 		return
 	}
 	if !ss.streaming { // a held session (held.go) may have sent the head already
 		ss.conn.StartStream(ss.d.streamContentType(), nil)
 	}
-	b.subs = append(b.subs, bgSubscriber{conn: ss.conn, chunked: ss.req.Chunked})
+	sub := bgSubscriber{conn: ss.conn, chunked: ss.req.Chunked}
+	logged := b.log
+	if b.final != nil { // it ended meanwhile: its last events go with the end (delivered)
+		logged = b.final.events[:len(b.final.events)-len(b.last)]
+	}
+	b.send(ss, &sub, logged, false)
+	b.subs = append(b.subs, sub)
 }
 
 // forward takes what the engine delivered: the events go to the log and
@@ -319,6 +342,11 @@ func appendChunk(dst, events []byte, last bool) []byte {
 // others. Runs in the session actor.
 func (b *background) receive(ss *session, ctx actor.Context) bool {
 	switch m := ctx.Message().(type) {
+	case *storeReply:
+		if m != &b.liveAck.reply {
+			return false
+		}
+		b.announce(ss)
 	case *storeRequest:
 		b.serve(ss, m)
 	case *bgUnsubscribe:

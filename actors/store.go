@@ -185,6 +185,8 @@ type storeProgress struct{ rec *storedResponse }
 type storeLive struct {
 	rec *storedResponse
 	pid *actor.PID
+	// ack, set with a shared store, is answered once Redis has rec.
+	ack *storeRequest
 }
 
 // storeFinish puts a background response's final record in place of its
@@ -340,7 +342,7 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 		st.live[m.rec.id] = liveResponse{rec: m.rec, pid: m.pid}
 		st.nlive.Store(int64(len(st.live)))
 		if st.redis != nil {
-			st.redis.put(m.rec, nil) // the fleet sees it queued
+			st.redis.put(m.rec, m.ack) // the fleet sees it queued
 		}
 	case *storeProgress:
 		if _, ok := st.live[m.rec.id]; ok && st.redis != nil {
