@@ -3,6 +3,7 @@ package actors
 import (
 	"encoding/base64"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,8 +50,10 @@ const (
 	maxInputAudio = 10 * 60 * openai.RealtimeSampleRate * 2
 	// minCommitAudio is the least audio a commit takes (the API's 100 ms).
 	minCommitAudio = openai.RealtimeSampleRate / 10 * 2
-	// maxPendingTranscriptions bounds the commits waiting for the engine.
+	// maxPendingTranscriptions and maxPendingAudio (bytes of PCM) bound
+	// the commits waiting for the engine.
 	maxPendingTranscriptions = 64
+	maxPendingAudio          = 4 * maxInputAudio
 	// maxRealtimeItemID bounds a client-chosen item id (the API's 32).
 	maxRealtimeItemID = 32
 	// maxPooledMessage bounds the client message buffers kept in rtMsgs.
@@ -97,8 +100,9 @@ type realtimeSession struct {
 	trans     openai.RealtimeTranscriptionFormatter
 	prefix    []byte
 
-	audio   []byte          // the input audio buffer, PCM16
-	pending []realtimeAudio // committed audio waiting for the engine
+	audio        []byte          // the input audio buffer, PCM16
+	pending      []realtimeAudio // committed audio waiting for the engine
+	pendingBytes int             // of PCM in pending, for maxPendingAudio
 
 	// backlog counts the client messages (and their bytes) posted to the
 	// actor and not yet handled (WSBacklog).
@@ -311,7 +315,7 @@ func (rs *realtimeSession) handle(msg []byte) {
 	case "conversation.item.delete":
 		if i := rs.findItem(ev.ItemID); i >= 0 {
 			rs.itemBytes -= itemSize(&rs.items[i])
-			rs.items = append(rs.items[:i], rs.items[i+1:]...)
+			rs.items = slices.Delete(rs.items, i, i+1) // zeroes the tail: no text stays reachable
 			rs.send(rs.ev.AppendItemDeleted(rs.out[:0], ev.ItemID))
 		}
 	case "conversation.item.retrieve":
@@ -358,6 +362,18 @@ func (rs *realtimeSession) itemIndex(id string) int {
 		}
 	}
 	return -1
+}
+
+// conversationFull refuses (an error event blaming param) when the
+// conversation has no room for one more item of extra bytes of text.
+func (rs *realtimeSession) conversationFull(extra int, param string) bool {
+	if len(rs.items) < maxRealtimeItems && rs.itemBytes+extra <= maxConversationBytes {
+		return false
+	}
+	rs.fail(invalidEvent("conversation_full", param, "The conversation holds "+strconv.Itoa(len(rs.items))+
+		" items and "+strconv.Itoa(rs.itemBytes>>20)+" MiB of text; a session keeps at most "+
+		strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."))
+	return true
 }
 
 // itemSize is what an item counts for maxConversationBytes.
@@ -460,10 +476,7 @@ func (rs *realtimeSession) itemCreate() {
 		rs.failParam(pe)
 		return
 	}
-	if len(rs.items) >= maxRealtimeItems || rs.itemBytes+len(m.Text) > maxConversationBytes {
-		rs.fail(invalidEvent("conversation_full", "item", "The conversation holds "+strconv.Itoa(len(rs.items))+
-			" items and "+strconv.Itoa(rs.itemBytes>>20)+" MiB of text; a session keeps at most "+
-			strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."))
+	if rs.conversationFull(len(m.Text), "item") {
 		return
 	}
 	it := openai.RealtimeItem{ID: ev.Item.ID, Role: m.Role, Text: m.Text, Status: openai.RealtimeCompleted}
@@ -609,6 +622,9 @@ func (rs *realtimeSession) responseCreate() {
 			msgs = append(msgs, engine.Message{Role: it.Role, Content: text})
 		}
 	}
+	if conv && rs.conversationFull(0, "") {
+		return // no room for the response's item
+	}
 	if len(msgs) == 0 {
 		// An empty conversation still has a prompt: the template's turn.
 		msgs = append(msgs, engine.Message{Role: "system"})
@@ -702,7 +718,7 @@ func (rs *realtimeSession) audioCommit() {
 				strconv.FormatFloat(ms, 'f', 2, 64)+"ms of audio."))
 		return
 	}
-	if len(rs.pending) >= maxPendingTranscriptions || len(rs.items) >= maxRealtimeItems {
+	if len(rs.pending) >= maxPendingTranscriptions || rs.pendingBytes+n > maxPendingAudio || len(rs.items) >= maxRealtimeItems {
 		rs.fail(invalidEvent("input_audio_buffer_busy", "", "Too many commits wait for their transcription; wait for some to complete."))
 		return
 	}
@@ -713,6 +729,7 @@ func (rs *realtimeSession) audioCommit() {
 	rs.send(rs.ev.AppendItemCreated(rs.out, prev, &it))
 	// The buffer becomes the job's; the next one starts empty.
 	rs.pending = append(rs.pending, realtimeAudio{itemID: it.ID, pcm: rs.audio[:n]})
+	rs.pendingBytes += n
 	rs.audio = nil
 	rs.transcribeNext()
 }
@@ -722,7 +739,9 @@ func (rs *realtimeSession) audioCommit() {
 func (rs *realtimeSession) transcribeNext() {
 	for rs.kind == rtIdle && len(rs.pending) > 0 && !rs.gone {
 		job := rs.pending[0]
+		rs.pending[0] = realtimeAudio{} // its audio is the engine's now, not the queue's
 		rs.pending = rs.pending[1:]
+		rs.pendingBytes -= len(job.pcm)
 		rs.ereq = engine.Request{Model: rs.transModel, Audio: engine.Audio{PCM: job.pcm, SampleRate: openai.RealtimeSampleRate}}
 		rs.nextPrefix('t')
 		rs.trans.Reset(job.itemID, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())

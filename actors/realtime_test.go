@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -561,4 +562,33 @@ func TestRealtimeSessionOutOfBand(t *testing.T) {
 	if a := c.waitFor(n, "conversation.item.added")[0]; !strings.Contains(a.raw, `"previous_item_id":"u1"`) {
 		t.Fatalf("the out-of-band response joined the conversation: %s", a.raw)
 	}
+}
+
+// TestRealtimeSessionConversationBound: a full conversation refuses another
+// item and a response whose item would join it (conversation_full), until
+// an item is deleted.
+func TestRealtimeSessionConversationBound(t *testing.T) {
+	s, _ := rtServer(t, 0)
+	c, h := rtDial(t, s, "model=vajra-sim", false)
+	defer h.ConnClosed()
+	c.waitFor(0, "session.created")
+	for i := range maxRealtimeItems {
+		h.Message([]byte(`{"type":"conversation.item.create","item":{"id":"it` + strconv.Itoa(i) +
+			`","type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}}`))
+	}
+	refused := func(msg, param string) {
+		t.Helper()
+		n := c.count()
+		h.Message([]byte(msg))
+		evs := c.waitFor(n, "error")
+		if e := evs[len(evs)-1]; e.Error == nil || e.Error.Code != "conversation_full" || e.Error.Param != param {
+			t.Fatalf("%s: %s", msg, e.raw)
+		}
+	}
+	refused(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"y"}]}}`, "item")
+	refused(`{"type":"response.create"}`, "")
+	n := c.count()
+	h.Message([]byte(`{"type":"conversation.item.delete","item_id":"it0"}`))
+	h.Message([]byte(`{"type":"response.create"}`))
+	c.waitFor(n, "response.done")
 }
