@@ -324,9 +324,6 @@ func (c *conn) flushOutbox() {
 			return
 		}
 		c.repause(outBefore)
-		if c.ws != nil {
-			c.ws.active = true
-		}
 		if c.gc.OutboundBuffered() > c.srv.opts.MaxOutboundBytes {
 			// Slow consumer: the client does not read as fast as the
 			// engine produces. Close; OnClose aborts the session.

@@ -18,7 +18,9 @@ import (
 //   - Anthropic Messages: the ping event Anthropic itself sends,
 //     "event: ping\ndata: {\"type\":\"ping\"}\n\n", which the SDKs skip;
 //
-// each as one HTTP/1.1 chunk, or bare on an HTTP/1.0 close-delimited body.
+// each as one HTTP/1.1 chunk, or bare on an HTTP/1.0 close-delimited body;
+// and a WebSocket connection gets an empty ping frame (ws_conn.go sets it
+// as the connection's keep-alive frame at the 101).
 //
 // The loop writes them, never a session: nothing is added per token. The
 // per-token cost is one loop-only store (conn.wrote, in flushOutbox); the

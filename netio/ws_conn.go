@@ -44,20 +44,24 @@ import (
 //
 // A WebSocket connection is a live session, not an idle keep-alive
 // connection: IdleTimeout never closes it. While it sends nothing for
-// StreamKeepalive the loop sends a ping frame (at the sweep's one-second
-// resolution), which keeps proxies from timing it out; a client that
-// stops reading is caught by MaxOutboundBytes, as an SSE stream is.
+// StreamKeepalive the loop's sweep sends a ping frame, by the same
+// mechanism as an SSE stream's keep-alive (keepalive.go: the ping is the
+// connection's keep-alive frame from the 101 until a close is queued),
+// which keeps proxies from timing it out; a client that stops reading is
+// caught by MaxOutboundBytes, as an SSE stream is.
 //
 // Lifetime: the connection counts as an exchange in flight from the 101
 // until it closes (Drain and WaitIdle see it; Drain sends it a 1001 close,
-// see drain.go), and it holds no admission permit: it may be open for
-// hours with nothing running, and what its session generates goes through
-// the engine's own queue.
+// see drain.go), and the connection itself holds no admission permit: it
+// may be open for hours with nothing running. Each Responses-over-WebSocket
+// create takes one (actors.Admitter); a Realtime response goes through the
+// engine's own queue.
 
 // wsCloseWait is how long the server waits for the client's close frame
 // after sending its own, before it closes TCP anyway (RFC 6455 §7.1.1
-// leaves the wait to the server). Checked by the once-a-second sweep, so a
-// silent client is dropped 2-3 s after the close frame.
+// leaves the wait to the server). Checked by the sweep (once a second, or
+// faster with short keep-alives), so a silent client is dropped 2-3 s
+// after the close frame.
 const wsCloseWait = 2 * time.Second
 
 // wsConn is a connection's WebSocket state. It implements actors.WSConn
@@ -82,11 +86,10 @@ type wsConn struct {
 	peerClosed  bool      // the client's close frame arrived
 	broken      bool      // the client broke the protocol: input is dropped
 	flush       bool      // the loop queued frames of its own: flush after reading
-	// active: bytes went out since the last sweep. The sweep then restarts
-	// the keep-alive clock (conn.since) at its own time, so the clock has
-	// the sweep's resolution without a time.Now per flush.
-	active bool
 }
+
+// wsPing is a WebSocket connection's keep-alive frame: an empty ping.
+var wsPing = wsproto.AppendFrame(nil, wsproto.OpPing, nil)
 
 // startWS switches c to WebSocket mode after its 101 was written and
 // starts its session. Loop-only.
@@ -97,7 +100,9 @@ func (c *conn) startWS(req *actors.WSRequest) {
 	c.ws = w
 	c.beginExchange()
 	s.wsOpen.Add(1)
-	c.since = c.loop.now
+	c.out.mu.Lock()
+	c.out.keepalive = wsPing
+	c.out.mu.Unlock()
 	w.h = s.webSockets.StartWS(w, req)
 	w.backlog, _ = w.h.(actors.WSBacklog)
 	c.handle = w.h
@@ -152,16 +157,20 @@ func (w *wsConn) queueClose(code int, reason string) bool {
 		return false
 	}
 	o.wsClosing = true
+	o.keepalive = nil
 	w.closeQueued.Store(true)
 	o.pending = wsproto.AppendClose(o.pending, code, reason)
 	o.end = endWSClose
 	o.mu.Unlock()
+	if !wsproto.ValidCloseCode(code) {
+		code = wsproto.CloseInternalError // what AppendClose sent
+	}
 	w.c.srv.countWSClose(code)
 	return true
 }
 
-// queueControl appends a control frame of the loop's own (pong,
-// keep-alive ping) unless a close is queued. Loop-only.
+// queueControl appends a control frame of the loop's own (a pong) unless a
+// close is queued. Loop-only.
 func (w *wsConn) queueControl(op byte, payload []byte) {
 	o := &w.c.out
 	o.mu.Lock()
@@ -305,9 +314,9 @@ func (w *wsConn) closeWritten() {
 	}
 }
 
-// sweep runs at the loop's once-a-second sweep: a close past its wait
-// closes TCP; a connection that sent nothing for StreamKeepalive gets a
-// ping. Loop-only.
+// sweep runs at the loop's sweep: a close past its wait closes TCP; a
+// connection that sent nothing for StreamKeepalive gets a ping
+// (conn.keepalive). Loop-only.
 func (w *wsConn) sweep(now time.Time) {
 	c := w.c
 	w.resume()
@@ -321,15 +330,8 @@ func (w *wsConn) sweep(now time.Time) {
 		}
 		return
 	}
-	if w.active {
-		w.active = false
-		c.since = now
-		return
-	}
-	if ka := c.srv.opts.StreamKeepalive; ka > 0 && now.Sub(c.since) >= ka {
-		w.queueControl(wsproto.OpPing, nil)
-		w.flush = false
-		c.flushOutbox()
+	if k := c.srv.keepSweeps; k > 0 {
+		c.keepalive(k)
 	}
 }
 
