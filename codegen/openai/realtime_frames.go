@@ -253,6 +253,8 @@ type RealtimeFormatter struct {
 	done   bool // response.done was written
 	status string
 	text   []byte
+	// partRef is appendRef(item, content), rendered at Reset.
+	partRef []byte
 }
 
 var _ engine.Formatter = (*RealtimeFormatter)(nil)
@@ -263,6 +265,9 @@ func (f *RealtimeFormatter) Reset(meta RealtimeResponseMeta, prefix []byte, fram
 	f.ev.Reset(prefix, framing, beta)
 	f.opened, f.closed, f.done, f.status = false, false, false, ""
 	f.text = f.text[:0]
+	// The members every part event repeats (each text delta among them),
+	// rendered once per response rather than escaped per event.
+	f.partRef = f.appendRef(f.partRef[:0], true, true)
 }
 
 // Text returns the assistant item's text so far (valid until Reset).
@@ -335,6 +340,14 @@ func (f *RealtimeFormatter) appendItem(dst []byte, it *RealtimeItem, full bool) 
 // "output_index":0 and "content_index":0 (content) as the item's events
 // carry them.
 func (f *RealtimeFormatter) appendResponseRef(dst []byte, item, content bool) []byte {
+	if item && content {
+		return append(dst, f.partRef...)
+	}
+	return f.appendRef(dst, item, content)
+}
+
+// appendRef renders what appendResponseRef appends.
+func (f *RealtimeFormatter) appendRef(dst []byte, item, content bool) []byte {
 	dst = append(dst, `,"response_id":`...)
 	dst = codegen.AppendJSONStringS(dst, f.meta.ID)
 	if item {
