@@ -39,6 +39,10 @@ type Config struct {
 	// to free one; the spare is taken back while the CPU is saturated (see
 	// internal/spareproc).
 	KeepGOMAXPROCS bool
+	// IOUring picks how the event loops send: "auto" (default: io_uring
+	// where the kernel allows it, else write(2)), "on" (Start fails
+	// without it) or "off" (one write(2) per connection per wake).
+	IOUring string
 	// StreamInterval coalesces up to this many tokens into one streamed
 	// frame (vLLM's --stream-interval); 0 or 1 sends one frame per token.
 	StreamInterval int
@@ -211,6 +215,7 @@ func New(cfg Config) (*Server, error) {
 		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
 		Loops:          cfg.Loops,
 		KeepGOMAXPROCS: cfg.KeepGOMAXPROCS,
+		IOUring:        cfg.IOUring,
 		APIKeys:        cfg.APIKeys,
 		Models:         cfg.ServedModelNames,
 		MaxModelLen:    maxModelLen(cfg, eng),

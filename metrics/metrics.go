@@ -69,8 +69,14 @@ type ServerStats struct {
 	SlowConsumers   uint64 // connections closed for not reading
 	ClientAborts    uint64 // requests aborted by a client disconnect
 	LoopWakes       uint64 // doorbell rings the event loops answered
-	IdleClosed      uint64 // connections closed by the idle timeout
-	Keepalives      uint64 // keep-alives written on silent streams
+	// Batched sends (--io-uring): the loops that send through io_uring
+	// (0: every loop writes with write(2)), their submits and the sends
+	// those carried.
+	IOUringLoops   int64
+	IOUringSubmits uint64
+	IOUringSends   uint64
+	IdleClosed     uint64 // connections closed by the idle timeout
+	Keepalives     uint64 // keep-alives written on silent streams
 }
 
 // StoreStats are the Responses API store's figures.
@@ -402,18 +408,21 @@ var (
 	descCompute = prometheus.NewDesc("vajra_engine_compute_cpu_seconds_total",
 		"CPU time the engine spent computing the model (llama: llama_decode and the samplers on the engine's thread); process CPU minus it is the front door's cost. 0 for engines that do not measure it.", nil, nil)
 
-	descConns    = prometheus.NewDesc("vajra_open_connections", "Open client connections.", nil, nil)
-	descBytes    = prometheus.NewDesc("vajra_bytes_written_total", "Bytes written to client sockets.", nil, nil)
-	descParse    = prometheus.NewDesc("vajra_parse_errors_total", "Requests refused by the HTTP parser.", nil, nil)
-	descSlow     = prometheus.NewDesc("vajra_slow_consumer_aborts_total", "Connections closed because the client did not read fast enough.", nil, nil)
-	descAborts   = prometheus.NewDesc("vajra_client_disconnect_aborts_total", "Requests aborted because the client disconnected.", nil, nil)
-	descIdle     = prometheus.NewDesc("vajra_idle_connections_closed_total", "Keep-alive connections closed after the idle timeout.", nil, nil)
-	descKeep     = prometheus.NewDesc("vajra_stream_keepalives_total", "Keep-alives (SSE comment, Anthropic ping) written on streams silent for --stream-keepalive.", nil, nil)
-	descWakes    = prometheus.NewDesc("vajra_event_loop_wakes_total", "Times an event loop was woken to write what sessions queued (about one per loop per engine step when streaming).", nil, nil)
-	descHTTP     = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
-	descRejected = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
-	descUnknown  = prometheus.NewDesc("vajra_unknown_request_fields_total", "Request fields no dialect knows, by endpoint and field.", []string{"endpoint", "field"}, nil)
-	descPanics   = prometheus.NewDesc("vajra_session_panics_total", "Panics in per-session code (session actor, request formatter or sink), each of which ended its own request only.", nil, nil)
+	descConns     = prometheus.NewDesc("vajra_open_connections", "Open client connections.", nil, nil)
+	descBytes     = prometheus.NewDesc("vajra_bytes_written_total", "Bytes written to client sockets.", nil, nil)
+	descParse     = prometheus.NewDesc("vajra_parse_errors_total", "Requests refused by the HTTP parser.", nil, nil)
+	descSlow      = prometheus.NewDesc("vajra_slow_consumer_aborts_total", "Connections closed because the client did not read fast enough.", nil, nil)
+	descAborts    = prometheus.NewDesc("vajra_client_disconnect_aborts_total", "Requests aborted because the client disconnected.", nil, nil)
+	descIdle      = prometheus.NewDesc("vajra_idle_connections_closed_total", "Keep-alive connections closed after the idle timeout.", nil, nil)
+	descKeep      = prometheus.NewDesc("vajra_stream_keepalives_total", "Keep-alives (SSE comment, Anthropic ping) written on streams silent for --stream-keepalive.", nil, nil)
+	descWakes     = prometheus.NewDesc("vajra_event_loop_wakes_total", "Times an event loop was woken to write what sessions queued (about one per loop per engine step when streaming).", nil, nil)
+	descRingLoops = prometheus.NewDesc("vajra_io_uring_event_loops", "Event loops that send through io_uring, one submit per wake for all their ready connections (--io-uring); 0: every loop writes with write(2).", nil, nil)
+	descRingSubs  = prometheus.NewDesc("vajra_io_uring_submits_total", "io_uring submits of batched sends (one system call each).", nil, nil)
+	descRingSends = prometheus.NewDesc("vajra_io_uring_sends_total", "Sends carried by io_uring submits; divided by the submits, the batch size.", nil, nil)
+	descHTTP      = prometheus.NewDesc("vajra_http_requests_total", "HTTP responses by route and status.", []string{"route", "status"}, nil)
+	descRejected  = prometheus.NewDesc("vajra_rejected_requests_total", "Requests refused before any work, by reason.", []string{"reason"}, nil)
+	descUnknown   = prometheus.NewDesc("vajra_unknown_request_fields_total", "Request fields no dialect knows, by endpoint and field.", []string{"endpoint", "field"}, nil)
+	descPanics    = prometheus.NewDesc("vajra_session_panics_total", "Panics in per-session code (session actor, request formatter or sink), each of which ended its own request only.", nil, nil)
 
 	descWSConns  = prometheus.NewDesc("vajra_websocket_connections", "Open WebSocket connections (Realtime, Responses over WebSocket).", nil, nil)
 	descWSProto  = prometheus.NewDesc("vajra_websocket_protocol_errors_total", "WebSocket connections closed because the client broke the protocol (close codes 1002, 1003, 1007, 1009).", nil, nil)
@@ -432,7 +441,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
-		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descIdle, descKeep, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
+		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descRingLoops, descRingSubs, descRingSends, descIdle, descKeep, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes, descLive, descStoreFail, descStoreOps, descStoreLat} {
 		ch <- d
 	}
@@ -478,6 +487,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descSlow, st.SlowConsumers)
 		counter(descAborts, st.ClientAborts)
 		counter(descWakes, st.LoopWakes)
+		gauge(descRingLoops, float64(st.IOUringLoops))
+		counter(descRingSubs, st.IOUringSubmits)
+		counter(descRingSends, st.IOUringSends)
 		counter(descIdle, st.IdleClosed)
 		counter(descKeep, st.Keepalives)
 	}

@@ -295,19 +295,28 @@ func statusOf(resp []byte) int {
 const maxKeptPending = 1 << 20
 
 // flushOutbox writes what sessions queued for this connection and acts on
-// the end of an exchange. Loop-only.
+// the end of an exchange. Loop-only. (A loop with a send batch does the same
+// in two halves, around one submit for all its connections: sendbatch.go.)
 func (c *conn) flushOutbox() {
-	// Closing: gnet may close asynchronously, so OnClose (closed) can come
-	// after more wakes; nothing queued after the decision to close is
-	// written, nor is a slow consumer counted twice.
+	if buf, end, ok := c.takeOutbox(); ok {
+		c.writeAndFinish(buf, end)
+	}
+}
+
+// takeOutbox takes what sessions queued: the bytes (valid until the next
+// take) and the end of the exchange, if it ended. ok is false when the
+// connection is closing: gnet may close asynchronously, so OnClose (closed)
+// can come after more wakes; nothing queued after the decision to close is
+// written. Loop-only.
+func (c *conn) takeOutbox() (buf []byte, end endKind, ok bool) {
 	if c.closed || c.closing {
-		return
+		return nil, endNone, false
 	}
 	o := &c.out
 	o.mu.Lock()
-	buf := o.pending
+	buf = o.pending
 	o.pending = c.spare[:0]
-	end := o.end
+	end = o.end
 	o.end = endNone
 	o.mu.Unlock()
 	c.spare = buf
@@ -316,24 +325,45 @@ func (c *conn) flushOutbox() {
 		// its buffer for the rest of a connection that may live for hours.
 		c.spare = nil
 	}
+	return buf, end, true
+}
+
+// writeAndFinish writes buf through gnet, then acts on end. Loop-only.
+func (c *conn) writeAndFinish(buf []byte, end endKind) {
 	if len(buf) > 0 {
 		outBefore := c.gc.OutboundBuffered()
 		c.write(buf) // on failure gnet closes the connection (OnClose runs)
-		c.wrote = true
-		if c.closed {
-			return
-		}
-		c.repause(outBefore)
-		if c.gc.OutboundBuffered() > c.srv.opts.MaxOutboundBytes {
-			// Slow consumer: the client does not read as fast as the
-			// engine produces. Close; OnClose aborts the session.
-			c.srv.slowConsumers.Add(1)
-			c.srv.log.Debug("slow consumer", zap.Int("outbound", c.gc.OutboundBuffered()))
-			c.closing = true
-			_ = c.gc.Close()
+		if !c.afterWrite(outBefore) {
 			return
 		}
 	}
+	c.finish(end)
+}
+
+// afterWrite runs once a flush's bytes went to the socket or to gnet's
+// outbound buffer (outBefore is what that buffer held before). It reports
+// whether the connection stays open: a client that does not read as fast as
+// the engine produces is closed. Loop-only.
+func (c *conn) afterWrite(outBefore int) bool {
+	c.wrote = true
+	if c.closed {
+		return false
+	}
+	c.repause(outBefore)
+	if c.gc.OutboundBuffered() > c.srv.opts.MaxOutboundBytes {
+		// Slow consumer: close; OnClose aborts the session.
+		c.srv.slowConsumers.Add(1)
+		c.srv.log.Debug("slow consumer", zap.Int("outbound", c.gc.OutboundBuffered()))
+		c.closing = true
+		_ = c.gc.Close()
+		return false
+	}
+	return true
+}
+
+// finish acts on the end of an exchange once its bytes are written.
+// Loop-only.
+func (c *conn) finish(end endKind) {
 	switch end {
 	case endNone:
 	case endKeep:
@@ -353,6 +383,14 @@ func (c *conn) flushOutbox() {
 		_ = c.gc.Close()
 	case endWSClose:
 		c.ws.closeWritten()
+	}
+}
+
+// resumeWS lets a WebSocket connection whose reading was held read again if
+// what its session sent means it caught up (ws_conn.go). Loop-only.
+func (c *conn) resumeWS() {
+	if c.ws != nil && c.ws.held {
+		c.ws.resume()
 	}
 }
 

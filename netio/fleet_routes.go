@@ -91,9 +91,16 @@ func (s *Server) ServerStats() metrics.ServerStats {
 		SlowConsumers:   s.slowConsumers.Load(),
 		ClientAborts:    s.clientAborts.Load(),
 		LoopWakes:       s.Wakes(),
+		IOUringLoops:    int64(s.ringLoops.Load()),
 		IdleClosed:      s.idleClosed.Load(),
 		Keepalives:      s.keepalives.Load(),
 	}
+	s.loops.Range(func(_, v any) bool {
+		l := v.(*loop)
+		st.IOUringSubmits += l.ringSubmits.Load()
+		st.IOUringSends += l.ringSends.Load()
+		return true
+	})
 	s.webSocketStats(&st)
 	return st
 }

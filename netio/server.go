@@ -49,6 +49,9 @@ type Options struct {
 	Models []string
 	// MaxModelLen is reported in the model list.
 	MaxModelLen int
+	// IOUring picks the send path: IOUringAuto (the default, also ""),
+	// IOUringOn or IOUringOff (sendbatch.go).
+	IOUring string
 	// MaxOutboundBytes is the slow-consumer limit: a connection whose
 	// unsent output exceeds it is closed and its session aborted.
 	// Default DefaultMaxOutboundBytes.
@@ -165,6 +168,10 @@ type Server struct {
 	draining    atomic.Bool
 	bellMu      sync.Mutex
 	bells       []int // writer ends of the loops' doorbells
+	// Send path (sendbatch.go): useRing is settled at Start; ringLoops
+	// counts the loops that send through io_uring.
+	useRing   bool
+	ringLoops atomic.Int32
 
 	// Counters, read by metrics.
 	openConns     atomic.Int64
@@ -208,6 +215,13 @@ func New(opts Options) (*Server, error) {
 	}
 	if len(opts.Models) == 0 {
 		return nil, errors.New("netio: at least one served model name is required")
+	}
+	switch opts.IOUring {
+	case "":
+		opts.IOUring = IOUringAuto
+	case IOUringAuto, IOUringOn, IOUringOff:
+	default:
+		return nil, fmt.Errorf("netio: io-uring %q: want auto, on or off", opts.IOUring)
 	}
 	if opts.Limits == (httpparse.Limits{}) {
 		opts.Limits = httpparse.DefaultLimits()
@@ -273,6 +287,9 @@ func (s *Server) renderModels(created int64) {
 // Start listens and serves in the background. It returns once the listener
 // is bound (or failed). Safe for concurrent use, once.
 func (s *Server) Start() error {
+	if err := s.chooseSendPath(); err != nil {
+		return err
+	}
 	loops := s.opts.Loops
 	if loops <= 0 {
 		loops = runtime.GOMAXPROCS(0)
@@ -310,6 +327,7 @@ func (s *Server) Start() error {
 		}
 		s.runErr = err
 		_ = s.closeListener()
+		s.closeRings()
 		close(s.stopped)
 		s.done <- err
 	}()
@@ -454,11 +472,25 @@ func (s *Server) loopOf(el gnet.EventLoop) *loop {
 	}
 	nl := &loop{el: el, srv: s, now: time.Now(), epfd: epollOf(el)}
 	nl.bell.Store(-1)
+	// Only el's own goroutine calls loopOf for el: nl is stored.
+	nl.batch = s.newSendBatch(nl)
 	l, loaded := s.loops.LoadOrStore(el, nl)
 	if !loaded {
 		go s.installDoorbell(nl)
 	}
 	return l.(*loop)
+}
+
+// closeRings releases the loops' io_uring rings once gnet stopped them.
+func (s *Server) closeRings() {
+	s.loops.Range(func(_, v any) bool {
+		l := v.(*loop)
+		if l.batch != nil {
+			l.batch.close()
+			l.batch = nil
+		}
+		return true
+	})
 }
 
 // Wakes returns how many doorbell rings the loops answered (tests, metrics).

@@ -89,6 +89,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.MaxWSMessageBytes, "max-ws-message-bytes", 0, "largest client WebSocket message (Realtime, Responses over WebSocket) after reassembly; a bigger one closes the connection with 1009 (0: 16 MiB)")
 	fs.Var(&st.origins, "allowed-origins", "CORS: origins allowed to call the API from a browser, comma-separated or repeated (\"*\": any); none disables CORS")
 	fs.IntVar(&cfg.Loops, "event-loops", cfg.Loops, "network event loops (0: one per P, i.e. GOMAXPROCS)")
+	fs.StringVar(&cfg.IOUring, "io-uring", "auto", "how event loops send: auto (io_uring where the kernel allows it, one submit per wake for all ready connections; else write(2)), on (fail to start without it), off (one write(2) per connection)")
 	fs.BoolVar(&cfg.KeepGOMAXPROCS, "keep-gomaxprocs", false, "do not raise GOMAXPROCS to event loops + 1 while the CPU is not saturated (the loops hold their P while idle in epoll_wait; see docs/configuration.md)")
 	fs.StringVar(&cfg.ResponseStore.URL, "response-store", "memory", "where the Responses API keeps stored responses: memory (this process, bounded LRU) or a Redis URL shared by a fleet: redis://[user:pass@]host:port/db, rediss://... (TLS), unix:///path/redis.sock")
 	fs.DurationVar(&cfg.ResponseStore.TTL, "response-store-ttl", 30*24*time.Hour, "how long Redis keeps a stored response (OpenAI keeps them 30 days)")
