@@ -37,11 +37,14 @@ func (c *Comparison) Errors() int64 {
 }
 
 // figureDefs lists the compared figures; a NaN value means "not measured".
-var figureDefs = []struct {
+// figureDef is how one compared figure is read from a run.
+type figureDef struct {
 	name, unit string
 	lower      bool
 	get        func(*Result) float64
-}{
+}
+
+var figureDefs = []figureDef{
 	{"tokens/s", "tok/s", false, func(r *Result) float64 { return r.TokensPerSec }},
 	{"requests/s", "req/s", false, func(r *Result) float64 {
 		if r.Requests+r.Errors == 0 {
@@ -164,10 +167,50 @@ func Compare(ctx context.Context, cfgA, cfgB Config, rounds int, progress io.Wri
 	return c, nil
 }
 
+// syscallFigures are the figures of the system calls per token (with
+// -syscalls): the total and one per kind that either side made.
+func syscallFigures(results ...[]*Result) []figureDef {
+	perKind := func(name string) func(*Result) float64 {
+		return func(r *Result) float64 {
+			if r.Server == nil || r.Server.Syscalls == nil || r.Server.Syscalls.PerToken < 0 {
+				return math.NaN()
+			}
+			if name == "" {
+				return r.Server.Syscalls.PerToken
+			}
+			for _, k := range r.Server.Syscalls.Kinds {
+				if k.Name == name {
+					return k.PerToken
+				}
+			}
+			return 0 // counted, and none of this kind
+		}
+	}
+	var defs []figureDef
+	seen := map[string]bool{}
+	for _, rs := range results {
+		for _, r := range rs {
+			if r.Server == nil || r.Server.Syscalls == nil {
+				continue
+			}
+			if len(defs) == 0 {
+				defs = append(defs, figureDef{"server syscalls/token", "", true, perKind("")})
+			}
+			for _, k := range r.Server.Syscalls.Kinds {
+				if !seen[k.Name] {
+					seen[k.Name] = true
+					defs = append(defs, figureDef{"syscalls/token " + k.Name, "", true, perKind(k.Name)})
+				}
+			}
+		}
+	}
+	return defs
+}
+
 func (c *Comparison) summarise() {
 	n := min(len(c.A), len(c.B))
 	c.Figures = c.Figures[:0]
-	for _, fd := range figureDefs {
+	for _, fd := range append(append([]figureDef(nil), figureDefs...), syscallFigures(c.A, c.B)...) {
 		f := Figure{Name: fd.name, Unit: fd.unit, LowerBetter: fd.lower}
 		var as, bs []float64
 		for i := 0; i < n; i++ {

@@ -155,6 +155,10 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 			return nil, fmt.Errorf("bench: -engine-cpu: %w", err)
 		}
 	}
+	if err := srv.sys.start(cfg.Syscalls, srv.pid); err != nil {
+		return nil, err
+	}
+	defer srv.sys.stop() // a no-op once result has read the counts
 	self.pid = selfPID()
 
 	bg, stopBG := context.WithCancel(ctx)
@@ -187,6 +191,9 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 		if stopAt != noStop && sleepUntil(ctx, r.clk.epoch.Add(time.Duration(stopAt))) {
 			srv.mark(1)
 			self.mark(1)
+			if cfg.CutAtStop {
+				cancel() // requests still running are aborted, not drained
+			}
 		}
 	}()
 
@@ -489,6 +496,7 @@ type serverWatch struct {
 	pid     int
 	allocs  allocWatch
 	engine  engineCPUWatch
+	sys     syscallWatch
 	mu      sync.Mutex
 	at      [2]*ProcSample
 	peakRSS atomic.Int64
@@ -497,14 +505,17 @@ type serverWatch struct {
 
 // mark reads the window's start (i = 0) or end (1). The engine's counter
 // is scraped before the process's CPU is read at the start and after it at
-// the end, so that the scrapes' own CPU stays out of the process's window.
+// the end, so that the scrapes' own CPU stays out of the process's window;
+// system call counting opens around the CPU window the same way.
 func (s *serverWatch) mark(i int) {
 	ctx := context.Background()
 	s.allocs.mark(ctx, i)
 	if i == 0 {
 		s.engine.mark(ctx, i)
+		s.sys.mark(i)
 	} else {
 		defer s.engine.mark(ctx, i)
+		defer s.sys.mark(i)
 	}
 	if s.pid <= 0 {
 		return
