@@ -68,6 +68,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Chain, "chain", 0, "responses (with -store): each stream chains this many requests by previous_response_id, then starts over (0: none)")
 	fs.BoolVar(&cfg.RealtimeBeta, "realtime-beta", false, "realtime: send OpenAI-Beta: realtime=v1 and the beta field names")
 	fs.DurationVar(&cfg.ITL, "itl", 0, "the engine's configured inter-token latency; gap minus it is the server-added latency")
+	fs.BoolVar(&cfg.CutAtStop, "no-drain", false, "abort the requests still running when the window ends instead of waiting for them to finish (they count as aborted; ramp mode always does)")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of the server (A), to report its CPU µs per token and request and its RSS")
 	fs.BoolVar(&cfg.ServerAllocs, "server-allocs", false, "read the servers' heap allocation counts from their /metrics (go_gc_heap_allocs_objects_total) and report allocations per token (with -server-pid; A only, see -compare-allocs)")
 	fs.BoolVar(&cfg.EngineCPU, "engine-cpu", false, "read the engine's compute CPU (vajra_engine_compute_cpu_seconds_total) from the server's /metrics and report the front door's own CPU, the server's minus the engine's, per token and as a share of the engine's (with -server-pid; A only)")

@@ -347,7 +347,9 @@ func syscallsText(sc *SyscallStats) string {
 	}
 	s := fmt.Sprintf(", syscalls/token %s (%s:", perTokenText(sc.PerToken), sc.Source)
 	for _, k := range sc.Kinds {
-		s += fmt.Sprintf(" %s %s", k.Name, perTokenText(k.PerToken))
+		if k.PerToken < 0 || k.PerToken >= minSyscallsPerToken {
+			s += fmt.Sprintf(" %s %s", k.Name, perTokenText(k.PerToken))
+		}
 	}
 	return s + ")"
 }

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseRampPlan(t *testing.T) {
@@ -315,5 +319,34 @@ func TestMainRampUsage(t *testing.T) {
 		if code := Main(context.Background(), append(args, "-url", "http://127.0.0.1:1"), &out, &errb); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
 		}
+	}
+}
+
+// TestRunNoDrainCutsAtWindowEnd: a server that sends one token and then
+// holds the stream open would keep a drained run waiting for the request
+// timeout; with CutAtStop the run ends with the window and its requests
+// count as aborted, not as errors.
+func TestRunNoDrainCutsAtWindowEnd(t *testing.T) {
+	first := strings.SplitAfter(dialectStreams[DialectChat], "\n\n")[0]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, first)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	cfg := quickConfig(srv.URL)
+	cfg.Requests, cfg.Duration, cfg.CutAtStop = 0, 100*time.Millisecond, true
+	cfg.RequestTimeout = time.Minute
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("run took %v: not cut", d)
+	}
+	if res.Aborted != int64(cfg.Concurrency) || res.Errors != 0 {
+		t.Fatalf("aborted %d errors %d, want %d and 0", res.Aborted, res.Errors, cfg.Concurrency)
 	}
 }

@@ -309,7 +309,9 @@ func (res *Result) WriteText(w io.Writer) {
 		if sc := p.s.Syscalls; sc != nil {
 			fmt.Fprintf(w, "%s syscalls (%s): %.0f in the window, %s per token:", p.name, sc.Source, sc.Total, perTokenText(sc.PerToken))
 			for _, k := range sc.Kinds {
-				fmt.Fprintf(w, " %s %s", k.Name, perTokenText(k.PerToken))
+				if k.PerToken < 0 || k.PerToken >= minSyscallsPerToken {
+					fmt.Fprintf(w, " %s %s", k.Name, perTokenText(k.PerToken))
+				}
 			}
 			fmt.Fprintln(w)
 		}
