@@ -24,13 +24,15 @@ import (
 // gaps and no request failed. The levels come from a plan:
 //
 //   - FROM:TO:STEP measures FROM, FROM+STEP, ... up to TO and stops after
-//     the first level that fails;
+//     the first level that fails above one that passed;
 //   - FROM:TO doubles from FROM (the last step clamped to TO) until a level
-//     fails, then bisects between the largest level that passed and the
-//     smallest that failed until they are at most -ramp-resolution apart
-//     (FROM/2 by default). Bisection assumes the p99 grows with the streams;
-//     on a noisy machine a level can pass above one that failed, and the
-//     knee is then the largest level that passed.
+//     fails above one that passed, then bisects between the largest level
+//     that passed and the smallest above it that failed until they are at
+//     most -ramp-resolution apart (FROM/2 by default). Bisection assumes
+//     the p99 grows with the streams above the knee.
+//
+// Failures before any level passed do not end the rise: a server can have
+// worse gaps at a light load than at a heavier one (they are reported).
 //
 // With several servers (-url and each -compare) the servers' levels are
 // measured in alternation, level by level, so that drift in the machine's
@@ -123,6 +125,9 @@ type Ramp struct {
 	// FirstFail is the least streams of a level above the knee that
 	// failed; 0 when none did (the knee is then at least To).
 	FirstFail int `json:"first_fail"`
+	// FailedBelow are the levels below the knee that failed: a server
+	// whose gaps are worse at a light load than at the knee.
+	FailedBelow []int `json:"failed_below,omitempty"`
 	// ClientBound is set when a level at or next to the knee was
 	// client-bound: the knee may be the instrument's, not the server's.
 	ClientBound bool `json:"client_bound,omitempty"`
@@ -148,6 +153,10 @@ type rampSearch struct {
 }
 
 // next returns the next level to measure, or false when the ramp is over.
+// Levels rise until one fails above one that passed: a server can also
+// fail at a light load (a loop that parks in epoll_wait holding its P
+// delays the timer that paces the tokens), so a failure before any pass
+// does not end the rise.
 func (s *rampSearch) next() (int, bool) {
 	if s.done || len(s.levels) >= maxRampLevels {
 		s.done = true
@@ -164,14 +173,14 @@ func (s *rampSearch) next() (int, bool) {
 		}
 		return last + s.plan.Step, true
 	}
-	if s.hi == 0 { // doubling: nothing has failed yet
+	if s.hi == 0 { // doubling: nothing has failed above a pass yet
 		if last >= s.plan.To {
 			s.done = true
 			return 0, false
 		}
 		return min(2*last, s.plan.To), true
 	}
-	// Bisect (lo, hi); lo = 0 when even From failed: 0 streams pass.
+	// Bisect (lo, hi).
 	if s.hi-s.lo <= s.plan.Resolution {
 		s.done = true
 		return 0, false
@@ -179,16 +188,23 @@ func (s *rampSearch) next() (int, bool) {
 	return (s.lo + s.hi) / 2, true
 }
 
-// record notes a measured level.
+// record notes a measured level. lo is the largest level that passed, hi
+// the least level above it that failed; failures below lo do not bound
+// the knee (they are reported as such).
 func (s *rampSearch) record(l RampLevel) {
 	l.Seq = len(s.levels) + 1
 	s.levels = append(s.levels, l)
-	// Levels come in increasing order until one fails, then only from
-	// inside (lo, hi): a pass raises lo, a failure lowers hi.
 	if l.Pass {
 		s.lo = max(s.lo, l.Streams)
-	} else if s.hi == 0 || l.Streams < s.hi {
-		s.hi = l.Streams
+	}
+	s.hi = 0
+	if s.lo == 0 {
+		return // nothing passed yet: keep rising
+	}
+	for _, m := range s.levels {
+		if !m.Pass && m.Streams > s.lo && (s.hi == 0 || m.Streams < s.hi) {
+			s.hi = m.Streams
+		}
 	}
 }
 
@@ -200,6 +216,9 @@ func (s *rampSearch) ramp(label, url string, itl time.Duration) *Ramp {
 	for _, l := range r.Levels {
 		if l.ClientBound && (l.Streams == r.Knee || l.Streams == r.FirstFail) {
 			r.ClientBound = true
+		}
+		if !l.Pass && l.Streams < r.Knee {
+			r.FailedBelow = append(r.FailedBelow, l.Streams)
 		}
 	}
 	return r
@@ -391,14 +410,17 @@ func (rep *RampReport) WriteText(w io.Writer) {
 func (r *Ramp) KneeText() string {
 	var s string
 	switch {
-	case r.Knee == 0 && r.FirstFail > 0:
-		s = fmt.Sprintf("below %d streams (every level failed)", r.FirstFail)
+	case r.Knee == 0 && len(r.Levels) > 0:
+		s = fmt.Sprintf("none (every level from %d to %d streams failed)", r.Levels[0].Streams, r.Levels[len(r.Levels)-1].Streams)
 	case r.Knee == 0:
 		s = "not measured"
 	case r.FirstFail == 0:
 		s = fmt.Sprintf("%d streams, at least (the largest level, %d, passed)", r.Knee, r.Plan.To)
 	default:
 		s = fmt.Sprintf("%d streams (%d failed)", r.Knee, r.FirstFail)
+	}
+	if len(r.FailedBelow) > 0 {
+		s += fmt.Sprintf("; failed below the knee at %v", r.FailedBelow)
 	}
 	if r.ClientBound {
 		s += "; the instrument was CPU-bound at the knee: the knee may be the client's"

@@ -139,17 +139,41 @@ func TestRampSearchClampsToTo(t *testing.T) {
 	}
 }
 
-func TestRampSearchBelowFrom(t *testing.T) {
-	f := &fakeLevels{p99: func(n int) float64 { return float64(n) }} // only below 6 passes
+func TestRampEveryLevelFails(t *testing.T) {
+	f := &fakeLevels{p99: func(int) float64 { return 100 }}
 	r := runFakeRamp(t, "8:64", f)
-	// 8 fails; bisecting (0, 8) with resolution 4: 4 passes, done.
-	if !reflect.DeepEqual(f.asked, []int{8, 4}) || r.Knee != 4 || r.FirstFail != 8 {
-		t.Fatalf("asked %v knee %d first fail %d", f.asked, r.Knee, r.FirstFail)
+	if !reflect.DeepEqual(f.asked, []int{8, 16, 32, 64}) || r.Knee != 0 || r.FirstFail != 0 || !strings.Contains(r.KneeText(), "every level from 8 to 64 streams failed") {
+		t.Fatalf("asked %v knee %d first fail %d %q", f.asked, r.Knee, r.FirstFail, r.KneeText())
 	}
 	f = &fakeLevels{p99: func(int) float64 { return 100 }}
-	r = runFakeRamp(t, "8:64", f)
-	if !reflect.DeepEqual(f.asked, []int{8, 4}) || r.Knee != 0 || r.FirstFail != 4 || !strings.Contains(r.KneeText(), "below 4") {
-		t.Fatalf("asked %v knee %d first fail %d %q", f.asked, r.Knee, r.FirstFail, r.KneeText())
+	r = runFakeRamp(t, "10:40:10", f)
+	if !reflect.DeepEqual(f.asked, []int{10, 20, 30, 40}) || r.Knee != 0 {
+		t.Fatalf("linear: asked %v knee %d", f.asked, r.Knee)
+	}
+}
+
+// TestRampFailsAtLightLoad: a server whose gaps are worse at a light load
+// than at a heavier one (the floor with GOMAXPROCS=1) still gets its knee.
+func TestRampFailsAtLightLoad(t *testing.T) {
+	p99 := func(n int) float64 {
+		if n < 1000 {
+			return 20 // light load: late timer
+		}
+		return float64(n) / 660 // passes up to 3,300
+	}
+	f := &fakeLevels{p99: p99}
+	r := runFakeRamp(t, "500:16000", f)
+	want := []int{500, 1000, 2000, 4000, 3000, 3500, 3250}
+	if !reflect.DeepEqual(f.asked, want) || r.Knee != 3250 || r.FirstFail != 3500 {
+		t.Fatalf("asked %v (want %v) knee %d first fail %d", f.asked, want, r.Knee, r.FirstFail)
+	}
+	if !reflect.DeepEqual(r.FailedBelow, []int{500}) || !strings.Contains(r.KneeText(), "failed below the knee at [500]") {
+		t.Fatalf("failed below %v, %q", r.FailedBelow, r.KneeText())
+	}
+	f = &fakeLevels{p99: p99}
+	r = runFakeRamp(t, "250:8000:250", f)
+	if r.Knee != 3250 || r.FirstFail != 3500 || len(r.FailedBelow) != 3 || f.asked[len(f.asked)-1] != 3500 {
+		t.Fatalf("linear: asked %v knee %d first fail %d below %v", f.asked, r.Knee, r.FirstFail, r.FailedBelow)
 	}
 }
 

@@ -127,7 +127,6 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 	cfg := r.cfg
 	ctx, cancel := context.WithTimeout(parent, cfg.MaxTime)
 	defer cancel()
-	r.clk.epoch = time.Now()
 	warmEnd := int64(cfg.Warmup)
 	stopAt := int64(noStop)
 	if cfg.Duration > 0 {
@@ -160,6 +159,10 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 	}
 	defer srv.sys.stop() // a no-op once result has read the counts
 	self.pid = selfPID()
+	// The run's clock starts once the watchers are ready (perf takes up
+	// to a second to open its events), so that the warm-up and the
+	// streams' staggered starts are not eaten by their setup.
+	r.clk.epoch = time.Now()
 
 	bg, stopBG := context.WithCancel(ctx)
 	var bgWG sync.WaitGroup
