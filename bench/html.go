@@ -169,7 +169,7 @@ func WriteRampHTML(w io.Writer, rep *RampReport) {
 		}
 		fmt.Fprint(w, "</table>\n")
 	}
-	plot := func(title, ylabel string, get func(RampLevel) float64, threshold bool) {
+	plot := func(title, ylabel string, get func(RampLevel) float64, threshold bool, ymax float64) {
 		var ss []series
 		var x0, x1 float64 = math.Inf(1), math.Inf(-1)
 		for _, r := range rep.Ramps {
@@ -188,21 +188,24 @@ func WriteRampHTML(w io.Writer, rep *RampReport) {
 			ss = append(ss, series{name: fmt.Sprintf("threshold %.3g ms", rep.ThresholdMs),
 				pts: [][2]float64{{x0, rep.ThresholdMs}, {x1, rep.ThresholdMs}}})
 		}
-		chart{title: title, xlabel: "concurrent streams", ylabel: ylabel, markers: true}.write(w, ss)
+		chart{title: title, xlabel: "concurrent streams", ylabel: ylabel, markers: true, ymax: ymax}.write(w, ss)
 	}
-	plot("Server-added inter-token gap p99 by streams", "ms", func(l RampLevel) float64 {
+	// Past the knee the p99 grows by orders of magnitude: the axis stops
+	// at about 4x the threshold so that the threshold and the knee stay legible.
+	capMs := niceCeil(4 * rep.ThresholdMs)
+	plot(fmt.Sprintf("Server-added inter-token gap p99 by streams (axis cut at %.3g ms)", capMs), "ms", func(l RampLevel) float64 {
 		if l.Gaps == 0 {
 			return math.NaN()
 		}
 		return l.ServerAddedP99Ms
-	}, true)
-	plot("Delivered tokens per second by streams", "tokens/s", func(l RampLevel) float64 { return l.TokensPerSec }, false)
+	}, true, capMs)
+	plot("Delivered tokens per second by streams", "tokens/s", func(l RampLevel) float64 { return l.TokensPerSec }, false, 0)
 	plot("Server CPU per token by streams", "µs", func(l RampLevel) float64 {
 		if l.ServerCPUPerTokenUs < 0 {
 			return math.NaN()
 		}
 		return l.ServerCPUPerTokenUs
-	}, false)
+	}, false, 0)
 	fmt.Fprint(w, "</body></html>\n")
 }
 
@@ -227,6 +230,8 @@ type chart struct {
 	xlog                  bool
 	markers               bool
 	shadeTo               float64 // shade x in [0, shadeTo]
+	// ymax > 0 caps the y axis: larger values are drawn at the top edge.
+	ymax float64
 }
 
 const (
@@ -271,13 +276,16 @@ func (c chart) write(w io.Writer, ss []series) {
 		y1 = y0 + 1
 	}
 	y1 = niceCeil(y1)
+	if c.ymax > 0 && y1 > c.ymax {
+		y1 = c.ymax
+	}
 	sx := func(x float64) float64 {
 		if c.xlog {
 			x = math.Log10(math.Max(x, 1e-9))
 		}
 		return padL + (x-x0)/(x1-x0)*plotW
 	}
-	sy := func(y float64) float64 { return padT + plotH - (y-y0)/(y1-y0)*plotH }
+	sy := func(y float64) float64 { return padT + plotH - (math.Min(y, y1)-y0)/(y1-y0)*plotH }
 	if c.shadeTo > 0 && !c.xlog && c.xcat == nil {
 		fmt.Fprintf(w, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#eee\"/>\n", padL, padT, math.Min(sx(c.shadeTo), padL+plotW)-padL, plotH)
 	}
