@@ -389,7 +389,11 @@ func (w *worker) doHTTP(ctx context.Context, deadline time.Time) error {
 			w.hc = hc
 		}
 		reused := w.hc.used
-		stop := context.AfterFunc(ctx, func() { _ = w.hc.nc.SetDeadline(time.Unix(1, 0)) })
+		// The connection is captured: the worker may have dropped it (nil)
+		// by the time a cancelled ctx runs this (-no-drain cuts every
+		// request at once).
+		hc := w.hc
+		stop := context.AfterFunc(ctx, func() { _ = hc.nc.SetDeadline(time.Unix(1, 0)) })
 		reuse, err := doHTTP(w.hc, w.request(), &w.s, &w.sse, deadline, r.cfg.Stream)
 		w.chain(err)
 		stop()
