@@ -101,8 +101,11 @@ fi
 # The instrument is `vajra bench`.
 bench=(bin/vajra bench)
 # vajra-write (vajra with --io-uring=off) runs when vajra has the flag.
+# (The help is read whole: grep -q closing the pipe early would fail it
+# under pipefail.)
 have_write=0
-if [[ $have_vajra == 1 ]] && bin/vajra serve -h 2>&1 | grep -q -- '-io-uring'; then
+serve_help=$(bin/vajra serve -h 2>&1 || true)
+if [[ $have_vajra == 1 && $serve_help == *"-io-uring"* ]]; then
 	have_write=1
 fi
 
