@@ -43,6 +43,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		quiet       = fs.Bool("quiet", false, "no progress output")
 		allowErrors = fs.Bool("allow-errors", false, "exit 0 even when some requests failed")
 		rampStreams = fs.String("ramp-streams", "", "ramp mode: find the knee, the most streams whose server-added gap p99 (gap minus -itl) <= -knee-p99; FROM:TO:STEP measures FROM, FROM+STEP, ... until a level fails, FROM:TO doubles from FROM, then bisects; each level is -warmup then -duration (default 4s here) of that many streams; with -compare (repeatable here) the servers' levels alternate")
+		rampRetries = fs.Int("ramp-retries", 1, "ramp: measure a failing level again up to this many times; the best try counts (noise only makes gaps worse)")
 		rampRes     = fs.Int("ramp-resolution", 0, "ramp FROM:TO: stop bisecting when the knee's bracket is this narrow, in streams (0: FROM/2)")
 		kneeP99     = fs.Duration("knee-p99", 5*time.Millisecond, "ramp: a level passes when its server-added gap p99 is at most this (and no request failed)")
 		syscalls    = fs.String("syscalls", "", "count the servers' system calls in the window, by kind, per token (with -server-pid/-compare-pid): perf (perf stat on the syscall tracepoints; adds ~0.2 µs per system call to the server's CPU), proc (/proc/PID/io syscr/syscw: read and write families only, free), auto (perf, else proc)")
@@ -165,7 +166,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if *rampStreams != "" {
-		return mainRamp(ctx, append([]Config{cfg}, cfgsB...), *rampStreams, *rampRes, *kneeP99, *outJSON, *outHTML, stdout, stderr)
+		return mainRamp(ctx, append([]Config{cfg}, cfgsB...), *rampStreams, *rampRes, *rampRetries, *kneeP99, *outJSON, *outHTML, stdout, stderr)
 	}
 
 	if len(cfgsB) == 1 {
@@ -210,12 +211,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // mainRamp runs ramp mode: every server's ramp, the text report, -out
 // (a RampReport) and -html.
-func mainRamp(ctx context.Context, cfgs []Config, spec string, resolution int, knee time.Duration, outJSON, outHTML string, stdout, stderr io.Writer) int {
+func mainRamp(ctx context.Context, cfgs []Config, spec string, resolution, retries int, knee time.Duration, outJSON, outHTML string, stdout, stderr io.Writer) int {
 	plan, err := ParseRampPlan(spec, resolution)
 	if err != nil {
 		fmt.Fprintln(stderr, "vajra bench:", err)
 		return 2
 	}
+	if retries < 0 || retries > 10 {
+		fmt.Fprintln(stderr, "vajra bench: -ramp-retries outside [0, 10]")
+		return 2
+	}
+	plan.Retries = retries
 	if knee <= 0 {
 		fmt.Fprintln(stderr, "vajra bench: -knee-p99 must be positive")
 		return 2

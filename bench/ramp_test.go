@@ -374,3 +374,54 @@ func TestRunNoDrainCutsAtWindowEnd(t *testing.T) {
 		t.Fatalf("aborted %d errors %d, want %d and 0", res.Aborted, res.Errors, cfg.Concurrency)
 	}
 }
+
+// TestRampRetriesFailingLevels: a failing level is measured again and its
+// best try counts; a passing level is measured once.
+func TestRampRetriesFailingLevels(t *testing.T) {
+	tries := map[int]int{}
+	f := &fakeLevels{p99: func(n int) float64 {
+		tries[n]++
+		if n <= 3000 && tries[n] == 1 {
+			return 50 // a noisy first window
+		}
+		if n <= 3000 {
+			return float64(n) / 1000
+		}
+		return 9 + float64(tries[n]) // fails every try, worse each time
+	}}
+	plan, err := ParseRampPlan("1000:4000:1000", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Retries = 1
+	var prog bytes.Buffer
+	rs, err := rampAll(context.Background(), []rampTarget{{label: "x", measure: f.measure}}, plan, 5, 1, &prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	want := []int{1000, 1000, 2000, 2000, 3000, 3000, 4000, 4000}
+	if !reflect.DeepEqual(f.asked, want) || r.Knee != 3000 || r.FirstFail != 4000 {
+		t.Fatalf("asked %v knee %d first fail %d", f.asked, r.Knee, r.FirstFail)
+	}
+	last := r.Levels[len(r.Levels)-1]
+	if last.Tries != 2 || last.Pass || last.ServerAddedP99Ms < 9.99 || last.ServerAddedP99Ms > 10.01 {
+		t.Fatalf("4,000: %+v, want the better try (p99 10 ms) of 2", last)
+	}
+	if strings.Count(prog.String(), "-- ramp x:") != 8 {
+		t.Fatalf("progress %q", prog.String())
+	}
+	var txt bytes.Buffer
+	(&RampReport{ThresholdMs: 5, Ramps: rs}).WriteText(&txt)
+	if !strings.Contains(txt.String(), "pass (best of 2)") {
+		t.Fatal(txt.String())
+	}
+	// Without retries the noisy first window ends the ramp at once.
+	tries = map[int]int{}
+	f.asked = nil
+	plan.Retries = 0
+	rs, _ = rampAll(context.Background(), []rampTarget{{label: "x", measure: f.measure}}, plan, 5, 1, nil)
+	if rs[0].Knee != 0 {
+		t.Fatalf("no retries: knee %d", rs[0].Knee)
+	}
+}
