@@ -89,7 +89,7 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## bench-stream: the streaming protocol of bench/RESULTS.md against floor and baseline
+## bench-stream: the streaming protocol of bench/RESULTS.md against floor and baseline (SERVER_CPUS, CLIENT_CPUS, WORKLOADS, ROUNDS, DURATION...: bench/README.md)
 bench-stream:
 	bash bench/scripts/bench-stream.sh
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Figure is one number compared between two servers.
@@ -37,11 +38,14 @@ func (c *Comparison) Errors() int64 {
 }
 
 // figureDefs lists the compared figures; a NaN value means "not measured".
-var figureDefs = []struct {
+// figureDef is how one compared figure is read from a run.
+type figureDef struct {
 	name, unit string
 	lower      bool
 	get        func(*Result) float64
-}{
+}
+
+var figureDefs = []figureDef{
 	{"tokens/s", "tok/s", false, func(r *Result) float64 { return r.TokensPerSec }},
 	{"requests/s", "req/s", false, func(r *Result) float64 {
 		if r.Requests+r.Errors == 0 {
@@ -164,10 +168,58 @@ func Compare(ctx context.Context, cfgA, cfgB Config, rounds int, progress io.Wri
 	return c, nil
 }
 
+// minSyscallsPerToken is the least per-token rate of a kind of system call
+// that the text reports and the comparison's figures show (the JSON has
+// every kind).
+const minSyscallsPerToken = 0.0005
+
+// syscallKindFigure starts the name of a kind's figure.
+const syscallKindFigure = "syscalls/token "
+
+// syscallFigures are the figures of the system calls per token (with
+// -syscalls): the total and one per kind that either side made.
+func syscallFigures(results ...[]*Result) []figureDef {
+	perKind := func(name string) func(*Result) float64 {
+		return func(r *Result) float64 {
+			if r.Server == nil || r.Server.Syscalls == nil || r.Server.Syscalls.PerToken < 0 {
+				return math.NaN()
+			}
+			if name == "" {
+				return r.Server.Syscalls.PerToken
+			}
+			for _, k := range r.Server.Syscalls.Kinds {
+				if k.Name == name {
+					return k.PerToken
+				}
+			}
+			return 0 // counted, and none of this kind
+		}
+	}
+	var defs []figureDef
+	seen := map[string]bool{}
+	for _, rs := range results {
+		for _, r := range rs {
+			if r.Server == nil || r.Server.Syscalls == nil {
+				continue
+			}
+			if len(defs) == 0 {
+				defs = append(defs, figureDef{"server syscalls/token", "", true, perKind("")})
+			}
+			for _, k := range r.Server.Syscalls.Kinds {
+				if !seen[k.Name] {
+					seen[k.Name] = true
+					defs = append(defs, figureDef{syscallKindFigure + k.Name, "", true, perKind(k.Name)})
+				}
+			}
+		}
+	}
+	return defs
+}
+
 func (c *Comparison) summarise() {
 	n := min(len(c.A), len(c.B))
 	c.Figures = c.Figures[:0]
-	for _, fd := range figureDefs {
+	for _, fd := range append(append([]figureDef(nil), figureDefs...), syscallFigures(c.A, c.B)...) {
 		f := Figure{Name: fd.name, Unit: fd.unit, LowerBetter: fd.lower}
 		var as, bs []float64
 		for i := 0; i < n; i++ {
@@ -184,6 +236,9 @@ func (c *Comparison) summarise() {
 		}
 		if len(as) == 0 && len(bs) == 0 {
 			continue
+		}
+		if strings.HasPrefix(fd.name, syscallKindFigure) && medianOr(as, 0) < minSyscallsPerToken && medianOr(bs, 0) < minSyscallsPerToken {
+			continue // a kind of system call neither side makes per token
 		}
 		// A side that was not measured (allocations of a server without
 		// /metrics, say) is -1: JSON has no NaN.
@@ -225,7 +280,11 @@ func (c *Comparison) WriteText(w io.Writer) {
 		lb = c.B[0].Label
 	}
 	fmt.Fprintf(w, "== comparison over %d rounds: A = %s, B = %s (medians; ratio = median of per-round B/A)\n", c.Rounds, la, lb)
-	fmt.Fprintf(w, "%-20s %14s %14s %9s  %s\n", "figure", "A", "B", "B/A", "per round")
+	nameW := 20
+	for _, f := range c.Figures {
+		nameW = max(nameW, len(figureName(f)))
+	}
+	fmt.Fprintf(w, "%-*s %14s %14s %9s  %s\n", nameW, "figure", "A", "B", "B/A", "per round")
 	for _, f := range c.Figures {
 		ratio := "n/a"
 		if len(f.Ratios) > 0 {
@@ -238,8 +297,16 @@ func (c *Comparison) WriteText(w io.Writer) {
 			}
 			per += fmt.Sprintf("%.3f", r)
 		}
-		fmt.Fprintf(w, "%-20s %14s %14s %9s  %s %s\n", f.Name+" ("+f.Unit+")", figureValue(f.A), figureValue(f.B), ratio, per, better(f))
+		fmt.Fprintf(w, "%-*s %14s %14s %9s  %s %s\n", nameW, figureName(f), figureValue(f.A), figureValue(f.B), ratio, per, better(f))
 	}
+}
+
+// figureName is a figure's name with its unit, if it has one.
+func figureName(f Figure) string {
+	if f.Unit == "" {
+		return f.Name
+	}
+	return f.Name + " (" + f.Unit + ")"
 }
 
 // figureValue prints a figure's value; -1 means not measured.

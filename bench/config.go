@@ -55,8 +55,16 @@ type Config struct {
 	// /metrics (go_gc_heap_allocs_objects_total) at the window's two ends,
 	// to report allocations per delivered token.
 	ServerAllocs bool
-	Label        string
-	Seed         uint64 // open-loop arrival seed
+	// Syscalls counts the server's system calls in the window, by kind
+	// (see syscalls.go): SyscallsAuto, SyscallsPerf, SyscallsProc, or off.
+	// Needs ServerPID.
+	Syscalls string
+	// CutAtStop aborts the requests still running when the window ends
+	// instead of letting them finish (they count as aborted): a ramp's
+	// levels need no drain.
+	CutAtStop bool
+	Label     string
+	Seed      uint64 // open-loop arrival seed
 
 	// Progress receives progress lines every ProgressEvery; nil for none.
 	// ProgressTTY redraws one line with a bar instead.
@@ -190,6 +198,11 @@ func (c *Config) validate() error {
 		return bad("-chain needs -store: previous_response_id reads stored responses")
 	case c.EngineCPU && c.ServerPID <= 0:
 		return bad("-engine-cpu needs -server-pid: the front door's CPU is the process's minus the engine's")
+	case c.Syscalls != SyscallsOff && c.ServerPID <= 0:
+		return bad("-syscalls needs -server-pid: it counts that process's system calls")
+	}
+	if _, err := parseSyscallMode(c.Syscalls); err != nil {
+		return err
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second

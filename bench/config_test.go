@@ -63,7 +63,8 @@ func TestMainHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, fl := range []string{"-c", "-rate", "-warmup", "-duration", "-n", "-prompt-tokens", "-max-tokens",
 		"-dialect", "-model", "-api-key", "-url", "-base-path", "-stream", "-ramp", "-itl", "-server-pid",
-		"-out", "-html", "-compare", "-compare-pid", "-rounds", "-max-time", "-request-timeout", "-engine-cpu"} {
+		"-out", "-html", "-compare", "-compare-pid", "-rounds", "-max-time", "-request-timeout", "-engine-cpu",
+		"-ramp-streams", "-ramp-resolution", "-ramp-retries", "-knee-p99", "-syscalls", "-no-drain", "-compare-label"} {
 		if !strings.Contains(errb.String(), "\n  "+fl+" ") && !strings.Contains(errb.String(), "\n  "+fl+"\n") {
 			t.Errorf("-h does not document %s", fl)
 		}

@@ -17,18 +17,7 @@ var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#
 // well-formed XML (XHTML syntax), which the tests check. cmp may be nil.
 func WriteHTML(w io.Writer, results []*Result, cmp *Comparison) {
 	e := html.EscapeString
-	fmt.Fprint(w, `<!DOCTYPE html>
-<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head><meta charset="utf-8"/><title>vajra bench report</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
-table{border-collapse:collapse;margin:8px 0 20px}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f4f4f4}td.l,th.l{text-align:left}
-svg{background:#fff;border:1px solid #ddd;margin:6px 12px 12px 0}
-.better{color:#2a7d2a}.worse{color:#b22}
-</style></head><body>
-<h1>vajra bench report</h1>
-`)
+	writeHTMLHead(w)
 	if cmp != nil {
 		results = append(append([]*Result(nil), cmp.A...), cmp.B...)
 		fmt.Fprintf(w, "<h2>Comparison (%d rounds, A B alternating)</h2>\n<table><tr><th class=\"l\">figure</th><th>A</th><th>B</th><th>B/A</th><th class=\"l\">per round</th></tr>\n", cmp.Rounds)
@@ -135,6 +124,91 @@ svg{background:#fff;border:1px solid #ddd;margin:6px 12px 12px 0}
 	fmt.Fprint(w, "</body></html>\n")
 }
 
+// writeHTMLHead writes the report's head, style and title.
+func writeHTMLHead(w io.Writer) {
+	fmt.Fprint(w, `<!DOCTYPE html>
+<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head><meta charset="utf-8"/><title>vajra bench report</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
+table{border-collapse:collapse;margin:8px 0 20px}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}
+svg{background:#fff;border:1px solid #ddd;margin:6px 12px 12px 0}
+.better{color:#2a7d2a}.worse{color:#b22}
+</style></head><body>
+<h1>vajra bench report</h1>
+`)
+}
+
+// WriteRampHTML writes a ramp report: per server a table of its levels and
+// its knee, and plots of the server-added gap p99 (with the threshold),
+// tokens/s and server CPU per token against the streams. Like WriteHTML it
+// is self-contained, script-free XHTML.
+func WriteRampHTML(w io.Writer, rep *RampReport) {
+	e := html.EscapeString
+	writeHTMLHead(w)
+	fmt.Fprintf(w, "<h2>Ramp: the knee is the most streams with a server-added gap p99 &lt;= %.3g ms</h2>\n", rep.ThresholdMs)
+	fmt.Fprint(w, "<table><tr><th class=\"l\">server</th><th>itl ms</th><th>knee (streams)</th><th class=\"l\">note</th></tr>\n")
+	for _, r := range rep.Ramps {
+		fmt.Fprintf(w, "<tr><td class=\"l\">%s</td><td>%.3g</td><td>%d</td><td class=\"l\">%s</td></tr>\n", e(r.Label), r.ITLMillis, r.Knee, e(r.KneeText()))
+	}
+	fmt.Fprint(w, "</table>\n")
+	for _, r := range rep.Ramps {
+		fmt.Fprintf(w, "<h3>%s (%s)</h3>\n<table><tr><th>streams</th><th>tok/s</th><th>gap p50</th><th>gap p99</th><th>gap-itl p99</th><th>server µs/tok</th><th>server cores</th><th>client cores</th><th>errors</th><th class=\"l\">verdict</th></tr>\n", e(r.Label), e(r.URL))
+		for _, l := range r.Levels {
+			verdict, cls := "pass", "better"
+			if !l.Pass {
+				verdict, cls = "fail", "worse"
+			}
+			if l.ClientBound {
+				verdict += ", client-bound"
+			}
+			fmt.Fprintf(w, "<tr><td>%d</td><td>%.1f</td><td>%.3f</td><td>%.3f</td><td>%.3f</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td class=\"l %s\">%s</td></tr>\n",
+				l.Streams, l.TokensPerSec, l.GapP50Ms, l.GapP99Ms, l.ServerAddedP99Ms, optFloat(l.ServerCPUPerTokenUs, 2),
+				optFloat(l.ServerCPUCores, 2), optFloat(l.ClientCPUCores, 2), l.Errors, cls, verdict)
+		}
+		fmt.Fprint(w, "</table>\n")
+	}
+	plot := func(title, ylabel string, get func(RampLevel) float64, threshold bool, ymax float64) {
+		var ss []series
+		var x0, x1 float64 = math.Inf(1), math.Inf(-1)
+		for _, r := range rep.Ramps {
+			s := series{name: fmt.Sprintf("%s (knee %d)", r.Label, r.Knee)}
+			for _, l := range r.Levels {
+				if v := get(l); !math.IsNaN(v) {
+					s.pts = append(s.pts, [2]float64{float64(l.Streams), v})
+					x0, x1 = math.Min(x0, float64(l.Streams)), math.Max(x1, float64(l.Streams))
+				}
+			}
+			if len(s.pts) > 0 {
+				ss = append(ss, s)
+			}
+		}
+		if threshold && len(ss) > 0 {
+			ss = append(ss, series{name: fmt.Sprintf("threshold %.3g ms", rep.ThresholdMs),
+				pts: [][2]float64{{x0, rep.ThresholdMs}, {x1, rep.ThresholdMs}}})
+		}
+		chart{title: title, xlabel: "concurrent streams", ylabel: ylabel, markers: true, ymax: ymax}.write(w, ss)
+	}
+	// Past the knee the p99 grows by orders of magnitude: the axis stops
+	// at about 4x the threshold so that the threshold and the knee stay legible.
+	capMs := niceCeil(4 * rep.ThresholdMs)
+	plot(fmt.Sprintf("Server-added inter-token gap p99 by streams (axis cut at %.3g ms)", capMs), "ms", func(l RampLevel) float64 {
+		if l.Gaps == 0 {
+			return math.NaN()
+		}
+		return l.ServerAddedP99Ms
+	}, true, capMs)
+	plot("Delivered tokens per second by streams", "tokens/s", func(l RampLevel) float64 { return l.TokensPerSec }, false, 0)
+	plot("Server CPU per token by streams", "µs", func(l RampLevel) float64 {
+		if l.ServerCPUPerTokenUs < 0 {
+			return math.NaN()
+		}
+		return l.ServerCPUPerTokenUs
+	}, false, 0)
+	fmt.Fprint(w, "</body></html>\n")
+}
+
 func runName(i int, r *Result) string {
 	name := r.Label
 	if name == "" {
@@ -156,6 +230,8 @@ type chart struct {
 	xlog                  bool
 	markers               bool
 	shadeTo               float64 // shade x in [0, shadeTo]
+	// ymax > 0 caps the y axis: larger values are drawn at the top edge.
+	ymax float64
 }
 
 const (
@@ -200,13 +276,16 @@ func (c chart) write(w io.Writer, ss []series) {
 		y1 = y0 + 1
 	}
 	y1 = niceCeil(y1)
+	if c.ymax > 0 && y1 > c.ymax {
+		y1 = c.ymax
+	}
 	sx := func(x float64) float64 {
 		if c.xlog {
 			x = math.Log10(math.Max(x, 1e-9))
 		}
 		return padL + (x-x0)/(x1-x0)*plotW
 	}
-	sy := func(y float64) float64 { return padT + plotH - (y-y0)/(y1-y0)*plotH }
+	sy := func(y float64) float64 { return padT + plotH - (math.Min(y, y1)-y0)/(y1-y0)*plotH }
 	if c.shadeTo > 0 && !c.xlog && c.xcat == nil {
 		fmt.Fprintf(w, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#eee\"/>\n", padL, padT, math.Min(sx(c.shadeTo), padL+plotW)-padL, plotH)
 	}

@@ -71,6 +71,10 @@ type ProcStats struct {
 	FrontDoorMicrosPerTok float64 `json:"front_door_cpu_us_per_token,omitempty"`
 	FrontDoorShare        float64 `json:"front_door_share,omitempty"`
 	engineCPU             bool    // the four above were measured
+	// With -syscalls: the process's system calls in the window, by kind,
+	// or why they could not be counted.
+	Syscalls      *SyscallStats `json:"syscalls,omitempty"`
+	SyscallsError string        `json:"syscalls_error,omitempty"`
 }
 
 // TimelinePoint is one bin of the run's timeline.
@@ -200,6 +204,11 @@ func (s *serverWatch) stats(window float64, tokens, reqs int64) *ProcStats {
 	defer s.mu.Unlock()
 	st := &ProcStats{PID: s.pid, PeakRSSBytes: s.peakRSS.Load(), SampleErrors: s.errs}
 	st.Allocs, st.AllocsPerToken = s.allocs.perToken(tokens)
+	if sys, err := s.sys.stats(tokens); err != nil {
+		st.SyscallsError = err.Error()
+	} else {
+		st.Syscalls = sys
+	}
 	a, b := s.at[0], s.at[1]
 	if a == nil || b == nil {
 		return st
@@ -297,9 +306,29 @@ func (res *Result) WriteText(w io.Writer) {
 		if p.s.AllocsPerToken >= 0 {
 			fmt.Fprintf(w, "%s heap allocations in the window: %.0f, %.4f per token\n", p.name, p.s.Allocs, p.s.AllocsPerToken)
 		}
+		if sc := p.s.Syscalls; sc != nil {
+			fmt.Fprintf(w, "%s syscalls (%s): %.0f in the window, %s per token:", p.name, sc.Source, sc.Total, perTokenText(sc.PerToken))
+			for _, k := range sc.Kinds {
+				if k.PerToken < 0 || k.PerToken >= minSyscallsPerToken {
+					fmt.Fprintf(w, " %s %s", k.Name, perTokenText(k.PerToken))
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		if p.s.SyscallsError != "" {
+			fmt.Fprintf(w, "%s syscalls: not counted: %s\n", p.name, p.s.SyscallsError)
+		}
 		if p.s.engineCPU {
 			fmt.Fprintf(w, "%s engine compute cpu %.3fs; front door (server - engine) cpu %.3fs, %.2f µs/token, %.2f%% of the engine's\n",
 				p.name, p.s.EngineCPUSeconds, p.s.FrontDoorCPUSeconds, p.s.FrontDoorMicrosPerTok, 100*p.s.FrontDoorShare)
 		}
 	}
+}
+
+// perTokenText prints a per-token figure; -1 means no tokens.
+func perTokenText(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f", v)
 }

@@ -127,7 +127,6 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 	cfg := r.cfg
 	ctx, cancel := context.WithTimeout(parent, cfg.MaxTime)
 	defer cancel()
-	r.clk.epoch = time.Now()
 	warmEnd := int64(cfg.Warmup)
 	stopAt := int64(noStop)
 	if cfg.Duration > 0 {
@@ -155,7 +154,15 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 			return nil, fmt.Errorf("bench: -engine-cpu: %w", err)
 		}
 	}
+	if err := srv.sys.start(cfg.Syscalls, srv.pid); err != nil {
+		return nil, err
+	}
+	defer srv.sys.stop() // a no-op once result has read the counts
 	self.pid = selfPID()
+	// The run's clock starts once the watchers are ready (perf takes up
+	// to a second to open its events), so that the warm-up and the
+	// streams' staggered starts are not eaten by their setup.
+	r.clk.epoch = time.Now()
 
 	bg, stopBG := context.WithCancel(ctx)
 	var bgWG sync.WaitGroup
@@ -187,6 +194,9 @@ func (r *runner) run(parent context.Context) (*Result, error) {
 		if stopAt != noStop && sleepUntil(ctx, r.clk.epoch.Add(time.Duration(stopAt))) {
 			srv.mark(1)
 			self.mark(1)
+			if cfg.CutAtStop {
+				cancel() // requests still running are aborted, not drained
+			}
 		}
 	}()
 
@@ -379,7 +389,11 @@ func (w *worker) doHTTP(ctx context.Context, deadline time.Time) error {
 			w.hc = hc
 		}
 		reused := w.hc.used
-		stop := context.AfterFunc(ctx, func() { _ = w.hc.nc.SetDeadline(time.Unix(1, 0)) })
+		// The connection is captured: the worker may have dropped it (nil)
+		// by the time a cancelled ctx runs this (-no-drain cuts every
+		// request at once).
+		hc := w.hc
+		stop := context.AfterFunc(ctx, func() { _ = hc.nc.SetDeadline(time.Unix(1, 0)) })
 		reuse, err := doHTTP(w.hc, w.request(), &w.s, &w.sse, deadline, r.cfg.Stream)
 		w.chain(err)
 		stop()
@@ -489,6 +503,7 @@ type serverWatch struct {
 	pid     int
 	allocs  allocWatch
 	engine  engineCPUWatch
+	sys     syscallWatch
 	mu      sync.Mutex
 	at      [2]*ProcSample
 	peakRSS atomic.Int64
@@ -497,14 +512,17 @@ type serverWatch struct {
 
 // mark reads the window's start (i = 0) or end (1). The engine's counter
 // is scraped before the process's CPU is read at the start and after it at
-// the end, so that the scrapes' own CPU stays out of the process's window.
+// the end, so that the scrapes' own CPU stays out of the process's window;
+// system call counting opens around the CPU window the same way.
 func (s *serverWatch) mark(i int) {
 	ctx := context.Background()
 	s.allocs.mark(ctx, i)
 	if i == 0 {
 		s.engine.mark(ctx, i)
+		s.sys.mark(i)
 	} else {
 		defer s.engine.mark(ctx, i)
+		defer s.sys.mark(i)
 	}
 	if s.pid <= 0 {
 		return

@@ -279,6 +279,12 @@ func TestHTMLEmptyResult(t *testing.T) {
 // nothing that would need the network or a script engine.
 func checkXML(t *testing.T, path string) {
 	t.Helper()
+	checkXMLPlots(t, path, 5)
+}
+
+// checkXMLPlots is checkXML for a report of want plots.
+func checkXMLPlots(t *testing.T, path string, want int) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -303,8 +309,8 @@ func checkXML(t *testing.T, path string) {
 			}
 		}
 	}
-	if svgs != 5 {
-		t.Fatalf("%d SVG plots, want 5", svgs)
+	if svgs != want {
+		t.Fatalf("%d SVG plots, want %d", svgs, want)
 	}
 }
 
