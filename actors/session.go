@@ -71,6 +71,10 @@ type session struct {
 	// bodyBuf holds body's buffer while it is lent from respBufs.
 	bodyBuf *[]byte
 	log     *zap.Logger // with the request id; built on first use
+
+	// mb is the actor's mailbox, part of the session so that it costs no
+	// allocation of its own (spawner.spawn).
+	mb mailbox
 }
 
 // logger returns the session's logger: every line carries the request id.
@@ -168,6 +172,9 @@ func (ss *session) recoverPanic() {
 func (ss *session) begin(ctx actor.Context) {
 	ss.self = ctx.Self()
 	ss.sink.bind(ss.owner, ss.self, ss.req.Endpoint, ss.req.RequestID, &ss.ereq)
+	if ss.owner.direct {
+		ss.sink.mb = &ss.mb
+	}
 	ss.bodyLen = len(ss.req.Body)
 	ae := ss.d.decode(ss)
 	// Decoded requests hold copies (codegen's decoders never alias the
@@ -476,9 +483,21 @@ func (ss *session) stop(ctx actor.Context) {
 	}
 	if !ss.stopped {
 		ss.stopped = true
-		ctx.Stop(ctx.Self())
+		if ss.owner.direct {
+			ss.mb.PostSystemMessage(stopMsg)
+		} else {
+			ctx.Stop(ctx.Self())
+		}
 	}
 }
+
+// stopMsg is the system message that stops a session posted straight to
+// its mailbox. ctx.Stop(ctx.Self()) would do the same through the
+// session's address, whose first lookup caches the process in the PID (an
+// allocation per request); the session's mailbox is its own field, so the
+// notice needs no lookup. protoactor's registry marks the process dead when
+// the stopped actor leaves it, as after ctx.Stop.
+var stopMsg = &actor.Stop{}
 
 // cleanup runs once when the actor stopped, also after a panic: a response
 // that did not end gets the dialect's error (in-stream if the head is out,
@@ -527,6 +546,11 @@ const contentTypeJSON = "application/json"
 type sink struct {
 	owner    *Sessions
 	self     *actor.PID // the actor told of each batch (*framesReady)
+	// mb, when set, is self's mailbox: the notice is posted to it
+	// directly, which is where sending it to self ends (the sessions' root
+	// has no sender middleware for its own notices to pass), without the
+	// address lookup whose cached result costs an allocation per request.
+	mb *mailbox
 	ep       Endpoint
 	reqID    string
 	ereq     *engine.Request // the request whose Result it observes
@@ -564,7 +588,11 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	k.notified = true
 	k.mu.Unlock()
 	if post {
-		k.owner.root.Send(k.self, &k.msg)
+		if k.mb != nil {
+			k.mb.PostUserMessage(&k.msg)
+		} else {
+			k.owner.root.Send(k.self, &k.msg)
+		}
 	}
 }
 
