@@ -544,13 +544,13 @@ const contentTypeJSON = "application/json"
 // It serves any session actor (the HTTP session, the Realtime session):
 // bind sets whom it reports to before the engine starts.
 type sink struct {
-	owner    *Sessions
-	self     *actor.PID // the actor told of each batch (*framesReady)
+	owner *Sessions
+	self  *actor.PID // the actor told of each batch (*framesReady)
 	// mb, when set, is self's mailbox: the notice is posted to it
 	// directly, which is where sending it to self ends (the sessions' root
 	// has no sender middleware for its own notices to pass), without the
 	// address lookup whose cached result costs an allocation per request.
-	mb *mailbox
+	mb       *mailbox
 	ep       Endpoint
 	reqID    string
 	ereq     *engine.Request // the request whose Result it observes
