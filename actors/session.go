@@ -177,10 +177,12 @@ func (ss *session) begin(ctx actor.Context) {
 	}
 	ss.bodyLen = len(ss.req.Body)
 	ae := ss.d.decode(ss)
-	// Decoded requests hold copies (codegen's decoders never alias the
-	// body), so the body's pooled buffer goes back now rather than at the
-	// end of what may be a long stream.
-	ss.req.release()
+	// Decoded requests hold copies (codegen's decoders alias the body only
+	// when asked to: bodyViewer), so the body's pooled buffer goes back
+	// now rather than at the end of what may be a long stream.
+	if _, views := ss.d.(bodyViewer); !views {
+		ss.req.release()
+	}
 	if ae != nil {
 		if ae != errPending {
 			ss.fail(ctx, ae)
@@ -270,6 +272,13 @@ func (ss *session) launch(ctx actor.Context) {
 		ss.conn.StartStream(ss.d.streamContentType(), nil)
 		ss.streaming = true
 	}
+}
+
+// bodyViewer is a dialect whose decoded request holds views of the body:
+// the session keeps the body until the dialect releases it (once its
+// engine has started: startedDialect) or the session ends (cleanup).
+type bodyViewer interface {
+	viewsBody()
 }
 
 // startedDialect is a dialect that lets go of what it no longer needs once
