@@ -72,9 +72,11 @@ type session struct {
 	bodyBuf *[]byte
 	log     *zap.Logger // with the request id; built on first use
 
-	// mb is the actor's mailbox, part of the session so that it costs no
-	// allocation of its own (spawner.spawn).
-	mb mailbox
+	// mb is the actor's mailbox and name the bytes of its registry id,
+	// part of the session so that neither costs an allocation of its own
+	// (spawner.spawnNamed).
+	mb   mailbox
+	name spawnName
 }
 
 // logger returns the session's logger: every line carries the request id.

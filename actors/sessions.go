@@ -153,7 +153,7 @@ func (s *Sessions) start(conn Conn, req *Request, held bool) *session {
 	ss := newSession(req.Endpoint)
 	ss.owner, ss.conn, ss.req, ss.held = s, conn, req, held
 	s.active.Add(1)
-	ss.pid = s.spawner.spawn(ss, &ss.mb)
+	ss.pid = s.spawner.spawnNamed(ss, &ss.mb, &ss.name)
 	return ss
 }
 

@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -47,6 +50,17 @@ func newSpawner(root *actor.RootContext, pool *WorkerPool) *spawner {
 // it costs no allocation of its own; nil gets a new one. Safe for
 // concurrent use.
 func (sp *spawner) spawn(a actor.Actor, mb *mailbox) *actor.PID {
+	return sp.spawnNamed(a, mb, nil)
+}
+
+// spawnedIDs numbers the actors spawned under names of ours.
+var spawnedIDs atomic.Uint64
+
+// spawnNamed is spawn; with name set, the actor's registry id is formatted
+// into it ("s$" and a process-unique number, which protoactor's own ids,
+// "$..." never equal) instead of protoactor's NextId allocating one: name
+// is memory the actor owns, never written again, so the id is a view of it.
+func (sp *spawner) spawnNamed(a actor.Actor, mb *mailbox, name *spawnName) *actor.PID {
 	sl, _ := sp.slots.Get().(*spawnSlot)
 	if sl == nil {
 		sl = &spawnSlot{}
@@ -58,8 +72,21 @@ func (sp *spawner) spawn(a actor.Actor, mb *mailbox) *actor.PID {
 	}
 	sp.pool.initMailbox(mb)
 	sl.next, sl.mb = a, mb
-	pid := sp.root.Spawn(sl.props)
+	var pid *actor.PID
+	if name != nil {
+		b := strconv.AppendUint(append(name[:0], "s$"...), spawnedIDs.Add(1), 36)
+		var err error
+		if pid, err = sp.root.SpawnNamed(sl.props, unsafe.String(unsafe.SliceData(b), len(b))); err != nil {
+			pid = nil // the name was taken (it cannot be: it is unique)
+		}
+	}
+	if pid == nil {
+		pid = sp.root.Spawn(sl.props)
+	}
 	sl.next, sl.mb = nil, nil
 	sp.slots.Put(sl)
 	return pid
 }
+
+// spawnName holds an actor's registry id: "s$" and up to 13 base-36 digits.
+type spawnName [16]byte
