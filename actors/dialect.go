@@ -133,9 +133,11 @@ func appendID(dst []byte, prefix string) []byte {
 // idBuf holds a response id in the memory of the dialect that owns it, so
 // that the id costs no allocation of its own: for ids that do not outlive
 // their session (a stored response's id would keep the whole session
-// reachable; those stay newID's copies). 32 bytes hold the longest prefix
-// here ("chatcmpl-"), the process prefix (8) and the counter (13).
-type idBuf [32]byte
+// reachable; those stay newID's copies). 24 bytes hold the longest prefix
+// here ("chatcmpl-", 9), the process prefix (at most 8) and the counter up
+// to 36^7 (78 billion ids); a longer id moves to the heap (appendID's
+// append), still correct.
+type idBuf [24]byte
 
 // newID is newID formatted into b: the string is a view of b, which is
 // never written again (a dialect is not reused).
@@ -184,9 +186,8 @@ func appendOpenAIError(dst []byte, e *apiError) []byte {
 
 // chatDialect is POST /v1/chat/completions.
 type chatDialect struct {
-	// req is the decoded request (dec's), from chatRequests until the
-	// engine has started: a held stream does not keep it.
-	req     *openai.ChatRequest
+	// dec is the decoded request, from chatRequests until the engine has
+	// started: a held stream does not keep it.
 	dec     *chatDecoded
 	id      string
 	idBuf   idBuf
@@ -196,14 +197,13 @@ type chatDialect struct {
 
 func (d *chatDialect) decode(ss *session) *apiError {
 	d.dec = chatRequests.Get().(*chatDecoded)
-	d.req = &d.dec.req
 	// The messages' contents are views of the body, kept until started.
-	if err := openai.DecodeChatRequestView(ss.req.Body, d.req); err != nil {
+	if err := openai.DecodeChatRequestView(ss.req.Body, &d.dec.req); err != nil {
 		return openaiDecodeError(err)
 	}
-	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
+	ss.owner.reportUnknown(ss.req.Endpoint, d.dec.req.Unknown)
 	ss.ereq.Messages = d.dec.msgs[:0]
-	if pe := d.req.ToEngine(&ss.ereq); pe != nil {
+	if pe := d.dec.req.ToEngine(&ss.ereq); pe != nil {
 		return openaiError(pe.API())
 	}
 	d.id = d.idBuf.newID("chatcmpl-")
@@ -218,7 +218,7 @@ func (d *chatDialect) decode(ss *session) *apiError {
 func (d *chatDialect) started(ss *session) {
 	d.dec.reset(ss.ereq.Messages)
 	chatRequests.Put(d.dec)
-	d.req, d.dec = nil, nil
+	d.dec = nil
 	ss.ereq.Messages, ss.ereq.Tools = nil, nil
 	ss.req.release()
 }
@@ -259,7 +259,7 @@ func (dec *chatDecoded) reset(msgs []engine.Message) {
 var chatRequests = sync.Pool{New: func() any { return new(chatDecoded) }}
 
 func (d *chatDialect) stream(ss *session) engine.Formatter {
-	o := d.req.ChatStreamOptions()
+	o := d.dec.req.ChatStreamOptions()
 	o.Framing = ss.framing
 	si := &ss.ereq.StreamInfo
 	si.Dialect, si.ID, si.Created = engine.DialectChat, d.id, d.created

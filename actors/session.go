@@ -61,8 +61,8 @@ type session struct {
 	// node may serve the client's next request); saveAck is the request
 	// the store answers, withheld says what waits for it.
 	saving         bool
+	withheld       withheldEnd // beside saving: one word for both
 	saveAck        storeRequest
-	withheld       withheldEnd
 	withheldStatus int
 
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
