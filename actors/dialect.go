@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -120,10 +121,29 @@ var idPrefix = strconv.FormatInt(time.Now().UnixNano()&0xffffffffff, 36)
 // newID returns prefix + a process-unique suffix, e.g. "chatcmpl-k3j2-1f".
 func newID(prefix string) string {
 	var buf [64]byte
-	b := append(buf[:0], prefix...)
-	b = append(b, idPrefix...)
-	b = strconv.AppendUint(b, idCounter.Add(1), 36)
-	return string(b)
+	return string(appendID(buf[:0], prefix))
+}
+
+func appendID(dst []byte, prefix string) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, idPrefix...)
+	return strconv.AppendUint(dst, idCounter.Add(1), 36)
+}
+
+// idBuf holds a response id in the memory of the dialect that owns it, so
+// that the id costs no allocation of its own: for ids that do not outlive
+// their session (a stored response's id would keep the whole session
+// reachable; those stay newID's copies). 24 bytes hold the longest prefix
+// here ("chatcmpl-", 9), the process prefix (at most 8) and the counter up
+// to 36^7 (78 billion ids); a longer id moves to the heap (appendID's
+// append), still correct.
+type idBuf [24]byte
+
+// newID is newID formatted into b: the string is a view of b, which is
+// never written again (a dialect is not reused).
+func (b *idBuf) newID(prefix string) string {
+	s := appendID(b[:0], prefix)
+	return unsafe.String(unsafe.SliceData(s), len(s))
 }
 
 // openaiError turns the codegen error into the session's error.
@@ -166,46 +186,80 @@ func appendOpenAIError(dst []byte, e *apiError) []byte {
 
 // chatDialect is POST /v1/chat/completions.
 type chatDialect struct {
-	// req is the decoded request, from chatRequests until the engine has
+	// dec is the decoded request, from chatRequests until the engine has
 	// started: a held stream does not keep it.
-	req     *openai.ChatRequest
+	dec     *chatDecoded
 	id      string
+	idBuf   idBuf
 	created int64
 	fmt     openai.ChatFormatter
 }
 
 func (d *chatDialect) decode(ss *session) *apiError {
-	d.req = chatRequests.Get().(*openai.ChatRequest)
-	if err := openai.DecodeChatRequest(ss.req.Body, d.req); err != nil {
+	d.dec = chatRequests.Get().(*chatDecoded)
+	// The messages' contents are views of the body, kept until started.
+	if err := openai.DecodeChatRequestView(ss.req.Body, &d.dec.req); err != nil {
 		return openaiDecodeError(err)
 	}
-	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
-	if pe := d.req.ToEngine(&ss.ereq); pe != nil {
+	ss.owner.reportUnknown(ss.req.Endpoint, d.dec.req.Unknown)
+	ss.ereq.Messages = d.dec.msgs[:0]
+	if pe := d.dec.req.ToEngine(&ss.ereq); pe != nil {
 		return openaiError(pe.API())
 	}
-	d.id = newID("chatcmpl-")
+	d.id = d.idBuf.newID("chatcmpl-")
 	d.created = time.Now().Unix()
 	return nil
 }
 
-// started drops the decoded request and the prompt's messages: the engine
-// reads Messages and Tools only until Start returns (engine.Request), and
-// what the rest of a chat session needs (id, model, created, the
-// formatter) is kept apart.
+// started drops the decoded request, the prompt's messages and the body
+// their contents are views of: the engine reads Messages and Tools only
+// until Start returns (engine.Request), and what the rest of a chat
+// session needs (id, model, created, the formatter) is kept apart.
 func (d *chatDialect) started(ss *session) {
-	*d.req = openai.ChatRequest{}
-	chatRequests.Put(d.req)
-	d.req = nil
+	d.dec.reset(ss.ereq.Messages)
+	chatRequests.Put(d.dec)
+	d.dec = nil
 	ss.ereq.Messages, ss.ereq.Tools = nil, nil
+	ss.req.release()
 }
 
-// chatRequests holds decoded chat requests for reuse, zeroed. A request
-// that fails before its engine starts leaves its decoded copy to the
-// collector.
-var chatRequests = sync.Pool{New: func() any { return new(openai.ChatRequest) }}
+// viewsBody implements bodyViewer.
+func (*chatDialect) viewsBody() {}
+
+// chatDecoded is a decoded chat request with its engine messages, reused
+// through chatRequests: the slices keep their capacity, so that a request
+// like the last costs no allocation for them. A request that fails before
+// its engine starts leaves its decoded copy to the collector.
+type chatDecoded struct {
+	req  openai.ChatRequest
+	msgs []engine.Message
+}
+
+// maxPooledMessages bounds the message slices a pooled chatDecoded keeps:
+// a conversation of thousands of turns is not kept for every later request.
+const maxPooledMessages = 64
+
+// reset empties dec for reuse, keeping msgs (the request's engine
+// messages) and the decoded slices' capacity when they are small.
+func (dec *chatDecoded) reset(msgs []engine.Message) {
+	clear(msgs)
+	if cap(msgs) > maxPooledMessages {
+		msgs = nil
+	}
+	dec.msgs = msgs[:0]
+	m, unk := dec.req.Messages, dec.req.Unknown
+	clear(m)
+	clear(unk)
+	if cap(m) > maxPooledMessages {
+		m = nil
+	}
+	dec.req = openai.ChatRequest{Messages: m[:0], Unknown: unk[:0]}
+}
+
+var chatRequests = sync.Pool{New: func() any { return new(chatDecoded) }}
 
 func (d *chatDialect) stream(ss *session) engine.Formatter {
-	o := d.req.ChatStreamOptions()
+	o := d.dec.req.ChatStreamOptions()
 	o.Framing = ss.framing
 	si := &ss.ereq.StreamInfo
 	si.Dialect, si.ID, si.Created = engine.DialectChat, d.id, d.created

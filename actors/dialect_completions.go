@@ -13,6 +13,7 @@ import (
 type completionsDialect struct {
 	req     openai.CompletionRequest
 	id      string
+	idBuf   idBuf
 	created int64
 	fmt     openai.CompletionFormatter
 	batch   *completionsBatch
@@ -23,7 +24,7 @@ func (d *completionsDialect) decode(ss *session) *apiError {
 		return openaiDecodeError(err)
 	}
 	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
-	d.id = newID("cmpl-")
+	d.id = d.idBuf.newID("cmpl-")
 	d.created = time.Now().Unix()
 	if d.req.Prompt.Count() > 1 {
 		return d.startBatch(ss)

@@ -11,9 +11,10 @@ import (
 // take Anthropic's shape, {"type":"error","error":{"type","message"}}, with
 // the status from codegen/anthropic's table (overload is 529).
 type messagesDialect struct {
-	req anthropic.MessagesRequest
-	id  string
-	fmt anthropic.StreamFormatter
+	req   anthropic.MessagesRequest
+	id    string
+	idBuf idBuf
+	fmt   anthropic.StreamFormatter
 }
 
 func (d *messagesDialect) decode(ss *session) *apiError {
@@ -23,7 +24,7 @@ func (d *messagesDialect) decode(ss *session) *apiError {
 	if e := d.req.ToEngine(&ss.ereq); e != nil {
 		return anthropicError(e)
 	}
-	d.id = newID("msg_")
+	d.id = d.idBuf.newID("msg_")
 	return nil
 }
 

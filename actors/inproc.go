@@ -224,9 +224,8 @@ func (s *Sessions) StartLocal(g *Generate, replyTo *actor.PID, arrival time.Time
 	ls := &localSession{owner: s, g: g, replyTo: replyTo, arrival: arrival, onEnd: onEnd}
 	ls.sink.ls = ls
 	ls.out.Request = g
-	props := actor.PropsFromProducer(func() actor.Actor { return ls }, s.withMailbox)
 	s.active.Add(1)
-	ls.pid = s.root.Spawn(props)
+	ls.pid = s.spawner.spawn(ls, nil)
 	return ls
 }
 

@@ -247,10 +247,17 @@ func (p *WorkerPool) runQueued() {
 // this pool.
 func (p *WorkerPool) Producer() actor.MailboxProducer {
 	return func() actor.Mailbox {
-		m := &mailbox{pool: p}
-		m.user.buf, m.system.buf = m.userBuf[:], m.systemBuf[:]
+		m := new(mailbox)
+		p.initMailbox(m)
 		return m
 	}
+}
+
+// initMailbox readies a zero mailbox to run on this pool (its rings start
+// on its own arrays).
+func (p *WorkerPool) initMailbox(m *mailbox) {
+	m.pool = p
+	m.user.buf, m.system.buf = m.userBuf[:], m.systemBuf[:]
 }
 
 // Stop ends the workers after the queued mailboxes ran. Mailboxes woken

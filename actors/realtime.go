@@ -132,9 +132,8 @@ var realtimeMsgs = sync.Pool{New: func() any { return new(realtimeMsg) }}
 // session actor, which speaks first (session.created).
 func (s *Sessions) startRealtime(conn WSConn, req *WSRequest) WSHandle {
 	rs := &realtimeSession{owner: s, conn: conn, req: *req}
-	props := actor.PropsFromProducer(func() actor.Actor { return rs }, s.withMailbox)
 	s.active.Add(1)
-	rs.pid = s.root.Spawn(props)
+	rs.pid = s.spawner.spawn(rs, nil)
 	return rs
 }
 

@@ -124,11 +124,20 @@ func bodyClass(n int) int {
 // NewRequest returns a Request whose Body is a pooled copy of body.
 // Safe for concurrent use.
 func NewRequest(ep Endpoint, requestID string, body []byte) *Request {
-	r := &Request{Endpoint: ep, RequestID: requestID}
+	r := new(Request)
+	InitRequest(r, ep, requestID, body)
+	return r
+}
+
+// InitRequest is NewRequest into r, for a caller that keeps the Request
+// inside a struct of its own (netio's exchange) to spare the allocation.
+// r must not be in use by a session.
+func InitRequest(r *Request, ep Endpoint, requestID string, body []byte) {
+	*r = Request{Endpoint: ep, RequestID: requestID}
 	c := bodyClass(len(body))
 	if c < 0 {
 		r.Body = append([]byte(nil), body...)
-		return r
+		return
 	}
 	bp, _ := bodyPools[c].Get().(*[]byte)
 	if bp == nil {
@@ -137,7 +146,6 @@ func NewRequest(ep Endpoint, requestID string, body []byte) *Request {
 	}
 	*bp = append((*bp)[:0], body...)
 	r.Body, r.buf = *bp, bp
-	return r
 }
 
 // release returns the body's buffer to its pool; Body is nil afterwards.

@@ -100,11 +100,10 @@ var _ WSBacklog = (*responsesWS)(nil)
 // caller (StartWS); never blocks.
 func (s *Sessions) startResponsesWS(conn WSConn, req *WSRequest) WSHandle {
 	ws := &responsesWS{owner: s, conn: conn, req: *req, lanes: map[string]*wsLane{}}
-	props := actor.PropsFromProducer(func() actor.Actor { return ws }, s.withMailbox)
 	// The connection's actor counts as a live session (Active, Wait),
 	// beside the sessions of its creates: a leaked one shows.
 	s.active.Add(1)
-	ws.pid = s.root.Spawn(props)
+	ws.pid = s.spawner.spawn(ws, nil)
 	return ws
 }
 

@@ -61,8 +61,8 @@ type session struct {
 	// node may serve the client's next request); saveAck is the request
 	// the store answers, withheld says what waits for it.
 	saving         bool
+	withheld       withheldEnd // beside saving: one word for both
 	saveAck        storeRequest
-	withheld       withheldEnd
 	withheldStatus int
 
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
@@ -71,6 +71,12 @@ type session struct {
 	// bodyBuf holds body's buffer while it is lent from respBufs.
 	bodyBuf *[]byte
 	log     *zap.Logger // with the request id; built on first use
+
+	// mb is the actor's mailbox and name the bytes of its registry id,
+	// part of the session so that neither costs an allocation of its own
+	// (spawner.spawnNamed).
+	mb   mailbox
+	name spawnName
 }
 
 // logger returns the session's logger: every line carries the request id.
@@ -168,12 +174,17 @@ func (ss *session) recoverPanic() {
 func (ss *session) begin(ctx actor.Context) {
 	ss.self = ctx.Self()
 	ss.sink.bind(ss.owner, ss.self, ss.req.Endpoint, ss.req.RequestID, &ss.ereq)
+	if ss.owner.direct {
+		ss.sink.mb = &ss.mb
+	}
 	ss.bodyLen = len(ss.req.Body)
 	ae := ss.d.decode(ss)
-	// Decoded requests hold copies (codegen's decoders never alias the
-	// body), so the body's pooled buffer goes back now rather than at the
-	// end of what may be a long stream.
-	ss.req.release()
+	// Decoded requests hold copies (codegen's decoders alias the body only
+	// when asked to: bodyViewer), so the body's pooled buffer goes back
+	// now rather than at the end of what may be a long stream.
+	if _, views := ss.d.(bodyViewer); !views {
+		ss.req.release()
+	}
 	if ae != nil {
 		if ae != errPending {
 			ss.fail(ctx, ae)
@@ -263,6 +274,13 @@ func (ss *session) launch(ctx actor.Context) {
 		ss.conn.StartStream(ss.d.streamContentType(), nil)
 		ss.streaming = true
 	}
+}
+
+// bodyViewer is a dialect whose decoded request holds views of the body:
+// the session keeps the body until the dialect releases it (once its
+// engine has started: startedDialect) or the session ends (cleanup).
+type bodyViewer interface {
+	viewsBody()
 }
 
 // startedDialect is a dialect that lets go of what it no longer needs once
@@ -476,9 +494,21 @@ func (ss *session) stop(ctx actor.Context) {
 	}
 	if !ss.stopped {
 		ss.stopped = true
-		ctx.Stop(ctx.Self())
+		if ss.owner.direct {
+			ss.mb.PostSystemMessage(stopMsg)
+		} else {
+			ctx.Stop(ctx.Self())
+		}
 	}
 }
+
+// stopMsg is the system message that stops a session posted straight to
+// its mailbox. ctx.Stop(ctx.Self()) would do the same through the
+// session's address, whose first lookup caches the process in the PID (an
+// allocation per request); the session's mailbox is its own field, so the
+// notice needs no lookup. protoactor's registry marks the process dead when
+// the stopped actor leaves it, as after ctx.Stop.
+var stopMsg = &actor.Stop{}
 
 // cleanup runs once when the actor stopped, also after a panic: a response
 // that did not end gets the dialect's error (in-stream if the head is out,
@@ -525,8 +555,13 @@ const contentTypeJSON = "application/json"
 // It serves any session actor (the HTTP session, the Realtime session):
 // bind sets whom it reports to before the engine starts.
 type sink struct {
-	owner    *Sessions
-	self     *actor.PID // the actor told of each batch (*framesReady)
+	owner *Sessions
+	self  *actor.PID // the actor told of each batch (*framesReady)
+	// mb, when set, is self's mailbox: the notice is posted to it
+	// directly, which is where sending it to self ends (the sessions' root
+	// has no sender middleware for its own notices to pass), without the
+	// address lookup whose cached result costs an allocation per request.
+	mb       *mailbox
 	ep       Endpoint
 	reqID    string
 	ereq     *engine.Request // the request whose Result it observes
@@ -564,7 +599,11 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	k.notified = true
 	k.mu.Unlock()
 	if post {
-		k.owner.root.Send(k.self, &k.msg)
+		if k.mb != nil {
+			k.mb.PostUserMessage(&k.msg)
+		} else {
+			k.owner.root.Send(k.self, &k.msg)
+		}
 	}
 }
 

@@ -78,9 +78,11 @@ type Sessions struct {
 	// StopBackground. Touched once per background request, never per token.
 	bgMu sync.Mutex
 	bg   map[*session]*actor.PID
-	// withMailbox is the props option that gives a session its mailbox on
-	// the worker pool, built once rather than per spawn.
-	withMailbox actor.PropsOption
+	// spawner spawns the session actors with reused props (spawn.go).
+	spawner *spawner
+	// direct: a session posts its own notices (frames ready, stop) to its
+	// mailbox instead of through its address (see session.post).
+	direct bool
 }
 
 // NewSessions sets up session supervision.
@@ -125,7 +127,10 @@ func NewSessions(cfg Config) (*Sessions, error) {
 		return nil, err
 	}
 	s.store = st
-	s.withMailbox = actor.WithMailbox(s.pool.Producer())
+	s.spawner = newSpawner(s.root, s.pool)
+	// An actor system with metrics counts stops in ctx.Stop: its sessions
+	// stop through protoactor.
+	s.direct = s.system.Config.MetricsProvider == nil
 	return s, nil
 }
 
@@ -147,9 +152,8 @@ func (s *Sessions) Start(conn Conn, req *Request) Handle {
 func (s *Sessions) start(conn Conn, req *Request, held bool) *session {
 	ss := newSession(req.Endpoint)
 	ss.owner, ss.conn, ss.req, ss.held = s, conn, req, held
-	props := actor.PropsFromProducer(func() actor.Actor { return ss }, s.withMailbox)
 	s.active.Add(1)
-	ss.pid = s.root.Spawn(props)
+	ss.pid = s.spawner.spawnNamed(ss, &ss.mb, &ss.name)
 	return ss
 }
 

@@ -9,8 +9,11 @@ import (
 	"math/bits"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
@@ -51,6 +54,13 @@ func (handAbort) Abort() {}
 // returns a connection to it; both close when the test or benchmark ends.
 func hotServer(tb testing.TB, mutate func(*vajra.Config)) net.Conn {
 	tb.Helper()
+	_, conn := hotServerOf(tb, mutate)
+	return conn
+}
+
+// hotServerOf is hotServer that returns the server too.
+func hotServerOf(tb testing.TB, mutate func(*vajra.Config)) (*vajra.Server, net.Conn) {
+	tb.Helper()
 	cfg := vajra.DefaultConfig()
 	cfg.Port = 0
 	cfg.Loops = 1
@@ -68,7 +78,7 @@ func hotServer(tb testing.TB, mutate func(*vajra.Config)) net.Conn {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { conn.Close() })
-	return conn
+	return srv, conn
 }
 
 // startTokenStream starts a chat stream on a real server whose engine the
@@ -163,8 +173,14 @@ func BenchmarkStreamedToken(b *testing.B) {
 // nothing itself and returns the response body (valid until the next
 // call). The server's pools are warmed up before it returns.
 func startNonStream(tb testing.TB) (roundTrip func() []byte) {
+	_, roundTrip = startNonStreamOf(tb)
+	return roundTrip
+}
+
+// startNonStreamOf is startNonStream that returns the server too.
+func startNonStreamOf(tb testing.TB) (srv *vajra.Server, roundTrip func() []byte) {
 	tb.Helper()
-	conn := hotServer(tb, func(c *vajra.Config) {
+	srv, conn := hotServerOf(tb, func(c *vajra.Config) {
 		c.KeepGOMAXPROCS = true
 		c.Sim.ITL, c.Sim.TTFT, c.Sim.PrefillTPS = 0, 0, 0
 	})
@@ -204,7 +220,7 @@ func startNonStream(tb testing.TB) (roundTrip func() []byte) {
 	if out := roundTrip(); !strings.Contains(string(out), `"completion_tokens":16`) {
 		tb.Fatalf("unexpected response %q", out)
 	}
-	return roundTrip
+	return srv, roundTrip
 }
 
 // BenchmarkNonStreamRequest measures one whole non-streamed chat completion
@@ -212,9 +228,14 @@ func startNonStream(tb testing.TB) (roundTrip func() []byte) {
 // allocs/op is what the server allocates per request (decode, tokenize,
 // actor spawn, engine session, response). It guards the per-request path
 // (TestNonStreamRequestAllocs bounds it); the per-token path is
-// BenchmarkStreamedToken's.
+// BenchmarkStreamedToken's. protoactor's registry is warmed first
+// (warmRegistry), so that allocs/op is steady state's whatever b.N.
 func BenchmarkNonStreamRequest(b *testing.B) {
-	roundTrip := startNonStream(b)
+	srv, roundTrip := startNonStreamOf(b)
+	warmRegistry(b, srv.ActorSystem().ProcessRegistry)
+	for i := 0; i < 500; i++ { // the pools again, after warmRegistry's garbage
+		roundTrip()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -223,13 +244,28 @@ func BenchmarkNonStreamRequest(b *testing.B) {
 }
 
 // maxRequestAllocs bounds the heap allocations of one whole non-streamed
-// chat completion through the real server, everything in the process
-// counted: 25 when the bound was set (BenchmarkNonStreamRequest shows 24
-// because allocs/op truncates), plus half an allocation per request for a
+// chat completion through the real server in steady state, everything in
+// the process counted: issue 15 asks for at most 12 (it was 25). The test
+// measures 10.00, all of them made once per request by design or by a
+// dependency:
+//   - protoactor, per actor it spawns: its actor context, its process, the
+//     PID, and the Terminated notice the session's guardian gets when it
+//     stops (4; the props, producer, mailbox and id are the session's own:
+//     actors/spawn.go);
+//   - the engine: the prompt's token ids, the prepared state (which carries
+//     the engine session's memory), the Result, and one copy of its text
+//     and ids (4);
+//   - the session with its dialect, mailbox, registry id and response id
+//     (1), and the connection's exchange with its actors.Request and
+//     request id (1).
+//
+// The decoded request, its engine messages, the body, the response body
+// and the tokenizer's scratch come from pools; message contents are views
+// of the pooled body. The bound leaves one allocation per request for a
 // stray allocation of the runtime or a background goroutine during the
-// window; one more allocation per request fails. Lower it when the count
-// drops; raise it only with the reason in the commit message.
-const maxRequestAllocs = 25.5
+// window (1,000 requests, so a few strays add thousandths). Lower it when
+// the count drops; raise it only with the reason in the commit message.
+const maxRequestAllocs = 11
 
 // maxTokenAllocs bounds the average heap allocations per streamed token in
 // steady state: 0, with room for a stray allocation of the runtime or a
@@ -243,8 +279,12 @@ func TestNonStreamRequestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates; make test runs the Allocs tests again without -race")
 	}
-	roundTrip := startNonStream(t)
-	got := processAllocsPerRun(200, func() { roundTrip() })
+	srv, roundTrip := startNonStreamOf(t)
+	warmRegistry(t, srv.ActorSystem().ProcessRegistry)
+	for i := 0; i < 500; i++ { // the pools again, after warmRegistry's garbage
+		roundTrip()
+	}
+	got := processAllocsPerRun(1000, func() { roundTrip() })
 	t.Logf("%.2f allocations per request", got)
 	if got > maxRequestAllocs {
 		t.Errorf("a non-streamed request allocates %.2f times, want at most %v", got, maxRequestAllocs)
@@ -294,6 +334,35 @@ func TestBackgroundStreamedTokenAllocs(t *testing.T) {
 	// below the one per token a per-token allocation would add.
 	if extra := per[1] - per[0]; extra > 0.01 {
 		t.Errorf("a background token allocates %.4f times more than a foreground one, want at most 0.01", extra)
+	}
+}
+
+// warmRegistry touches each of the maps of protoactor's process registry
+// once, as a server that has run for a while has: the registry spreads
+// actor ids over 1,024 buckets of 32 maps, and each map allocates its
+// storage the first time an id lands in it and keeps it (a map that
+// becomes empty keeps its storage). Spawning every actor under a new id,
+// a fresh server pays that allocation on almost every request of its
+// first thousands (0.75 per request over BenchmarkNonStreamRequest's
+// first 20,000), and only about 350,000 requests in has every map met an
+// id: steady state allocates nothing there. The keys are put and removed
+// through the registry's public buckets; no actor is registered.
+func warmRegistry(tb testing.TB, reg *actor.ProcessRegistryValue) {
+	tb.Helper()
+	want := len(reg.LocalPIDs.LocalPIDs) * len(reg.LocalPIDs.LocalPIDs[0]) // buckets x their maps
+	seen := make(map[any]bool, want)
+	var buf [32]byte
+	for i := 0; len(seen) < want; i++ {
+		if i == 100*want { // each key lands in a map at random: far more than enough
+			tb.Fatalf("warmRegistry: %d of %d maps after %d keys", len(seen), want, i)
+		}
+		key := string(strconv.AppendInt(append(buf[:0], "warm$"...), int64(i), 36))
+		b := reg.LocalPIDs.GetBucket(key)
+		if sh := b.GetShard(key); !seen[sh] {
+			seen[sh] = true
+			b.Set(key, nil)
+			b.Remove(key)
+		}
 	}
 }
 

@@ -180,16 +180,12 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 	}
 	// Off the loop: a session route, or /metrics.
 	// Copy out what is needed, hand it over.
-	rid := requestID(req)
 	c.out.mu.Lock()
 	seq := c.out.seq
 	c.out.mu.Unlock()
-	t := &tracked{
-		x:     exchange{c: c, seq: seq, minor: req.Minor, keepAlive: req.KeepAlive, chunked: req.Minor == 1, requestID: rid, dialect: rt.dialect},
-		srv:   s,
-		rt:    rt,
-		start: time.Now(),
-	}
+	t := &tracked{srv: s, rt: rt, start: time.Now()}
+	rid := t.setRequestID(req)
+	t.x = exchange{c: c, seq: seq, minor: req.Minor, keepAlive: req.KeepAlive, chunked: req.Minor == 1, requestID: rid, dialect: rt.dialect}
 	if cors != nil {
 		t.cors = append([]byte(nil), cors...)
 	}
@@ -203,7 +199,8 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		body = c.scratch
 	}
 	newRequest := func() *actors.Request {
-		r := actors.NewRequest(rt.endpoint, rid, body)
+		r := &t.req
+		actors.InitRequest(r, rt.endpoint, rid, body)
 		r.Chunked = t.x.chunked
 		r.Arrival = t.start
 		return r

@@ -509,13 +509,19 @@ var ridPrefix = strconv.FormatInt(time.Now().UnixNano()&0xffffffff, 36)
 
 // requestID returns the request's sane X-Request-Id, or a new one.
 func requestID(req *httpparse.Request) string {
-	if v := req.Header("x-request-id"); saneRequestID(v) {
-		return string(v)
-	}
 	var buf [48]byte
-	b := append(buf[:0], ridPrefix...)
-	b = append(b, '-')
-	return string(strconv.AppendUint(b, ridCounter.Add(1), 36))
+	return string(appendRequestID(buf[:0], req))
+}
+
+// appendRequestID appends the request's sane X-Request-Id, or a new one
+// (never empty).
+func appendRequestID(dst []byte, req *httpparse.Request) []byte {
+	if v := req.Header("x-request-id"); saneRequestID(v) {
+		return append(dst, v...)
+	}
+	dst = append(dst, ridPrefix...)
+	dst = append(dst, '-')
+	return strconv.AppendUint(dst, ridCounter.Add(1), 36)
 }
 
 // saneRequestID accepts ids of 1..128 visible ASCII characters without

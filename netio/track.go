@@ -3,10 +3,12 @@ package netio
 import (
 	"strconv"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/actors"
+	"github.com/vajra-go/vajra/httpparse"
 )
 
 // tracked is the actors.Conn a session (or off-loop route) gets: the
@@ -23,6 +25,24 @@ type tracked struct {
 	cors   []byte // Access-Control-Allow-Origin lines, or nil
 	status int
 	ended  bool
+
+	// req is the session's Request and ridBuf the bytes of the request
+	// id, kept here so that neither costs an allocation of its own: the
+	// session holds t for as long as it holds either.
+	req    actors.Request
+	ridBuf [ridBufLen]byte
+}
+
+// ridBufLen holds a generated request id (at most 21 bytes) or a client's
+// UUID (36); a longer client id is copied to the heap.
+const ridBufLen = 40
+
+// setRequestID returns the request's id (requestID), formatted into
+// t.ridBuf when it fits. The string is a view of bytes that are never
+// written again (t is not reused), so it is as immutable as a copy.
+func (t *tracked) setRequestID(req *httpparse.Request) string {
+	b := appendRequestID(t.ridBuf[:0], req)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // Respond implements actors.Conn.

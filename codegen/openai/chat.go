@@ -4,6 +4,7 @@ package openai
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/mailru/easyjson/jlexer"
 	"github.com/mailru/easyjson/jwriter"
@@ -165,6 +166,9 @@ type chatContentPart struct {
 // type (image_url, input_audio, file, ...) is remembered so that validation
 // refuses it naming its index.
 type ChatContent struct {
+	// Text is the content's text. A string content is a view of the
+	// decoder's input when it has no escapes (UnmarshalEasyJSON):
+	// DecodeChatRequest copies it, DecodeChatRequestView leaves it so.
 	Text string
 	// Set is false when content was absent or null.
 	Set bool
@@ -184,7 +188,10 @@ func (c *ChatContent) UnmarshalEasyJSON(in *jlexer.Lexer) {
 	case jlexer.TokenNull:
 		in.Skip()
 	case jlexer.TokenString:
-		c.Text = in.String()
+		// A view of the input (a copy when it had escapes): the prompt is
+		// most of a body, and most requests need it only until their
+		// engine has started (DecodeChatRequestView).
+		c.Text = in.UnsafeString()
 		c.Set = true
 	case jlexer.TokenDelim:
 		if !in.IsDelim('[') {
@@ -322,6 +329,20 @@ func (g Ignored) MarshalEasyJSON(w *jwriter.Writer) { w.RawString("null") }
 // copies: r does not point into body. The error, when not nil, is a
 // *ParamError naming the field at fault.
 func DecodeChatRequest(body []byte, r *ChatRequest) error {
+	err := DecodeChatRequestView(body, r)
+	for i := range r.Messages {
+		if c := &r.Messages[i].Content; aliases(c.Text, body) {
+			c.Text = strings.Clone(c.Text)
+		}
+	}
+	return err
+}
+
+// DecodeChatRequestView is DecodeChatRequest, but the messages' string
+// contents may be views of body, which saves a copy of the prompt per
+// request: the caller keeps body unchanged for as long as it reads r's
+// messages or what it made of them (ToEngine's engine.Messages).
+func DecodeChatRequestView(body []byte, r *ChatRequest) error {
 	msgs, unk := r.Messages[:0], r.Unknown[:0]
 	*r = ChatRequest{Messages: msgs, Unknown: unk}
 	if pe := checkText(body); pe != nil {
@@ -333,4 +354,14 @@ func DecodeChatRequest(body []byte, r *ChatRequest) error {
 		return decodeError(body, err)
 	}
 	return nil
+}
+
+// aliases reports whether s's bytes lie inside b (a view DecodeChatRequest
+// must copy; an unescaped string is a copy already).
+func aliases(s string, b []byte) bool {
+	if len(s) == 0 || len(b) == 0 {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= lo && p < lo+uintptr(len(b))
 }

@@ -304,3 +304,35 @@ func TestJSONPathAtDeep(t *testing.T) {
 		t.Errorf("after deep value: %q", got)
 	}
 }
+
+// TestDecodeChatRequestViews: DecodeChatRequest's contents are copies (the
+// body may be reused at once); DecodeChatRequestView's plain string
+// contents are views of the body, and an escaped one is unescaped into a
+// copy either way.
+func TestDecodeChatRequestViews(t *testing.T) {
+	const body = `{"messages":[{"role":"system","content":"be terse"},{"role":"user","content":"say \"hi\""}]}`
+	for _, view := range []bool{false, true} {
+		b := []byte(body)
+		var r ChatRequest
+		decode := DecodeChatRequest
+		if view {
+			decode = DecodeChatRequestView
+		}
+		if err := decode(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Messages[1].Content.Text; got != `say "hi"` {
+			t.Fatalf("view %v: escaped content %q", view, got)
+		}
+		if a := aliases(r.Messages[0].Content.Text, b); a != view {
+			t.Errorf("view %v: plain content aliases the body: %v", view, a)
+		}
+		if aliases(r.Messages[1].Content.Text, b) {
+			t.Errorf("view %v: the unescaped content aliases the body", view)
+		}
+		copy(b, bytes.Repeat([]byte{'x'}, len(b))) // the caller reuses its buffer
+		if got := r.Messages[0].Content.Text; !view && got != "be terse" {
+			t.Errorf("a copying decode's content changed with the body: %q", got)
+		}
+	}
+}

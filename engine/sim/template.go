@@ -143,7 +143,7 @@ func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int {
 	b := appendChatML((*bp)[:0], msgs, tools)
 	// The string lives only for the call: encode copies the ids out and
 	// keeps nothing of the text (see encodeAppend).
-	ids := v.encode(unsafe.String(unsafe.SliceData(b), len(b)))
+	ids := v.encodeText(unsafe.String(unsafe.SliceData(b), len(b)), true)
 	if cap(b) <= maxPooledRender {
 		*bp = b[:0]
 		renderPool.Put(bp)

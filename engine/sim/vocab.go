@@ -19,6 +19,9 @@ type vocab struct {
 	// ranks serves encode's fast path for ASCII text (pretokenize.go); nil
 	// disables it.
 	ranks *rankTable
+	// prompts caches the ids of repeated prompt segments (promptcache.go);
+	// nil disables it.
+	prompts *promptCache
 }
 
 var shared struct {
@@ -49,6 +52,7 @@ func loadShared() (*vocab, *corpus, error) {
 			}
 		}
 		v.ranks = newRankTable(v.strs)
+		v.prompts = newPromptCache()
 		shared.v = v
 		shared.c = buildCorpus(v, corpusText)
 	})
@@ -58,11 +62,21 @@ func loadShared() (*vocab, *corpus, error) {
 // encode tokenizes text into a slice of its exact length. Safe for
 // concurrent use.
 func (v *vocab) encode(text string) []int {
+	return v.encodeText(text, false)
+}
+
+// encodeText is encode; a ChatML prompt goes through the prompt cache.
+func (v *vocab) encodeText(text string, prompt bool) []int {
 	if text == "" {
 		return nil
 	}
 	sp := idScratchPool.Get().(*[]int)
-	ids := v.encodeAppend((*sp)[:0], text)
+	var ids []int
+	if prompt {
+		ids = v.appendPrompt((*sp)[:0], text)
+	} else {
+		ids = v.encodeAppend((*sp)[:0], text)
+	}
 	out := make([]int, len(ids))
 	copy(out, ids)
 	if cap(ids) <= 1<<16 {
