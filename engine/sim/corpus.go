@@ -150,7 +150,7 @@ func buildCorpus(v *vocab, text string) *corpus {
 			}
 		}
 	}
-	c.candIdx = make([]uint16, len(v.strs))
+	c.candIdx = make([]uint16, v.strs.len())
 	c.pieceCand = make([]uint16, len(c.pieces))
 	for i := range c.pieces {
 		tok := c.pieces[i].toks[0]

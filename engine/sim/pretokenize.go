@@ -203,17 +203,18 @@ type rankTable struct {
 	seed   maphash.Seed
 	slots  []uint32
 	mask   uint64
-	strs   []string
+	strs   *tokenTable
 	byteID [256]uint32
 }
 
-func newRankTable(strs []string) *rankTable {
+func newRankTable(strs *tokenTable) *rankTable {
 	size := 1
-	for size < 2*len(strs) {
+	for size < 2*strs.len() {
 		size <<= 1
 	}
 	t := &rankTable{seed: maphash.MakeSeed(), slots: make([]uint32, size), mask: uint64(size - 1), strs: strs}
-	for id, s := range strs {
+	for id := range strs.len() {
+		s := strs.at(id)
 		if s == "" {
 			continue
 		}
@@ -240,7 +241,7 @@ func (t *rankTable) rank(s string) (uint32, bool) {
 		if x == 0 {
 			return noRank, false
 		}
-		if t.strs[x-1] == s {
+		if t.strs.at(int(x-1)) == s {
 			return x - 1, true
 		}
 	}

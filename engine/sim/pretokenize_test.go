@@ -53,11 +53,15 @@ func pieces(v *vocab, ids []int) []string {
 func TestRankTable(t *testing.T) {
 	v := testVocab(t)
 	n := 0
-	for id, s := range v.strs {
+	for id := range v.strs.len() {
+		s := v.strs.at(id)
 		if s == "" {
 			continue
 		}
 		n++
+		if want, err := v.codec.Decode([]uint{uint(id)}); err != nil || want != s {
+			t.Fatalf("token %d: table has %q, the codec decodes %q (%v)", id, s, want, err)
+		}
 		if r, ok := v.ranks.rank(s); !ok || int(r) != id {
 			t.Fatalf("rank(%q) = %d %v, want %d", s, r, ok, id)
 		}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -13,9 +14,9 @@ import (
 // load and shared by every Engine of the process.
 type vocab struct {
 	codec tokenizer.Codec
-	// strs[id] is the raw bytes of token id (possibly part of a UTF-8
-	// character); "" for ids the encoding does not define.
-	strs []string
+	// strs holds the raw bytes of every token id (possibly part of a
+	// UTF-8 character); "" for ids the encoding does not define.
+	strs *tokenTable
 	// ranks serves encode's fast path for ASCII text (pretokenize.go); nil
 	// disables it.
 	ranks *rankTable
@@ -43,14 +44,7 @@ func loadShared() (*vocab, *corpus, error) {
 			shared.err = fmt.Errorf("sim: tokenizer o200k_base: %w", err)
 			return
 		}
-		v := &vocab{codec: codec, strs: make([]string, vocabSize)}
-		one := make([]uint, 1)
-		for id := range v.strs {
-			one[0] = uint(id)
-			if s, err := codec.Decode(one); err == nil {
-				v.strs[id] = s
-			}
-		}
+		v := &vocab{codec: codec, strs: newTokenTable(codec)}
 		v.ranks = newRankTable(v.strs)
 		v.prompts = newPromptCache()
 		shared.v = v
@@ -116,15 +110,12 @@ func (v *vocab) encodeAppendSlow(dst []int, text string) []int {
 
 // valid reports whether id is a token of the vocabulary.
 func (v *vocab) valid(id int) bool {
-	return id >= 0 && id < len(v.strs) && v.strs[id] != ""
+	return v.strs.at(id) != ""
 }
 
 // text returns the raw text of token id ("" when unknown).
 func (v *vocab) text(id int) string {
-	if id < 0 || id >= len(v.strs) {
-		return ""
-	}
-	return v.strs[id]
+	return v.strs.at(id)
 }
 
 // appendText appends the text of ids to dst.
@@ -133,4 +124,43 @@ func (v *vocab) appendText(dst []byte, ids []int) []byte {
 		dst = append(dst, v.text(id)...)
 	}
 	return dst
+}
+
+// tokenTable is the raw text of every token id in one pointer-free block.
+// As 200,019 separate strings it was as many objects (3 MiB of string
+// headers besides) for the garbage collector to visit in every cycle of a
+// server whose live heap is otherwise small; a []byte and a []uint32 are
+// never scanned. Read-only after newTokenTable.
+type tokenTable struct {
+	blob []byte
+	off  []uint32 // token id's bytes are blob[off[id]:off[id+1]]
+}
+
+// newTokenTable decodes every id of codec once.
+func newTokenTable(codec tokenizer.Codec) *tokenTable {
+	t := &tokenTable{off: make([]uint32, vocabSize+1), blob: make([]byte, 0, 2<<20)}
+	one := make([]uint, 1)
+	for id := 0; id < vocabSize; id++ {
+		one[0] = uint(id)
+		if s, err := codec.Decode(one); err == nil {
+			t.blob = append(t.blob, s...)
+		}
+		t.off[id+1] = uint32(len(t.blob))
+	}
+	return t
+}
+
+// len is the number of ids (defined or not).
+func (t *tokenTable) len() int { return len(t.off) - 1 }
+
+// at returns token id's text, a view of the table ("" when id is unknown).
+func (t *tokenTable) at(id int) string {
+	if id < 0 || id >= t.len() {
+		return ""
+	}
+	b := t.blob[t.off[id]:t.off[id+1]]
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b)) // the table never changes
 }
