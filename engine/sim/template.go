@@ -138,12 +138,12 @@ const maxPooledRender = 64 << 10
 
 // encodeChatML renders msgs and tools into a pooled buffer and returns the
 // prompt's token ids.
-func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int {
+func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int32 {
 	bp := renderPool.Get().(*[]byte)
 	b := appendChatML((*bp)[:0], msgs, tools)
 	// The string lives only for the call: encode copies the ids out and
 	// keeps nothing of the text (see encodeAppend).
-	ids := v.encode(unsafe.String(unsafe.SliceData(b), len(b)))
+	ids := v.encodePrompt(unsafe.String(unsafe.SliceData(b), len(b)))
 	if cap(b) <= maxPooledRender {
 		*bp = b[:0]
 		renderPool.Put(bp)
@@ -167,7 +167,7 @@ type prepared struct {
 	tool       *engine.Tool
 	toolSchema *schema
 	respSchema *schema
-	echo       []int // echo mode: the tokens to repeat
+	echo       []int // echo mode: the tokens to repeat (nil in other modes)
 	// shaped is set when the request has penalties or a logit bias;
 	// promptSeen marks the candidate tokens the prompt holds, for the
 	// repetition penalty (shape.go).
@@ -236,17 +236,17 @@ func (e *Engine) Prepare(req *engine.Request) error {
 			p.echo = e.vocab.encode(lastUser)
 		}
 	case req.Prompt != "":
-		req.PromptTokens = e.vocab.encode(req.Prompt)
+		req.PromptTokens = e.vocab.encodePrompt(req.Prompt)
 		lastUser = req.Prompt
-		p.echo = req.PromptTokens
+		p.echo = e.echoScript(req.PromptTokens)
 	case len(req.PromptTokens) > 0:
 		for i, id := range req.PromptTokens {
-			if !e.vocab.valid(id) {
-				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(id)+
+			if !e.vocab.valid(int(id)) {
+				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(int(id))+
 					", outside the vocabulary (0.."+strconv.Itoa(vocabSize-1)+")")
 			}
 		}
-		p.echo = req.PromptTokens
+		p.echo = e.echoScript(req.PromptTokens)
 	default:
 		return invalid("prompt", "the prompt is empty")
 	}
@@ -289,6 +289,19 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	e.prepareShape(req, p)
 	req.Prepared = p
 	return nil
+}
+
+// echoScript returns the prompt ids as the script echo mode repeats (a
+// seq's script is []int), or nil in any other mode, which repeats nothing.
+func (e *Engine) echoScript(ids []int32) []int {
+	if e.cfg.Mode != ModeEcho {
+		return nil
+	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }
 
 // prepareFormat picks the tool to call, if any, and parses the schemas.

@@ -72,6 +72,26 @@ func (v *vocab) encode(text string) []int {
 	return out
 }
 
+// encodePrompt tokenizes a prompt into int32 ids (engine.Request's
+// PromptTokens), a slice of its exact length: a held stream keeps them, at
+// half the memory of []int. Safe for concurrent use.
+func (v *vocab) encodePrompt(text string) []int32 {
+	if text == "" {
+		return nil
+	}
+	sp := idScratchPool.Get().(*[]int)
+	ids := v.encodeAppend((*sp)[:0], text)
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id) // ids are below vocabSize
+	}
+	if cap(ids) <= 1<<16 {
+		*sp = ids[:0]
+		idScratchPool.Put(sp)
+	}
+	return out
+}
+
 // idScratchPool holds encode's scratch id slices.
 var idScratchPool = sync.Pool{New: func() any { s := make([]int, 0, 512); return &s }}
 
