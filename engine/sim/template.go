@@ -155,10 +155,9 @@ func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int32
 type prepared struct {
 	e         *Engine
 	promptLen int
-	hashes    []uint64 // chained hashes of the prompt's full blocks
-	// hashBuf holds hashes for prompts of up to 256 tokens, so that they
-	// need no allocation of their own.
-	hashBuf    [16]uint64
+	// The prompt's block hashes are not kept: allocGroup computes them
+	// from Request.PromptTokens at each admission (a few ns a token), so
+	// that a held stream does not carry them.
 	ctx        uint64   // content hash of the prompt, mixed with the engine seed
 	maxTokens  int      // resolved: MaxTokens, or what is left of the context
 	stops      [][]byte // non-empty stop strings
@@ -168,10 +167,8 @@ type prepared struct {
 	toolSchema *schema
 	respSchema *schema
 	echo       []int // echo mode: the tokens to repeat (nil in other modes)
-	// shaped is set when the request has penalties or a logit bias;
 	// promptSeen marks the candidate tokens the prompt holds, for the
 	// repetition penalty (shape.go).
-	shaped     bool
 	promptSeen []bool
 	// exact, when above 0, is the answer's length in tokens: the choice
 	// ends (stop) after exactly that many, never earlier (a transcript,
@@ -181,6 +178,10 @@ type prepared struct {
 	// allocated with the prepared request; spareTaken claims it.
 	spare      *group
 	spareTaken atomic.Bool
+	// shaped is set when the request has penalties or a logit bias (next
+	// to spareTaken: a held stream keeps its prepared state, so no
+	// padding).
+	shaped bool
 }
 
 // preparedOne is a prepared request of one choice and the group its first
@@ -270,7 +271,6 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		mt = min(mt, p.exact)
 	}
 	p.maxTokens = mt
-	p.hashes = appendBlockHashes(p.hashBuf[:0], req.PromptTokens)
 	h := uint64(e.cfg.Seed)
 	for _, t := range req.PromptTokens {
 		h = mix(h, uint64(t))
