@@ -179,12 +179,14 @@ held_sampler() {
 		max=0 amax=0 a=0 a0=$(awk '/^RssAnon/ {print $2}' "$st")
 		end=$((SECONDS + 15))
 		while ((SECONDS < end)); do
-			read -r r a < <(awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} END {print r, a}' "$st" 2>/dev/null) || break
+			read -r r a < <(awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} END {print r, a}' "$st" 2>/dev/null)
+			if [[ -z $a ]]; then break; fi # the server is gone
 			if ((r > max)); then max=$r; fi
 			if ((a > amax)); then amax=$a; fi
+			# Written every sample: the solo's cleanup may end this early.
+			echo "$max $a0 $amax $a" >"$out/solo-$name.peak"
 			sleep 0.1
 		done
-		echo "$max $a0 $amax $a" >"$out/solo-$name.peak"
 	) &
 	pids+=($!)
 }
