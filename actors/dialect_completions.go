@@ -41,16 +41,19 @@ func (d *completionsDialect) echoPrompt(ss *session) string {
 	if !d.req.Echo {
 		return ""
 	}
-	return echoText(ss.owner.cfg.Engine, &d.req.Prompt, ss.ereq.PromptTokens)
+	return echoText(ss.owner.cfg.Engine, &d.req.Prompt)
 }
 
-// echoText is the text of a one-prompt request that echo repeats: the
-// prompt's text as sent, or ids (its token ids, as sent) detokenized.
-func echoText(eng engine.Engine, p *openai.Prompt, ids []int) string {
+// echoText is the text of a one-prompt request p that echo repeats: the
+// prompt's text as sent, or its token ids, as sent, detokenized.
+func echoText(eng engine.Engine, p *openai.Prompt) string {
 	if len(p.Texts) > 0 {
 		return p.Texts[0]
 	}
-	return eng.Detokenize(ids)
+	if len(p.Tokens) > 0 {
+		return eng.Detokenize(p.Tokens[0])
+	}
+	return ""
 }
 
 func (d *completionsDialect) stream(ss *session) engine.Formatter {

@@ -192,7 +192,7 @@ func (d *completionsDialect) prepareBatch(ss *session) *apiError {
 		part.req.ID = ss.req.RequestID + "-" + strconv.Itoa(k)
 		part.req.Arrival = ss.req.Arrival
 		if d.req.Echo {
-			part.echo = echoText(eng, &one.Prompt, part.req.PromptTokens)
+			part.echo = echoText(eng, &one.Prompt)
 		}
 	}
 	ss.ereq = b.parts[0].req // the model and sampling the session reports

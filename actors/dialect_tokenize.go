@@ -77,7 +77,10 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 			e := engine.AsError(err)
 			return tokenizeBadRequest(e.Param, e.Message)
 		}
-		tokens = ereq.PromptTokens
+		tokens = make([]int, len(ereq.PromptTokens))
+		for i, id := range ereq.PromptTokens {
+			tokens[i] = int(id)
+		}
 	case req.Prompt != nil:
 		tokens = eng.Tokenize(*req.Prompt)
 	default:

@@ -32,7 +32,7 @@ func (*wordEngine) Prepare(req *engine.Request) error {
 	if len(req.Messages) == 0 {
 		return &engine.Error{Kind: engine.KindInvalid, Param: "messages", Message: "no messages"}
 	}
-	req.PromptTokens = make([]int, len(req.Messages[0].Content))
+	req.PromptTokens = make([]int32, len(req.Messages[0].Content))
 	return nil
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -315,10 +316,14 @@ func (ls *localSession) build() *engine.Error {
 	if !ls.owner.servesModel(r.Model) {
 		return &engine.Error{Kind: engine.KindInvalid, Param: "model", Message: fmt.Sprintf("The model %q does not exist.", r.Model)}
 	}
-	if e := checkLocal(g); e != nil {
+	e := checkLocal(g)
+	if e != nil {
 		return e
 	}
-	r.Messages, r.Prompt, r.PromptTokens = g.Messages, g.Prompt, g.PromptTokens
+	r.Messages, r.Prompt = g.Messages, g.Prompt
+	if r.PromptTokens, e = promptIDs(g.PromptTokens); e != nil {
+		return e
+	}
 	r.Tools, r.ToolChoice, r.ParallelToolCalls = g.Tools, g.ToolChoice, g.ParallelToolCalls
 	r.ResponseFormat, r.Reasoning, r.Sampling = g.ResponseFormat, g.Reasoning, g.Sampling
 	if g.FinalOnly {
@@ -365,6 +370,23 @@ func (ls *localSession) build() *engine.Error {
 
 // checkLocal checks what the HTTP dialects' decoders check and the engine
 // does not: the request's shape and the ranges of its parameters.
+// promptIDs converts a Generate's token ids to engine.Request's int32 ones
+// (nil for none); an id no int32 holds is outside every vocabulary.
+func promptIDs(ids []int) ([]int32, *engine.Error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		if id < math.MinInt32 || id > math.MaxInt32 {
+			return nil, &engine.Error{Kind: engine.KindInvalid, Param: "prompt",
+				Message: fmt.Sprintf("prompt token %d is %d, outside the vocabulary.", i, id)}
+		}
+		out[i] = int32(id)
+	}
+	return out, nil
+}
+
 func checkLocal(g *Generate) *engine.Error {
 	invalid := func(param, msg string) *engine.Error {
 		return &engine.Error{Kind: engine.KindInvalid, Param: param, Message: msg}

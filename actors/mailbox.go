@@ -20,19 +20,25 @@ import (
 // session rarely holds more than a start, a frames notice and a close (its
 // sink posts one frames notice at a time), or more than the start, stop and
 // terminated system messages.
-const mailboxRing = 4
+const (
+	mailboxRing       = 4
+	mailboxSystemRing = 3
+)
 
 // mailbox implements actor.Mailbox. Its lock is per session: never shared.
+// It is part of the session (a held stream keeps it), so its fields are
+// laid out to keep the session in its size class (TestHeldSessionSize).
 type mailbox struct {
-	mu        sync.Mutex
-	user      ring
-	system    ring
-	suspended bool
+	mu     sync.Mutex
+	user   ring
+	system ring
 	// The rings start on these arrays, so that a session's mailbox is one
 	// allocation until a ring outgrows them (rarely: see mailboxRing).
-	userBuf, systemBuf [mailboxRing]any
+	userBuf   [mailboxRing]any
+	systemBuf [mailboxSystemRing]any
 
 	scheduled atomic.Bool // true while queued on or run by a worker
+	suspended bool
 	invoker   actor.MessageInvoker
 	pool      *WorkerPool
 }
@@ -40,22 +46,22 @@ type mailbox struct {
 // ring is a FIFO of messages that grows by doubling and is reused.
 type ring struct {
 	buf        []any
-	head, size int
+	head, size int32
 }
 
 func (r *ring) push(m any) {
-	if r.size == len(r.buf) {
+	if int(r.size) == len(r.buf) {
 		n := len(r.buf) * 2
 		if n == 0 {
 			n = mailboxRing
 		}
 		buf := make([]any, n)
-		for i := 0; i < r.size; i++ {
-			buf[i] = r.buf[(r.head+i)%len(r.buf)]
+		for i := 0; i < int(r.size); i++ {
+			buf[i] = r.buf[(int(r.head)+i)%len(r.buf)]
 		}
 		r.buf, r.head = buf, 0
 	}
-	r.buf[(r.head+r.size)%len(r.buf)] = m
+	r.buf[int(r.head+r.size)%len(r.buf)] = m
 	r.size++
 }
 
@@ -65,7 +71,7 @@ func (r *ring) pop() any {
 	}
 	m := r.buf[r.head]
 	r.buf[r.head] = nil
-	r.head = (r.head + 1) % len(r.buf)
+	r.head = (r.head + 1) % int32(len(r.buf))
 	r.size--
 	return m
 }
@@ -101,7 +107,7 @@ func (m *mailbox) Start() {}
 func (m *mailbox) UserMessageCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.user.size
+	return int(m.user.size)
 }
 
 func (m *mailbox) schedule() {

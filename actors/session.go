@@ -27,43 +27,41 @@ type session struct {
 	es   engine.Session
 	sink sink
 
-	framing codegen.Framing
 	// watch reads each forwarded batch of a stream, for a dialect that
 	// must know where the stream stopped (streamWatcher); nil for others.
 	watch streamWatcher
 	// bg is a background response's state (background.go): once running,
 	// the session outlives its exchange and serves its stream's
 	// subscribers; nil for every other request.
-	bg        *background
-	streaming bool // the stream's head was sent
-	finished  bool // the response ended (or was abandoned)
-	stopped   bool // stop requested
-	panicked  bool // the actor's code panicked (logged by recoverPanic)
+	bg *background
 	// bodyLen is the request body's size, kept after the body goes back
 	// to its pool: a large one is prepared on the prepare pool.
 	bodyLen int
 	// preparing: the prepare pool owns ereq until prepMsg arrives, with
 	// Prepare's error in prepErr.
-	preparing bool
-	prepErr   error
-	prepMsg   prepDone
+	prepErr error
+	// saving: the response's save must be acknowledged by the store
+	// before the response's end goes out (a shared store, where another
+	// node may serve the client's next request); save holds the wait.
+	save *saveWait
 
+	// The one-byte fields sit together: a held stream keeps its session,
+	// and this keeps the session and its dialect in a 1 KiB size class.
+	framing   codegen.Framing
+	streaming bool // the stream's head was sent
+	finished  bool // the response ended (or was abandoned)
+	stopped   bool // stop requested
+	panicked  bool // the actor's code panicked (logged by recoverPanic)
+	preparing bool
 	// held: the session runs before its admission permit (held.go) and
 	// starts no engine work until admitted; ready: its request is prepared
 	// and waits for the permit.
 	held      bool
 	ready     bool
+	saving    bool
+	prepMsg   prepDone
 	admitMsg  admitted
 	expireMsg expired
-
-	// saving: the response's save must be acknowledged by the store
-	// before the response's end goes out (a shared store, where another
-	// node may serve the client's next request); saveAck is the request
-	// the store answers, withheld says what waits for it.
-	saving         bool
-	withheld       withheldEnd // beside saving: one word for both
-	saveAck        storeRequest
-	withheldStatus int
 
 	closed connClosed // preallocated: ConnClosed sends a pointer to it
 	out    []byte     // forwarded bytes, reused
@@ -139,7 +137,7 @@ func (ss *session) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		ss.cleanup()
 	default:
-		if m, ok := ctx.Message().(*storeReply); ok && m == &ss.saveAck.reply {
+		if m, ok := ctx.Message().(*storeReply); ok && ss.save != nil && m == &ss.save.ack.reply {
 			ss.saved(ctx)
 			return
 		}
@@ -388,6 +386,17 @@ func (ss *session) forward(ctx actor.Context) {
 	ss.stop(ctx)
 }
 
+// saveWait is a session's wait for the acknowledgement of its response's
+// save (saveWith): ack is the request the store answers, withheld says what
+// waits for it. Only a shared store makes a session wait, so the session
+// holds it by pointer, allocated by the save: a held stream (most sessions
+// alive at a time) does not carry it.
+type saveWait struct {
+	ack            storeRequest
+	withheld       withheldEnd
+	withheldStatus int
+}
+
 // withheldEnd is what a session keeps back until its save is acknowledged.
 type withheldEnd uint8
 
@@ -409,8 +418,8 @@ func (ss *session) saveWith(rec *storedResponse) {
 		return
 	}
 	ss.saving = true
-	ss.saveAck = storeRequest{replyTo: ss.self}
-	ss.owner.store.put(rec, &ss.saveAck)
+	ss.save = &saveWait{ack: storeRequest{replyTo: ss.self}}
+	ss.owner.store.put(rec, &ss.save.ack)
 }
 
 // withhold keeps the response's end (what; status for a response) back
@@ -419,7 +428,7 @@ func (ss *session) withhold(what withheldEnd, status int) bool {
 	if !ss.saving {
 		return false
 	}
-	ss.withheld, ss.withheldStatus = what, status
+	ss.save.withheld, ss.save.withheldStatus = what, status
 	return true
 }
 
@@ -431,14 +440,15 @@ func (ss *session) saved(ctx actor.Context) {
 	if ss.stopped { // the client left meanwhile: nothing to send
 		return
 	}
-	switch ss.withheld {
+	w := ss.save
+	switch w.withheld {
 	case withheldStream:
 		ss.conn.EndStream(ss.out)
 	case withheldResponse:
-		ss.conn.Respond(ss.withheldStatus, contentTypeJSON, nil, ss.body)
+		ss.conn.Respond(w.withheldStatus, contentTypeJSON, nil, ss.body)
 		ss.releaseBody()
 	}
-	ss.withheld = withheldNone
+	w.withheld = withheldNone
 	ss.stop(ctx)
 }
 

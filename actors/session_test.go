@@ -36,7 +36,7 @@ type handFramedStart struct {
 }
 
 func (e *handFramed) Prepare(req *engine.Request) error {
-	req.PromptTokens = []int{1, 2, 3}
+	req.PromptTokens = []int32{1, 2, 3}
 	return nil
 }
 

@@ -111,7 +111,7 @@ type Start struct {
 	// them with echo (completions); nil otherwise.
 	PromptLogprobs []TokenLogprob
 	// PromptTokenIDs are the prompt's token ids (for echo).
-	PromptTokenIDs []int
+	PromptTokenIDs []int32
 }
 
 // DeltaKind says what a Delta carries.
@@ -219,7 +219,7 @@ type Result struct {
 	Queued       time.Duration // from Start to admission
 	FirstToken   time.Duration // from Start to the first token
 	EndToEnd     time.Duration // from Start to the end
-	PromptTokens []int         // the prompt's token ids
+	PromptTokens []int32       // the prompt's token ids (Request.PromptTokens)
 	// Gaps are the request's inter-token gaps, one per engine step with
 	// output after the first, for vllm:inter_token_latency_seconds. An
 	// engine that does not count them leaves them empty (not Recorded):

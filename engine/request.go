@@ -15,9 +15,13 @@ type Request struct {
 	// only in Prepare and Start, keeping what it needs: once Start has
 	// returned, the caller may drop them (a held stream should not keep its
 	// whole conversation alive).
-	Messages     []Message
-	Prompt       string
-	PromptTokens []int
+	Messages []Message
+	Prompt   string
+	// PromptTokens are the prompt's token ids: int32, as every tokenizer's
+	// ids fit in one (llama.cpp's llama_token is an int32), at half the
+	// memory of []int. A held stream keeps them for its Result, so they
+	// are a large part of what it costs.
+	PromptTokens []int32
 	// CachedTokens is set by the engine at admission: prompt tokens found in
 	// the prefix cache.
 

@@ -35,7 +35,7 @@ type selfFramed struct {
 const selfFramedPrompt = 7
 
 func (e *selfFramed) Prepare(req *engine.Request) error {
-	req.PromptTokens = make([]int, selfFramedPrompt)
+	req.PromptTokens = make([]int32, selfFramedPrompt)
 	return nil
 }
 

@@ -32,7 +32,7 @@ type handSession struct {
 }
 
 func (e *handEngine) Prepare(req *engine.Request) error {
-	req.PromptTokens = []int{1, 2, 3}
+	req.PromptTokens = []int32{1, 2, 3}
 	return nil
 }
 

@@ -75,7 +75,9 @@ func (e *fakeEngine) Prepare(req *engine.Request) error {
 	for _, m := range req.Messages {
 		text += " " + m.Content
 	}
-	req.PromptTokens = e.Tokenize(text)
+	for _, id := range e.Tokenize(text) {
+		req.PromptTokens = append(req.PromptTokens, int32(id))
+	}
 	return nil
 }
 

@@ -35,6 +35,8 @@
 #   MODEL (vajra-sim: the model `vajra serve --sim-*` serves; the
 #   reference servers accept any)
 #   VAJRA_SERVE_ARGS (extra flags for `vajra serve`), SKIP_VAJRA=1
+#   HELD_STREAMS (streams of the held solo: 19500 when the open-file limit
+#   is 20,000 or more, else 10000)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -281,6 +283,29 @@ fi
 cleanup
 
 # vajra alone: --stream-interval, and memory per held stream.
+# held_sampler pid name: samples pid's VmRSS and RssAnon (KiB) every 0.1 s
+# for the held solo's ramp and window (15 s) and writes to
+# $out/solo-name.peak: the largest VmRSS, the idle RssAnon, the largest
+# RssAnon and the last (the window's end). RssAnon leaves out the binary's
+# file pages, whose residency varies with the page cache, not the load.
+held_sampler() {
+	local pid=$1 name=$2
+	(
+		st=/proc/$pid/status
+		max=0 amax=0 a=0 a0=$(awk '/^RssAnon/ {print $2}' "$st")
+		end=$((SECONDS + 15))
+		while ((SECONDS < end)); do
+			read -r r a < <(awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} END {print r, a}' "$st" 2>/dev/null)
+			if [[ -z $a ]]; then break; fi # the server is gone
+			if ((r > max)); then max=$r; fi
+			if ((a > amax)); then amax=$a; fi
+			# Written every sample: the solo's cleanup may end this early.
+			echo "$max $a0 $amax $a" >"$out/solo-$name.peak"
+			sleep 0.1
+		done
+	) &
+	pids+=($!)
+}
 solo() { # name itl vajra-flags -- bench-flags
 	local name=$1 itl=$2
 	shift 2
@@ -295,6 +320,7 @@ solo() { # name itl vajra-flags -- bench-flags
 	wait_port "$port_vajra" vajra
 	local idle
 	idle=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+	if [[ -n ${solo_hook:-} ]]; then "$solo_hook" "$pid" "$name"; fi
 	echo
 	echo "=== $name: vajra ${vflags[*]} (idle RSS ${idle} KiB)"
 	"${cli_env[@]}" "${pin_client[@]}" "${bench[@]}" -url "http://127.0.0.1:$port_vajra" -label "vajra $name" \
@@ -305,16 +331,31 @@ solo() { # name itl vajra-flags -- bench-flags
 if [[ $have_vajra == 1 ]] && want solo; then
 	solo interval1 20ms -- -c 1000 -ramp 1s -max-tokens 128 -warmup "$WARMUP" -duration "$DURATION" -server-allocs
 	solo interval4 20ms --stream-interval 4 -- -c 1000 -ramp 1s -max-tokens 128 -warmup "$WARMUP" -duration "$DURATION" -server-allocs
-	# 10,000 held streams: a token every 30 s; RSS per stream = (peak - idle) / 10,000.
-	solo held10k 30s -- -c 10000 -ramp 5s -max-tokens 4 -warmup 0s -duration 15s -allow-errors
-	# Held: RSS at the window's end, all 10,000 streams open (the first
-	# rss_end_bytes of the JSON is the server's); peak: the ramp's transient
-	# garbage included.
-	peak=$(grep -o 'peak RSS [0-9.]* MiB' "$out/solo-held10k.txt" | head -1 | awk '{print $3}')
-	held=$(grep -o '"rss_end_bytes": *[0-9]*' "$out/solo-held10k.json" | head -1 | grep -o '[0-9]*$')
-	idle=$(awk '/^idle_rss_kib/ {print $2}' "$out/solo-held10k.txt")
-	if [[ -n $peak && -n $held && -n $idle ]]; then
-		awk -v p="$peak" -v h="$held" -v i="$idle" 'BEGIN { printf "held streams: %.1f KiB RSS per stream held ((%.1f MiB - %.1f MiB idle) / 10000), %.1f KiB at the peak of the ramp (%.1f MiB)\n", (h/1024 - i)/10000, h/1048576, i/1024, (p*1024 - i)/10000, p }' | tee -a "$out/solo-held10k.txt"
+	# Held streams: HELD_STREAMS of them (19,500 when the open-file limit
+	# allows: the server and the client each need one descriptor per stream,
+	# plus a reserve; else 10,000), a token every 30 s, started over 5 s.
+	# Held: the server's RSS at the window's end (the first rss_end_bytes of
+	# the JSON is the server's), all streams open. Ramp peak: the largest RSS
+	# sampled (every 0.1 s) from the start to the window's end, the ramp's
+	# transient garbage included. The bench's own peak also covers the drain,
+	# when every stream ends at once (its 4th token, after 90 s).
+	held_n=${HELD_STREAMS:-}
+	if [[ -z $held_n ]]; then
+		held_n=10000
+		if (($(ulimit -n) >= 20000)); then held_n=19500; fi
+	fi
+	solo_hook=held_sampler
+	solo held 30s --max-num-seqs "$held_n" -- -c "$held_n" -ramp 5s -max-tokens 4 -warmup 0s -duration 15s -allow-errors
+	solo_hook=
+	read -r peak anon0 anonmax anon < <(cat "$out/solo-held.peak" 2>/dev/null || echo)
+	drain=$(grep -o 'peak RSS [0-9.]* MiB' "$out/solo-held.txt" | head -1 | awk '{print $3}')
+	held=$(grep -o '"rss_end_bytes": *[0-9]*' "$out/solo-held.json" | head -1 | grep -o '[0-9]*$')
+	idle=$(awk '/^idle_rss_kib/ {print $2}' "$out/solo-held.txt")
+	if [[ -n $peak && -n $drain && -n $held && -n $idle ]]; then
+		awk -v n="$held_n" -v p="$peak" -v d="$drain" -v h="$held" -v i="$idle" 'BEGIN { printf "held streams: %d streams, %.2f KiB RSS per stream held ((%.1f MiB - %.1f MiB idle) / %d), %.2f KiB at the peak of the ramp (%.1f MiB), %.2f KiB at the whole run'"'"'s peak (%.1f MiB, when all streams end)\n", n, (h/1024 - i)/n, h/1048576, i/1024, n, (p - i)/n, p/1024, (d*1024 - i)/n, d }' | tee -a "$out/solo-held.txt"
+	fi
+	if [[ -n $anon && -n $anon0 ]]; then
+		awk -v n="$held_n" -v a0="$anon0" -v am="$anonmax" -v a="$anon" 'BEGIN { printf "held streams (anonymous memory): %.2f KiB per stream held ((%.1f MiB - %.1f MiB idle) / %d), %.2f KiB at the peak of the ramp\n", (a - a0)/n, a/1024, a0/1024, n, (am - a0)/n }' | tee -a "$out/solo-held.txt"
 	fi
 fi
 

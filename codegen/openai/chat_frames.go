@@ -30,8 +30,10 @@ type ChatFormatter struct {
 	// head is `data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":[`.
 	head []byte
 	opts ChatStreamOptions
-	// roleSent marks the choices whose "role":"assistant" went out.
-	roleSent [MaxChoices]bool
+	// roleSent marks the choices whose "role":"assistant" went out, one
+	// bit each: a held stream keeps its formatter, so 16 bytes rather than
+	// 128 of bools.
+	roleSent [(MaxChoices + 63) / 64]uint64
 }
 
 var _ engine.Formatter = (*ChatFormatter)(nil)
@@ -51,7 +53,7 @@ func (f *ChatFormatter) Reset(id, model string, created int64, opts ChatStreamOp
 		opts.ContinuousUsage = false
 	}
 	f.opts = opts
-	f.roleSent = [MaxChoices]bool{}
+	f.roleSent = [(MaxChoices + 63) / 64]uint64{}
 	f.head = appendChunkHead(f.head[:0], "chat.completion.chunk", id, model, created)
 }
 
@@ -80,10 +82,11 @@ func (f *ChatFormatter) needRole(i int, first bool) bool {
 	if i < 0 || i >= MaxChoices {
 		return first
 	}
-	if f.roleSent[i] {
+	w, bit := &f.roleSent[i/64], uint64(1)<<(i%64)
+	if *w&bit != 0 {
 		return false
 	}
-	f.roleSent[i] = true
+	*w |= bit
 	return true
 }
 

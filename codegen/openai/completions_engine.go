@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/vajra-go/vajra/engine"
@@ -45,13 +46,19 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 		if len(ids) == 0 {
 			return &ParamError{Param: "prompt", Code: CodeMissing, Message: "'prompt' must not be an empty list of token ids."}
 		}
+		// engine.Request holds int32 ids: no vocabulary has 2^31 tokens.
+		dst.PromptTokens = make([]int32, len(ids))
 		for i, id := range ids {
-			if id < 0 {
+			switch {
+			case id < 0:
 				return &ParamError{Param: "prompt", Code: CodeInvalidValue,
 					Message: "Token ids in 'prompt' must be non-negative (got " + strconv.Itoa(id) + " at index " + strconv.Itoa(i) + ")."}
+			case id > math.MaxInt32:
+				return &ParamError{Param: "prompt", Code: CodeInvalidValue,
+					Message: "Token ids in 'prompt' must be below 2^31 (got " + strconv.Itoa(id) + " at index " + strconv.Itoa(i) + ")."}
 			}
+			dst.PromptTokens[i] = int32(id)
 		}
-		dst.PromptTokens = ids
 	}
 	if r.Suffix.Defined && r.Suffix.V != "" {
 		return &ParamError{Param: "suffix", Code: CodeUnsupported,

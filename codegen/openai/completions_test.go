@@ -72,7 +72,7 @@ func TestCompletionToEngine(t *testing.T) {
 	if err := r.ToEngine(&q); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(q.PromptTokens, []int{5, 6, 7}) || q.PromptLogprobs != -1 || q.Sampling.MaxTokens != DefaultCompletionMaxTokens || !q.Stream {
+	if !reflect.DeepEqual(q.PromptTokens, []int32{5, 6, 7}) || q.PromptLogprobs != -1 || q.Sampling.MaxTokens != DefaultCompletionMaxTokens || !q.Stream {
 		t.Errorf("token prompt: %+v", q)
 	}
 	if o := r.CompletionStreamOptions(); !o.IncludeUsage || !o.Echo {

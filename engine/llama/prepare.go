@@ -64,14 +64,15 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	case req.Prompt != "":
 		p.prompt, err = e.model.Tokenize(nil, req.Prompt, true, true)
 	case len(req.PromptTokens) > 0:
-		p.prompt = make([]int32, len(req.PromptTokens))
 		for i, id := range req.PromptTokens {
-			if id < 0 || id >= e.vocabN {
-				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(id)+
+			if id < 0 || int(id) >= e.vocabN {
+				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(int(id))+
 					", outside the vocabulary (0.."+strconv.Itoa(e.vocabN-1)+")")
 			}
-			p.prompt[i] = int32(id)
 		}
+		// llama_token is an int32 too: the engine reads the caller's ids
+		// and never writes them.
+		p.prompt = req.PromptTokens
 	default:
 		return invalid("prompt", "the prompt is empty")
 	}
@@ -82,7 +83,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		return invalid("prompt", "the prompt is empty")
 	}
 	if len(req.PromptTokens) == 0 {
-		req.PromptTokens = intsOf(p.prompt)
+		req.PromptTokens = p.prompt
 	}
 	n, limit, mt := len(p.prompt), e.cfg.MaxModelLen, req.Sampling.MaxTokens
 	switch {

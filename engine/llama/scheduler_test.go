@@ -199,7 +199,7 @@ func TestLogprobs(t *testing.T) {
 		t.Fatalf("%d prompt logprobs for %d prompt tokens", len(c.PromptLogprobs), res.Usage.PromptTokens)
 	}
 	for i, lp := range c.PromptLogprobs[1:] {
-		if lp.TokenID != res.PromptTokens[i+1] || lp.Logprob > 0 || len(lp.Top) != 2 {
+		if lp.TokenID != int(res.PromptTokens[i+1]) || lp.Logprob > 0 || len(lp.Top) != 2 {
 			t.Fatalf("prompt logprob %d: %+v", i+1, lp)
 		}
 	}
@@ -250,7 +250,7 @@ func TestContextLengthAndBadInput(t *testing.T) {
 	}{
 		{chatReq(strings.Repeat("word ", 100), 0), engine.KindContextLength},
 		{chatReq("hi", 100), engine.KindContextLength},
-		{&engine.Request{PromptTokens: []int{1, 2, 1 << 20}}, engine.KindInvalid},
+		{&engine.Request{PromptTokens: []int32{1, 2, 1 << 20}}, engine.KindInvalid},
 		{&engine.Request{Prompt: "x", Sampling: engine.Sampling{StopTokenIDs: []int{-1}}}, engine.KindInvalid},
 		{&engine.Request{Prompt: "x", Sampling: engine.Sampling{LogitBias: []engine.TokenBias{{TokenID: 1 << 20, Bias: 1}}}}, engine.KindInvalid},
 	} {

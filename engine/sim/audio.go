@@ -43,7 +43,7 @@ func (e *Engine) prepareAudio(req *engine.Request, p *prepared) error {
 	p.exact = int(max(1, samples*TranscriptTokensPerSecond/rate))
 	// One token per slice of the audio, its id a hash of the slice's
 	// samples.
-	ids := make([]int, audioToks)
+	ids := make([]int32, audioToks)
 	per := max(1, len(a.PCM)/audioToks)
 	for i := range ids {
 		lo := min(i*per, len(a.PCM))
@@ -60,7 +60,7 @@ func (e *Engine) prepareAudio(req *engine.Request, p *prepared) error {
 		for _, c := range b {
 			h = mix(h, uint64(c))
 		}
-		ids[i] = int(h % vocabSize)
+		ids[i] = int32(h % vocabSize)
 	}
 	req.PromptTokens = ids
 	return nil

@@ -61,7 +61,7 @@ func BenchmarkEngineTokens(b *testing.B) {
 			sink := &countSink{finals: &finals, n: seqs, done: make(chan struct{})}
 			reqs := make([]*engine.Request, seqs)
 			for i := range reqs {
-				reqs[i] = &engine.Request{PromptTokens: []int{1, 2, 3, i}, Stream: true, Formatter: nopFormatter{},
+				reqs[i] = &engine.Request{PromptTokens: []int32{1, 2, 3, int32(i)}, Stream: true, Formatter: nopFormatter{},
 					Sampling: engine.Sampling{MaxTokens: per, IgnoreEOS: true, Temperature: 0.7, Seed: int64(i), HasSeed: true,
 						Logprobs: bc.logprobs, TopLogprobs: 5 * b2i(bc.logprobs)}}
 				if bc.penalties {

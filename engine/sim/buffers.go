@@ -70,7 +70,7 @@ func reservedTokens(p *prepared) int { return min(p.maxTokens, 256) }
 func (e *Engine) takeBuffers(g *group) {
 	p := g.prep
 	n := reservedTokens(p)
-	g.promptBlocks = e.bufs.blocks.get(len(p.hashes))
+	g.promptBlocks = e.bufs.blocks.get(p.promptLen / BlockSize)
 	for i := range g.seqs {
 		s := &g.seqs[i]
 		s.ids = e.bufs.ids.get(n)

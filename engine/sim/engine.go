@@ -46,7 +46,10 @@ type Engine struct {
 	delta       engine.Delta
 	start       engine.Start     // AppendStart's argument, reused
 	choiceEnd   engine.ChoiceEnd // AppendChoiceEnd's argument, reused
-	bufs        seqBuffers
+	// hashes holds the block hashes of the prompt being admitted
+	// (allocGroup), reused: a request keeps none between admissions.
+	hashes []uint64
+	bufs   seqBuffers
 	// frames is the one step buffer every request's frames are written
 	// into, in turn: Sink.Deliver copies what it keeps, so a request needs
 	// no buffer of its own between steps (lent as group.buf).

@@ -152,7 +152,7 @@ func (kv *kvCache) lookup(hashes []uint64) (hits, freeHits int) {
 // appendBlockHashes appends the chained hashes of the full blocks of
 // tokens to dst: hash i covers tokens[0 : (i+1)*BlockSize]. The cache keeps
 // the hash values, not the slice.
-func appendBlockHashes(dst []uint64, tokens []int) []uint64 {
+func appendBlockHashes(dst []uint64, tokens []int32) []uint64 {
 	n := len(tokens) / BlockSize
 	dst = slices.Grow(dst, n)
 	h := uint64(0x6a09e667f3bcc908)

@@ -147,11 +147,11 @@ func (e *Engine) promptLogprobs(g *group) []engine.TokenLogprob {
 	for i, id := range ids {
 		u := float64(mix(g.prep.ctx^0x5bd1e995, uint64(i))>>11) / (1 << 53)
 		p := 0.02 + 0.9*u
-		out[i] = engine.TokenLogprob{TokenID: id, Token: e.vocab.text(id), Logprob: float32(math.Log(p))}
+		out[i] = engine.TokenLogprob{TokenID: int(id), Token: e.vocab.text(int(id)), Logprob: float32(math.Log(p))}
 		if k <= 0 {
 			continue
 		}
-		tops := append(e.tops[:0], engine.TopLogprob{TokenID: id, Logprob: float32(p)})
+		tops := append(e.tops[:0], engine.TopLogprob{TokenID: int(id), Logprob: float32(p)})
 		tops = e.addFillers(tops, 1-p, k)
 		for j := range tops {
 			tops[j].Logprob = float32(math.Log(float64(tops[j].Logprob)))

@@ -25,7 +25,7 @@ func TestPromptCacheExact(t *testing.T) {
 		for j, b := range contents {
 			msgs := []engine.Message{{Role: roles[i%4], Content: a}, {Role: roles[(j+1)%4], Content: b}, {Role: "user", Content: b + a}}
 			text := RenderChatML(msgs, nil)
-			want := oldEncode(v, text)
+			want := toInt32(oldEncode(v, text))
 			for pass := 0; pass < 3; pass++ { // miss, miss (stored), hit
 				if got := v.encodeChatML(msgs, nil); !slices.Equal(got, want) {
 					t.Fatalf("%q pass %d:\n got %v\nwant %v", text, pass, got, want)
@@ -82,4 +82,12 @@ func BenchmarkEncodeChatML(b *testing.B) {
 			_ = v.encodeChatML(msgs, nil)
 		}
 	})
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
 }

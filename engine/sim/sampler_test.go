@@ -188,7 +188,7 @@ func TestPromptLogprobs(t *testing.T) {
 		t.Fatalf("prompt logprobs %d for %d tokens", len(pl), len(req.PromptTokens))
 	}
 	for i, lp := range pl {
-		if lp.TokenID != req.PromptTokens[i] || lp.Logprob > 0 || len(lp.Top) != 3 {
+		if lp.TokenID != int(req.PromptTokens[i]) || lp.Logprob > 0 || len(lp.Top) != 3 {
 			t.Fatalf("prompt token %d: %+v", i, lp)
 		}
 	}

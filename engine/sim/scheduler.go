@@ -149,14 +149,16 @@ func (e *Engine) popWaiting() {
 // is in statePrefill with readyAt set by the prefill lane.
 func (e *Engine) allocGroup(g *group, now time.Time) bool {
 	p, kv := g.prep, e.kv
-	hits, freeHits := kv.lookup(p.hashes)
-	if hits > 0 && hits == len(p.hashes) && p.promptLen%BlockSize == 0 {
+	e.hashes = appendBlockHashes(e.hashes[:0], g.req.PromptTokens)
+	hashes := e.hashes
+	hits, freeHits := kv.lookup(hashes)
+	if hits > 0 && hits == len(hashes) && p.promptLen%BlockSize == 0 {
 		// The last prompt token is always computed, to produce the first
 		// output token (vLLM does the same).
 		hits--
-		_, freeHits = kv.lookup(p.hashes[:hits])
+		_, freeHits = kv.lookup(hashes[:hits])
 	}
-	need := len(p.hashes) - hits
+	need := len(hashes) - hits
 	recompute := 0
 	for i := range g.seqs {
 		if s := &g.seqs[i]; !s.done {
@@ -175,7 +177,7 @@ func (e *Engine) allocGroup(g *group, now time.Time) bool {
 		e.takeBuffers(g)
 	}
 	g.promptBlocks = g.promptBlocks[:0]
-	for i, h := range p.hashes {
+	for i, h := range hashes {
 		if i < hits {
 			id := kv.table[h]
 			kv.acquire(id)
@@ -199,7 +201,7 @@ func (e *Engine) allocGroup(g *group, now time.Time) bool {
 	e.prefixQueries += uint64(p.promptLen)
 	e.prefixHits += uint64(cached)
 	if !g.admitted {
-		g.admitted, g.admit = true, now
+		g.admitted, g.admit = true, now.Sub(g.arrival)
 		g.usage.CachedTokens = cached
 		e.promptTokens += uint64(p.promptLen)
 	}
@@ -334,7 +336,7 @@ func (e *Engine) step(g *group, now time.Time, due bool) (started bool) {
 func (e *Engine) firstToken(g *group, now time.Time) {
 	if !g.started {
 		g.started = true
-		g.first = now
+		g.first = now.Sub(g.arrival)
 		if g.req.PromptLogprobs != 0 {
 			g.promptLP = e.promptLogprobs(g)
 		}

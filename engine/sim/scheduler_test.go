@@ -33,7 +33,7 @@ func TestTimingModel(t *testing.T) {
 
 	// Prefill: 2,000 tokens at 10,000 tokens/s is 200ms.
 	e2 := newEngine(t, func(c *Config) { c.PrefillTPS = 10000; c.ITL = time.Millisecond })
-	req = &engine.Request{PromptTokens: make([]int, 2000), Sampling: engine.Sampling{MaxTokens: 2}}
+	req = &engine.Request{PromptTokens: make([]int32, 2000), Sampling: engine.Sampling{MaxTokens: 2}}
 	res, _, _ = run(t, e2, req, false)
 	if res.FirstToken < 190*time.Millisecond || res.FirstToken > time.Second {
 		t.Fatalf("prefill of 2000 tokens at 10k/s took %s", res.FirstToken)
@@ -42,7 +42,7 @@ func TestTimingModel(t *testing.T) {
 	// The same prompt again is served from the prefix cache: only its last
 	// partial block (16 tokens, 1.6ms) is prefilled. Compared with the
 	// uncached run, not with a wall-clock bound.
-	req = &engine.Request{PromptTokens: make([]int, 2000), Sampling: engine.Sampling{MaxTokens: 2}}
+	req = &engine.Request{PromptTokens: make([]int32, 2000), Sampling: engine.Sampling{MaxTokens: 2}}
 	res, _, _ = run(t, e2, req, false)
 	if res.Usage.CachedTokens != 1984 || res.FirstToken > uncached/2 {
 		t.Fatalf("cached %d tokens, first token after %s (uncached: %s)", res.Usage.CachedTokens, res.FirstToken, uncached)

@@ -33,17 +33,22 @@ type group struct {
 
 	aborting atomic.Bool // Abort was called
 
+	// The one-byte fields sit together, after aborting: a held stream
+	// keeps its group, so no padding.
 	state    groupState
-	readyAt  time.Time // first token (after prefill) is due
-	arrival  time.Time
-	admit    time.Time // first admission
-	first    time.Time // first token
-	admitted bool      // admitted at least once (admit is set)
-	started  bool      // first token produced (AppendStart written)
+	admitted bool // admitted at least once (admit is set)
+	started  bool // first token produced (AppendStart written)
 	// broken: the request's own code (its Formatter, its Sink) panicked;
 	// the engine calls neither again but to deliver the final Result.
 	broken bool
-	live   int // choices not finished
+
+	readyAt time.Time // first token (after prefill) is due
+	arrival time.Time
+	// admit and first are the first admission and the first token, as
+	// offsets from arrival (8 bytes each rather than a time.Time's 24).
+	admit time.Duration
+	first time.Duration
+	live  int // choices not finished
 	// promptBlocks are the blocks of the prompt's full blocks, shared by
 	// the choices; each seq holds the blocks of the rest.
 	promptBlocks []int32
@@ -86,21 +91,17 @@ const (
 
 // seq is one choice of a group.
 type seq struct {
-	g         *group
-	index     int
-	rng       rng
-	ctx       uint64 // the "model's" view of the prompt: noise seed
-	decisions uint32
-	walk      walk
+	g     *group
+	index int
+	rng   rng
+	ctx   uint64 // the "model's" view of the prompt: noise seed
+	walk  walk
 
-	phase      phase
-	after      phase // the phase that follows reasoning
 	reasonLeft int
 	target     int // text mode: answer tokens before a natural end
 	answerToks int
 	script     []int // answer or tool-argument tokens given in advance
 	spos       int
-	loop       bool // script repeats (echo with ignore_eos)
 
 	ids []int
 	// counts is how often the choice emitted each candidate token (see
@@ -115,16 +116,23 @@ type seq struct {
 	sentT     int // bytes of text delivered
 	sentA     int // bytes of args delivered
 	pend      int // ids[pend:] not yet delivered in a Delta
-	first     bool
-	toolOpen  bool
 	call      engine.ToolCall
 
 	blocks []int32 // KV blocks beyond the shared prompt blocks
 
-	done        bool
 	finish      engine.FinishReason
 	stopString  string
 	stopTokenID int
+
+	// The small fields sit together at the end: a held stream keeps its
+	// choices, so no padding between them.
+	decisions uint32
+	phase     phase
+	after     phase // the phase that follows reasoning
+	loop      bool  // script repeats (echo with ignore_eos)
+	first     bool
+	toolOpen  bool
+	done      bool
 }
 
 // kvTokens is the number of tokens seq s keeps in its own blocks: the
@@ -226,11 +234,14 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 		PromptTokens: g.req.PromptTokens,
 		Gaps:         g.gaps,
 	}
-	var admitted time.Time
+	var admitted, first time.Time
 	if g.admitted {
-		admitted = g.admit
+		admitted = g.arrival.Add(g.admit)
 	}
-	res.SetTimes(g.arrival, admitted, g.first, now)
+	if g.started {
+		first = g.arrival.Add(g.first)
+	}
+	res.SetTimes(g.arrival, admitted, first, now)
 	for i := range g.seqs {
 		s := &g.seqs[i]
 		if !s.done {

@@ -108,7 +108,7 @@ func TestShapeFormula(t *testing.T) {
 	}
 	// tok[0] is in the prompt, tok[1] emitted twice, tok[2] biased,
 	// tok[3] untouched.
-	req := &engine.Request{PromptTokens: []int{tok[0]}, Sampling: engine.Sampling{MaxTokens: 4,
+	req := &engine.Request{PromptTokens: []int32{int32(tok[0])}, Sampling: engine.Sampling{MaxTokens: 4,
 		RepetitionPenalty: 2, FrequencyPenalty: 0.5, PresencePenalty: 0.25,
 		LogitBias: []engine.TokenBias{{TokenID: tok[2], Bias: -3}}}}
 	if err := e.Prepare(req); err != nil {
@@ -225,7 +225,7 @@ func TestMinP(t *testing.T) {
 	// probability is below minP times the most likely one's (below the
 	// most likely for minP 1) with the min_p of the request set to set.
 	picks := func(set, minP float64) (below int) {
-		req := &engine.Request{PromptTokens: []int{1, 2, 3}, Sampling: engine.Sampling{MaxTokens: 4,
+		req := &engine.Request{PromptTokens: []int32{1, 2, 3}, Sampling: engine.Sampling{MaxTokens: 4,
 			Temperature: temp, Seed: 3, HasSeed: true, MinP: set}}
 		if err := e.Prepare(req); err != nil {
 			t.Fatal(err)

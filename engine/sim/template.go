@@ -138,12 +138,12 @@ const maxPooledRender = 64 << 10
 
 // encodeChatML renders msgs and tools into a pooled buffer and returns the
 // prompt's token ids.
-func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int {
+func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int32 {
 	bp := renderPool.Get().(*[]byte)
 	b := appendChatML((*bp)[:0], msgs, tools)
 	// The string lives only for the call: encode copies the ids out and
 	// keeps nothing of the text (see encodeAppend).
-	ids := v.encodeText(unsafe.String(unsafe.SliceData(b), len(b)), true)
+	ids := v.encodePrompt(unsafe.String(unsafe.SliceData(b), len(b)), true)
 	if cap(b) <= maxPooledRender {
 		*bp = b[:0]
 		renderPool.Put(bp)
@@ -155,10 +155,9 @@ func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int {
 type prepared struct {
 	e         *Engine
 	promptLen int
-	hashes    []uint64 // chained hashes of the prompt's full blocks
-	// hashBuf holds hashes for prompts of up to 256 tokens, so that they
-	// need no allocation of their own.
-	hashBuf    [16]uint64
+	// The prompt's block hashes are not kept: allocGroup computes them
+	// from Request.PromptTokens at each admission (a few ns a token), so
+	// that a held stream does not carry them.
 	ctx        uint64   // content hash of the prompt, mixed with the engine seed
 	maxTokens  int      // resolved: MaxTokens, or what is left of the context
 	stops      [][]byte // non-empty stop strings
@@ -167,11 +166,9 @@ type prepared struct {
 	tool       *engine.Tool
 	toolSchema *schema
 	respSchema *schema
-	echo       []int // echo mode: the tokens to repeat
-	// shaped is set when the request has penalties or a logit bias;
+	echo       []int // echo mode: the tokens to repeat (nil in other modes)
 	// promptSeen marks the candidate tokens the prompt holds, for the
 	// repetition penalty (shape.go).
-	shaped     bool
 	promptSeen []bool
 	// exact, when above 0, is the answer's length in tokens: the choice
 	// ends (stop) after exactly that many, never earlier (a transcript,
@@ -181,6 +178,10 @@ type prepared struct {
 	// allocated with the prepared request; spareTaken claims it.
 	spare      *group
 	spareTaken atomic.Bool
+	// shaped is set when the request has penalties or a logit bias (next
+	// to spareTaken: a held stream keeps its prepared state, so no
+	// padding).
+	shaped bool
 }
 
 // preparedOne is a prepared request of one choice and the group its first
@@ -236,17 +237,17 @@ func (e *Engine) Prepare(req *engine.Request) error {
 			p.echo = e.vocab.encode(lastUser)
 		}
 	case req.Prompt != "":
-		req.PromptTokens = e.vocab.encode(req.Prompt)
+		req.PromptTokens = e.vocab.encodePrompt(req.Prompt, false)
 		lastUser = req.Prompt
-		p.echo = req.PromptTokens
+		p.echo = e.echoScript(req.PromptTokens)
 	case len(req.PromptTokens) > 0:
 		for i, id := range req.PromptTokens {
-			if !e.vocab.valid(id) {
-				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(id)+
+			if !e.vocab.valid(int(id)) {
+				return invalid("prompt", "prompt token "+strconv.Itoa(i)+" is "+strconv.Itoa(int(id))+
 					", outside the vocabulary (0.."+strconv.Itoa(vocabSize-1)+")")
 			}
 		}
-		p.echo = req.PromptTokens
+		p.echo = e.echoScript(req.PromptTokens)
 	default:
 		return invalid("prompt", "the prompt is empty")
 	}
@@ -270,7 +271,6 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		mt = min(mt, p.exact)
 	}
 	p.maxTokens = mt
-	p.hashes = appendBlockHashes(p.hashBuf[:0], req.PromptTokens)
 	h := uint64(e.cfg.Seed)
 	for _, t := range req.PromptTokens {
 		h = mix(h, uint64(t))
@@ -289,6 +289,19 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	e.prepareShape(req, p)
 	req.Prepared = p
 	return nil
+}
+
+// echoScript returns the prompt ids as the script echo mode repeats (a
+// seq's script is []int), or nil in any other mode, which repeats nothing.
+func (e *Engine) echoScript(ids []int32) []int {
+	if e.cfg.Mode != ModeEcho {
+		return nil
+	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }
 
 // prepareFormat picks the tool to call, if any, and parses the schemas.

@@ -56,28 +56,46 @@ func loadShared() (*vocab, *corpus, error) {
 // encode tokenizes text into a slice of its exact length. Safe for
 // concurrent use.
 func (v *vocab) encode(text string) []int {
-	return v.encodeText(text, false)
+	if text == "" {
+		return nil
+	}
+	sp := idScratchPool.Get().(*[]int)
+	ids := v.encodeAppend((*sp)[:0], text)
+	out := make([]int, len(ids))
+	copy(out, ids)
+	putIDScratch(sp, ids)
+	return out
 }
 
-// encodeText is encode; a ChatML prompt goes through the prompt cache.
-func (v *vocab) encodeText(text string, prompt bool) []int {
+// encodePrompt tokenizes a prompt into int32 ids (engine.Request's
+// PromptTokens), a slice of its exact length: a held stream keeps them, at
+// half the memory of []int. A ChatML prompt (chatML) goes through the
+// prompt cache. Safe for concurrent use.
+func (v *vocab) encodePrompt(text string, chatML bool) []int32 {
 	if text == "" {
 		return nil
 	}
 	sp := idScratchPool.Get().(*[]int)
 	var ids []int
-	if prompt {
+	if chatML {
 		ids = v.appendPrompt((*sp)[:0], text)
 	} else {
 		ids = v.encodeAppend((*sp)[:0], text)
 	}
-	out := make([]int, len(ids))
-	copy(out, ids)
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id) // ids are below vocabSize
+	}
+	putIDScratch(sp, ids)
+	return out
+}
+
+// putIDScratch returns a scratch slice to its pool unless it grew large.
+func putIDScratch(sp *[]int, ids []int) {
 	if cap(ids) <= 1<<16 {
 		*sp = ids[:0]
 		idScratchPool.Put(sp)
 	}
-	return out
 }
 
 // idScratchPool holds encode's scratch id slices.
