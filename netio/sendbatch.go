@@ -87,9 +87,9 @@ func (s *Server) newSendBatch(l *loop) *sendBatch {
 	r, err := uring.New(sendBatchEntries)
 	if err != nil {
 		s.log.Warn("io_uring: this event loop sends with write(2)", zap.Error(err))
+		s.ringLoops.Add(-1)
 		return nil
 	}
-	s.ringLoops.Add(1)
 	n := r.Entries()
 	return &sendBatch{l: l, ring: r, items: make([]batchItem, 0, n), res: make([]uring.Completion, 0, n)}
 }
@@ -148,6 +148,7 @@ func (b *sendBatch) flush() {
 		b.l.srv.log.Warn("io_uring: submit failed; this event loop sends with write(2) from now on", zap.Error(err))
 		b.close()
 		b.l.batch = nil
+		b.l.srv.ringLoops.Add(-1)
 	}
 	for i := range items {
 		it := items[i]
@@ -179,6 +180,5 @@ func (b *sendBatch) close() {
 	if b.ring != nil {
 		_ = b.ring.Close()
 		b.ring = nil
-		b.l.srv.ringLoops.Add(-1)
 	}
 }

@@ -169,7 +169,8 @@ type Server struct {
 	bellMu      sync.Mutex
 	bells       []int // writer ends of the loops' doorbells
 	// Send path (sendbatch.go): useRing is settled at Start; ringLoops
-	// counts the loops that send through io_uring.
+	// counts the loops that send through io_uring: all of them from Start
+	// when useRing, less each whose ring could not be set up or failed.
 	useRing   bool
 	ringLoops atomic.Int32
 
@@ -293,6 +294,9 @@ func (s *Server) Start() error {
 	loops := s.opts.Loops
 	if loops <= 0 {
 		loops = runtime.GOMAXPROCS(0)
+	}
+	if s.useRing {
+		s.ringLoops.Store(int32(loops)) // a loop's ring is set up with its first connection
 	}
 	if !s.opts.KeepGOMAXPROCS {
 		s.ctlDone = spareproc.Start(s.log, loops, s.stopped)
