@@ -251,27 +251,19 @@ func mainRamp(ctx context.Context, cfgs []Config, spec string, resolution, retri
 	return 0
 }
 
+// writeRampOutputs writes a ramp's report as JSON and HTML (either may be "").
 func writeRampOutputs(rep *RampReport, outJSON, outHTML string) error {
-	if outJSON != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(outJSON, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	if outHTML != "" {
-		var sb strings.Builder
-		WriteRampHTML(&sb, rep)
-		if err := os.WriteFile(outHTML, []byte(sb.String()), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeReport(rep, outJSON, outHTML, func(sb *strings.Builder) { WriteRampHTML(sb, rep) })
 }
 
+// writeOutputs writes a run's or a comparison's report as JSON and HTML.
 func writeOutputs(jsonValue any, results []*Result, outJSON, outHTML string, cmp *Comparison) error {
+	return writeReport(jsonValue, outJSON, outHTML, func(sb *strings.Builder) { WriteHTML(sb, results, cmp) })
+}
+
+// writeReport writes jsonValue indented to outJSON and what html renders to
+// outHTML, each unless its path is "".
+func writeReport(jsonValue any, outJSON, outHTML string, html func(*strings.Builder)) error {
 	if outJSON != "" {
 		b, err := json.MarshalIndent(jsonValue, "", "  ")
 		if err != nil {
@@ -283,7 +275,7 @@ func writeOutputs(jsonValue any, results []*Result, outJSON, outHTML string, cmp
 	}
 	if outHTML != "" {
 		var sb strings.Builder
-		WriteHTML(&sb, results, cmp)
+		html(&sb)
 		if err := os.WriteFile(outHTML, []byte(sb.String()), 0o644); err != nil {
 			return err
 		}
