@@ -20,7 +20,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama example-embed
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -102,6 +102,12 @@ soak:
 ## llama: install the pinned llama.cpp libraries into $(LLAMA_DIR) (idempotent)
 llama:
 	@bash engine/llama/install.sh "$(LLAMA_DIR)" "$(LLAMA_VARIANT)" "$(LLAMA_VERSION)"
+
+## llama-server: build llama.cpp's own server from the source bundle of the
+## same release into $(LLAMA_DIR)/server/bin (idempotent; about 5 minutes):
+## the worker of the remote-engine tests and the reference of the benchmarks
+llama-server:
+	@bash engine/llama/install-server.sh "$(LLAMA_DIR)/server" "$(LLAMA_VERSION)"
 
 clean:
 	rm -rf bin
