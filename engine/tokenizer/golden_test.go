@@ -79,7 +79,7 @@ func readJSONLines[T any](tb testing.TB, path string) []T {
 
 // goldenRow is one line of golden-<name>.jsonl.gz (see gen_golden.py).
 type goldenRow struct {
-	IDs, IDsSpecial       []int32
+	IDs, IDsSpecial      []int32
 	Decoded, DecodedSkip *string
 }
 
