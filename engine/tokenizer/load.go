@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // The files FromFiles reads, by name.
@@ -400,7 +402,8 @@ func (t *Tokenizer) addNormalizer(m json.RawMessage) error {
 			}
 		}
 	case "NFC", "NFD", "NFKC", "NFKD", "Lowercase":
-		t.normalizers = append(t.normalizers, normalizer{kind: c.Type})
+		forms := map[string]norm.Form{"NFC": norm.NFC, "NFD": norm.NFD, "NFKC": norm.NFKC, "NFKD": norm.NFKD}
+		t.normalizers = append(t.normalizers, normalizer{kind: c.Type, form: forms[c.Type]})
 	case "Replace":
 		if c.Pattern == nil || c.Pattern.String == nil {
 			return errUnsupported("Replace normalizer with a regex pattern")

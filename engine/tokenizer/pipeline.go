@@ -23,6 +23,7 @@ type scratch struct {
 	toks   []string
 	buf    []byte
 	spans  []span
+	iter   norm.Iter
 }
 
 // piece is a pre-token: its text, and whether it starts at the input's
@@ -43,6 +44,7 @@ func (sc *scratch) str(from int) string {
 // normalizer is one step of tokenizer.json's normalizer.
 type normalizer struct {
 	kind    string // NFC, NFD, NFKC, NFKD, Lowercase, Replace, Prepend, Strip
+	form    norm.Form
 	pattern string // Replace
 	content string // Replace, Prepend
 	left    bool   // Strip
@@ -54,12 +56,16 @@ func (t *Tokenizer) normalize(sc *scratch, s string) string {
 		n := &t.normalizers[i]
 		switch n.kind {
 		case "NFC", "NFD", "NFKC", "NFKD":
-			f := map[string]norm.Form{"NFC": norm.NFC, "NFD": norm.NFD, "NFKC": norm.NFKC, "NFKD": norm.NFKD}[n.kind]
-			if isASCII(s) || f.IsNormalString(s) {
+			// QuickSpanString and an Iter kept in the scratch allocate
+			// nothing (IsNormalString and AppendString do).
+			if isASCII(s) || n.form.QuickSpanString(s) == len(s) {
 				continue
 			}
 			from := len(sc.arena)
-			sc.arena = f.AppendString(sc.arena, s)
+			sc.iter.InitString(n.form, s)
+			for !sc.iter.Done() {
+				sc.arena = append(sc.arena, sc.iter.Next()...)
+			}
 			s = sc.str(from)
 		case "Lowercase":
 			if !hasUpper(s) {
