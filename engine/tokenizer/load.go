@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -286,7 +287,18 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 			}
 		}
 	}
-	m.merges = make(map[uint64]uint64, len(merges))
+	if !byteLevel {
+		m.runeID = make([]int32, 0x10000)
+		for i := range m.runeID {
+			m.runeID[i] = -1
+		}
+		for s, id := range vocab {
+			if r, n := utf8.DecodeRuneInString(s); n == len(s) && r < 0x10000 && r != utf8.RuneError {
+				m.runeID[r] = id
+			}
+		}
+	}
+	m.merges = newPairTable(len(merges))
 	for rank, mg := range merges {
 		a, ok1 := vocab[mg[0]]
 		b, ok2 := vocab[mg[1]]
@@ -294,7 +306,7 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 		if !ok1 || !ok2 || !ok3 {
 			return fmt.Errorf("tokenizer: merge %d (%q %q) uses a token not in the vocabulary", rank, mg[0], mg[1])
 		}
-		m.merges[pairKey(a, b)] = uint64(rank)<<32 | uint64(uint32(n))
+		m.merges.set(pairKey(a, b), uint64(rank)<<32|uint64(uint32(n)))
 	}
 	return nil
 }
