@@ -119,7 +119,7 @@ type hfModel struct {
 	FuseUnk                 bool             `json:"fuse_unk"`
 	ByteFallback            bool             `json:"byte_fallback"`
 	IgnoreMerges            bool             `json:"ignore_merges"`
-	Vocab                   map[string]int32 `json:"vocab"`
+	Vocab                   json.RawMessage  `json:"vocab"`
 	Merges                  json.RawMessage  `json:"merges"`
 }
 
@@ -224,11 +224,15 @@ func (t *Tokenizer) build(f *hfFile) error {
 	if err != nil {
 		return err
 	}
+	var vocab map[string]int32
+	if err := json.Unmarshal(f.Model.Vocab, &vocab); err != nil {
+		return fmt.Errorf("tokenizer: model vocab: %w", err)
+	}
 	var unk *string
 	if f.Model.UnkToken != nil {
 		unk = f.Model.UnkToken
 	}
-	if err := t.buildModel(f.Model.Vocab, merges, byteLevel, f.Model.ByteFallback, f.Model.IgnoreMerges, f.Model.FuseUnk, unk); err != nil {
+	if err := t.buildModel(vocab, merges, byteLevel, f.Model.ByteFallback, f.Model.IgnoreMerges, f.Model.FuseUnk, unk); err != nil {
 		return err
 	}
 	added := make([]addedToken, 0, len(f.AddedTokens))
@@ -236,7 +240,7 @@ func (t *Tokenizer) build(f *hfFile) error {
 		added = append(added, addedToken{id: a.ID, content: a.Content, singleWord: a.SingleWord,
 			lstrip: a.LStrip, rstrip: a.RStrip, normalized: a.Normalized, special: a.Special})
 	}
-	t.buildTables(f.Model.Vocab, added)
+	t.buildTables(vocab, added)
 	if !isNull(f.PostProcessor) {
 		if err := t.addPostProcessor(f.PostProcessor); err != nil {
 			return err
