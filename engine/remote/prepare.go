@@ -77,7 +77,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		return invalid("prompt", "the prompt is empty")
 	}
 	if err != nil {
-		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker could not tokenize the prompt; retry later"}
+		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker could not tokenize the prompt (" + err.Error() + "); retry later"}
 	}
 	if len(p.prompt) == 0 {
 		return invalid("prompt", "the prompt is empty")

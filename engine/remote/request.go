@@ -74,7 +74,8 @@ type choice struct {
 	events []text.Event
 	piece  []byte
 
-	gen  []int // generated ids
+	gen  []int // generated ids (those the worker named)
+	n    int   // generated tokens
 	lps  []engine.TokenLogprob
 	tops []engine.TopLogprob // arena for lps' alternatives, append-only
 	strs []byte              // arena for logprob token strings, append-only
@@ -248,9 +249,17 @@ func (r *request) Tokens(ck *Chunk) {
 	}
 	m := r.p.m
 	sp := &r.req.Sampling
+	if ck.Missing > 0 {
+		// Tokens the worker did not name: counted; their text comes with
+		// the chunk's last token.
+		r.usage.CompletionTokens += ck.Missing
+		c.n += ck.Missing
+	}
+	last := len(ck.TokenIDs) - 1
 	for i, id := range ck.TokenIDs {
 		own := false // the engine ends the choice where the worker would not
 		r.usage.CompletionTokens++
+		c.n++
 		c.gen = append(c.gen, int(id))
 		if c.lps != nil {
 			c.lps = append(c.lps, c.logprob(m, ck, i, sp.TopLogprobs))
@@ -264,7 +273,12 @@ func (r *request) Tokens(ck *Chunk) {
 			c.finish, c.stopTokenID = engine.FinishStop, int(id)
 		default:
 			c.piece = c.piece[:0]
-			if !m.tok.IsSpecial(id) {
+			switch {
+			case ck.Text != nil:
+				if i == last {
+					c.piece = append(c.piece, ck.Text...)
+				}
+			case !m.tok.IsSpecial(id):
 				c.piece = m.tok.AppendPiece(c.piece, id)
 			}
 			if c.forced != nil {
@@ -282,7 +296,7 @@ func (r *request) Tokens(ck *Chunk) {
 				c.finish, c.stopString = engine.FinishStop, c.parser.StopString()
 			}
 		}
-		if c.finish == "" && len(c.gen) >= r.p.maxTokens {
+		if c.finish == "" && c.n >= r.p.maxTokens {
 			c.finish = engine.FinishLength
 		}
 		if c.finish != "" {
@@ -334,6 +348,15 @@ func (r *request) End(end *End) {
 	defer r.recoverPanic()
 	if end.PromptTokens > 0 {
 		r.usage.PromptTokens = end.PromptTokens
+	}
+	counted := 0
+	for _, ce := range end.Choices {
+		counted += ce.CompletionTokens
+	}
+	if counted > r.usage.CompletionTokens {
+		// Tokens the worker generated and never streamed (llama-server's
+		// held incomplete UTF-8 at the end).
+		r.usage.CompletionTokens = counted
 	}
 	if end.CachedTokens > 0 || !r.cachedIn {
 		r.usage.CachedTokens = end.CachedTokens
