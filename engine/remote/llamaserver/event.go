@@ -2,8 +2,8 @@ package llamaserver
 
 import (
 	"errors"
-	"unicode/utf8"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/vajra-go/vajra/engine/remote"

@@ -36,7 +36,9 @@ func TestParseEvent(t *testing.T) {
 				ev.top[0][1].TokenID == 6 && ev.top[0][1].Logprob == -1.5
 		})
 	f(`{"error":{"code":500,"message":"slot unavailable","type":"server_error"}}`,
-		func(ev *event) bool { return ev.hasError && ev.errCode == 500 && string(ev.errMsg) == "slot unavailable" })
+		func(ev *event) bool {
+			return ev.hasError && ev.errCode == 500 && string(ev.errMsg) == "slot unavailable"
+		})
 	for _, bad := range []string{``, `{`, `{"tokens":[1,}`, `{"stop":tru}`, `[1]`, `{"a" 1}`} {
 		if err := p.parse([]byte(bad), &ev); err == nil {
 			t.Errorf("%q parsed", bad)
