@@ -125,7 +125,7 @@ func TestWorkerBrokeMidStream(t *testing.T) {
 	f.down.Store(true)
 	c.end(&End{Err: &WorkerError{Worker: f.url, Message: "the stream broke", Err: errors.New("EOF")}})
 	res := rec.wait(t)
-	if res.Err == nil || res.Err.Kind != engine.KindInternal || !strings.HasSuffix(string(rec.frames), "x") {
+	if res.Err == nil || res.Err.Kind != engine.KindClosed || !strings.HasSuffix(string(rec.frames), "x") {
 		t.Fatalf("err %v frames %q", res.Err, rec.frames)
 	}
 	if res.Choices[0].Text != "ab" {

@@ -368,10 +368,10 @@ func (r *request) End(end *End) {
 	case reason == reasonClosed:
 		err = &engine.Error{Kind: engine.KindClosed, Message: "the engine is shut down"}
 	case reason == reasonTimeoutFirst:
-		err = &engine.Error{Kind: engine.KindInternal, Message: "the engine worker " + r.w.url +
+		err = &engine.Error{Kind: engine.KindClosed, Message: "the engine worker " + r.w.url +
 			" sent no token within " + r.e.cfg.FirstTokenTimeout.String() + " (--worker-first-token-timeout); the request was aborted on it"}
 	case reason == reasonTimeoutInter:
-		err = &engine.Error{Kind: engine.KindInternal, Message: "the engine worker " + r.w.url +
+		err = &engine.Error{Kind: engine.KindClosed, Message: "the engine worker " + r.w.url +
 			" sent nothing for " + r.e.cfg.InterTokenTimeout.String() + " (--worker-inter-token-timeout); the request was aborted on it"}
 	case end.Err != nil && r.live == 0:
 		// Every choice had ended: the output is whole.
@@ -427,8 +427,9 @@ func (r *request) release() {
 const abortedByClient = "the request was aborted"
 
 // workerError maps a worker's failure to the engine error the dialects
-// render: overloaded (429), unavailable (503), refused (400) or a failure
-// of the worker (500).
+// render: overloaded (429), unavailable (503: the worker or the way to it
+// is gone, its stream broke), refused (400) or a failure the worker
+// reported (500, whose details the dialects keep to the log).
 func workerError(err error) *engine.Error {
 	var we *WorkerError
 	if !errors.As(err, &we) {
@@ -439,8 +440,8 @@ func workerError(err error) *engine.Error {
 		return &engine.Error{Kind: engine.KindOverloaded, Message: "the engine worker is overloaded: " + we.Message}
 	case we.Status == 400 || we.Status == 422:
 		return &engine.Error{Kind: engine.KindInvalid, Message: "the engine worker refused the request: " + we.Message}
-	case we.Status == 503 && we.Retryable:
-		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker is unavailable: " + we.Message}
+	case we.Status == 503 || we.Status == 0:
+		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker " + we.Worker + " is unavailable: " + we.Message}
 	}
 	return &engine.Error{Kind: engine.KindInternal, Message: we.Error()}
 }
