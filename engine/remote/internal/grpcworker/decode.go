@@ -41,7 +41,7 @@ type Response struct {
 	Kind  Kind
 	Index int
 	// TokenIDs is a chunk's token_ids or a complete's output_ids.
-	TokenIDs                                []int32
+	TokenIDs                               []int32
 	PromptTokens, CompletionTokens, Cached int
 	// Logprobs and Top are the output logprobs (OutputLogProbs), one
 	// entry per position; Top[i] is valid for i < len(Logprobs) only.
