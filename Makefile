@@ -63,16 +63,21 @@ test-short:
 vet:
 	$(GO) vet ./...
 
-## generate: regenerate the committed easyjson codecs
+## generate: regenerate the committed easyjson codecs and the gRPC code of
+## the vLLM and SGLang workers (engine/remote/internal/grpcgen: the protos of
+## a pinned smg-grpc-proto wheel from PyPI, into the ignored .proto/)
 generate:
 	$(GO) generate ./...
 
+# The generated files check-generate compares with what is committed.
+GENERATED := '*_easyjson.go' '*.pb.go'
+
 ## check-generate: fail if `make generate` would change committed generated code
 check-generate: generate
-	@if [ -n "$$(git status --porcelain -- '*_easyjson.go')" ]; then \
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		echo "generated code is stale: run 'make generate' and commit the result"; \
-		git status --porcelain -- '*_easyjson.go'; \
-		git --no-pager diff --stat -- '*_easyjson.go'; \
+		git status --porcelain -- $(GENERATED); \
+		git --no-pager diff --stat -- $(GENERATED); \
 		exit 1; \
 	fi
 
