@@ -125,6 +125,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&lc.GPULayers, "n-gpu-layers", -1, "llama: layers to offload to the GPU of a CUDA or Vulkan build (-1: all)")
 	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
 	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
+	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,

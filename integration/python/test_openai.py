@@ -257,3 +257,27 @@ def test_error_429(oai, model, max_concurrent):
     finally:
         for s in held:
             s.close()
+
+
+def test_embeddings(oai, model):
+    texts = ["The cat sat on the mat.", "A kitten was sitting on the rug.", "Stock markets fell sharply on Tuesday."]
+    r = oai.embeddings.create(model=model, input=texts)
+    assert r.object == "list" and r.model == model and [d.index for d in r.data] == [0, 1, 2]
+    v = [d.embedding for d in r.data]
+    assert all(len(x) == len(v[0]) > 0 for x in v)
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b))
+    assert abs(dot(v[0], v[0]) - 1) < 1e-4  # unit vectors
+    assert dot(v[0], v[1]) > dot(v[0], v[2])  # cat and kitten are closer than stocks
+    assert r.usage.prompt_tokens == r.usage.total_tokens > len(texts)
+    # The SDK asks for base64 unless told otherwise and decodes it; floats
+    # asked for explicitly are the same numbers.
+    f = oai.embeddings.create(model=model, input=texts[0], encoding_format="float")
+    assert f.data[0].embedding == pytest.approx(v[0], abs=1e-6)
+    ids = oai.embeddings.create(model=model, input=[[1, 2, 3], [4, 5]])
+    assert len(ids.data) == 2 and ids.usage.prompt_tokens == 5
+    with pytest.raises(openai.BadRequestError) as e:
+        oai.embeddings.create(model=model, input="x", dimensions=8)
+    assert e.value.param == "dimensions"
+    with pytest.raises(openai.BadRequestError) as e:
+        oai.embeddings.create(model=model, input="")
+    assert e.value.param == "input"
