@@ -66,6 +66,8 @@ type Engine struct {
 	}
 
 	sched scheduler // loop-only
+
+	emb embedState // POST /v1/embeddings' own context (embed.go)
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -307,6 +309,7 @@ func (e *Engine) Close() error {
 	<-e.done
 	if first {
 		e.ctx.Free()
+		e.emb.close()
 		e.model.Free()
 		e.cfg.Logger.Info("llama engine stopped",
 			zap.Uint64("prompt_tokens", e.st.promptTokens.Load()),
