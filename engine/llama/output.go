@@ -50,7 +50,6 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 		var stopped bool
 		q.events, stopped = q.parser.Feed(q.events[:0], e.piece(tok))
 		if hasReasoning(q.events) {
-			q.reasoning++
 			g.usage.ReasoningTokens++
 		}
 		s.emit(q, q.events)

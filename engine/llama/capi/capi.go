@@ -17,21 +17,62 @@ package capi
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include -O2
 #cgo LDFLAGS: -ldl
+#include <math.h>
 #include "wrappers.h"
 
-// vj_sample applies the samplers in order to the logits of batch output i
-// (as llama_sampler_sample does for a chain), then feeds the chosen token to
-// each of them. The last sampler (greedy or dist) selects.
-static llama_token vj_sample(struct llama_context *ctx, int32_t i, struct llama_sampler **list, int n, llama_token_data *cur, int32_t n_vocab) {
-	const float *logits = vjw_llama_get_logits_ith(ctx, i);
-	if (!logits) return -1;
+// vj_fill writes the logits into the candidate array, token t at index t.
+static void vj_fill(const float *logits, llama_token_data *cur, int32_t n_vocab) {
 	for (llama_token t = 0; t < n_vocab; t++) {
 		cur[t].id = t; cur[t].logit = logits[t]; cur[t].p = 0.0f;
 	}
+}
+
+// vj_run applies samplers list[from:n] to cur; the selected token or -1.
+static llama_token vj_run(struct llama_sampler **list, int from, int n, llama_token_data *cur, int32_t n_vocab) {
 	llama_token_data_array arr = { cur, (size_t)n_vocab, -1, false };
-	for (int k = 0; k < n; k++) vjw_llama_sampler_apply(list[k], &arr);
+	for (int k = from; k < n; k++) vjw_llama_sampler_apply(list[k], &arr);
 	if (arr.selected < 0 || arr.selected >= (int64_t)arr.size) return -1;
-	llama_token tok = arr.data[arr.selected].id;
+	return arr.data[arr.selected].id;
+}
+
+// vj_sample draws a token from the logits of batch output i, as
+// llama_sampler_sample does for a chain, then feeds it to each sampler
+// (grammar and penalties advance). The last sampler (greedy or dist)
+// selects. mode 1: the chain is greedy alone, an argmax over the logits
+// (no candidate array is written). mode 2: list[0] is a grammar, applied
+// as llama.cpp's common sampler does: the rest of the chain draws, the
+// grammar checks that one token, and only when it rejects it is the whole
+// chain run again with the grammar first.
+static llama_token vj_sample(struct llama_context *ctx, int32_t i, struct llama_sampler **list, int n, llama_token_data *cur, int32_t n_vocab, int mode) {
+	const float *logits = vjw_llama_get_logits_ith(ctx, i);
+	if (!logits) return -1;
+	if (mode == 1) {
+		llama_token best = 0;
+		float bv = logits[0];
+		for (llama_token t = 1; t < n_vocab; t++) {
+			if (logits[t] > bv) { bv = logits[t]; best = t; }
+		}
+		return best;
+	}
+	llama_token tok;
+	if (mode == 2 && n > 1) {
+		vj_fill(logits, cur, n_vocab);
+		tok = vj_run(list, 1, n, cur, n_vocab);
+		if (tok >= 0) {
+			llama_token_data one = { tok, 1.0f, 0.0f };
+			llama_token_data_array a1 = { &one, 1, -1, false };
+			vjw_llama_sampler_apply(list[0], &a1);
+			if (!(one.logit > -INFINITY)) tok = -1;
+		}
+		if (tok < 0) {
+			vj_fill(logits, cur, n_vocab);
+			tok = vj_run(list, 0, n, cur, n_vocab);
+		}
+	} else {
+		vj_fill(logits, cur, n_vocab);
+		tok = vj_run(list, 0, n, cur, n_vocab);
+	}
+	if (tok < 0) return -1;
 	for (int k = 0; k < n; k++) vjw_llama_sampler_accept(list[k], tok);
 	return tok;
 }
@@ -189,6 +230,18 @@ func (m *Model) Free() {
 // TrainContext is the context length the model was trained with.
 func (m *Model) TrainContext() int { return int(C.vjw_llama_model_n_ctx_train(m.p)) }
 
+// KVBytesPerToken is the KV cache's size per token with llama.cpp's
+// default F16 K and V: every layer's keys and values of the KV heads.
+func (m *Model) KVBytesPerToken() int {
+	layers := int(C.vjw_llama_model_n_layer(m.p))
+	embd, heads := int(C.vjw_llama_model_n_embd(m.p)), int(C.vjw_llama_model_n_head(m.p))
+	kv := int(C.vjw_llama_model_n_head_kv(m.p))
+	if heads <= 0 || kv <= 0 {
+		kv, heads = 1, 1
+	}
+	return layers * 2 * 2 * kv * (embd / heads)
+}
+
 // Params is the model's parameter count.
 func (m *Model) Params() uint64 { return uint64(C.vjw_llama_model_n_params(m.p)) }
 
@@ -292,9 +345,10 @@ func (m *Model) Piece(dst []byte, t Token, special bool) []byte {
 
 // Context is an inference context: the KV cache and the compute buffers.
 type Context struct {
-	p   *C.struct_llama_context
-	mem C.llama_memory_t
-	m   *Model
+	p       *C.struct_llama_context
+	mem     C.llama_memory_t
+	m       *Model
+	unified bool
 }
 
 // ContextParams are the context options Vajra sets.
@@ -326,7 +380,7 @@ func NewContext(m *Model, cp ContextParams) (*Context, error) {
 	if c == nil {
 		return nil, errors.New("llama.cpp could not create a context (too large a KV cache for memory?)")
 	}
-	return &Context{p: c, mem: C.vjw_llama_get_memory(c), m: m}, nil
+	return &Context{p: c, mem: C.vjw_llama_get_memory(c), m: m, unified: cp.KVUnified}, nil
 }
 
 // Free releases the context.
@@ -353,13 +407,36 @@ func (c *Context) SeqRemove(seq int, p0, p1 int) bool {
 }
 
 // SeqCopy makes dst share src's cells in [p0, p1): no KV is copied in a
-// unified cache, the cells gain a sequence id. Ids out of range do nothing
-// (llama.cpp asserts on them, which ends the process).
+// unified cache, the cells gain a sequence id. With a stream per sequence
+// only a whole copy (p0 <= 0, p1 < 0) is possible: see CopyPrefix. Ids out
+// of range and a partial copy across streams do nothing (llama.cpp asserts
+// on them, which ends the process).
 func (c *Context) SeqCopy(src, dst int, p0, p1 int) {
 	if n := c.SeqMax(); src < 0 || dst < 0 || src >= n || dst >= n {
 		return
 	}
+	if !c.unified && (p0 > 0 || p1 >= 0) {
+		return
+	}
 	C.vjw_llama_memory_seq_cp(c.mem, C.llama_seq_id(src), C.llama_seq_id(dst), C.llama_pos(p0), C.llama_pos(p1))
+}
+
+// Unified reports whether the sequences share one KV buffer (cells are
+// shared by copies) or each has a stream of its own (copies move data).
+func (c *Context) Unified() bool { return c.unified }
+
+// CopyPrefix makes dst (whose cells must be empty) hold src's first n
+// positions. In a unified cache the cells are shared, nothing is copied;
+// with a stream per sequence llama.cpp copies only whole streams, so src's
+// whole stream is copied (at the next Decode, before its compute) and dst
+// then drops the positions from n on.
+func (c *Context) CopyPrefix(src, dst, n int) {
+	if c.unified {
+		c.SeqCopy(src, dst, 0, n)
+		return
+	}
+	c.SeqCopy(src, dst, -1, -1)
+	c.SeqRemove(dst, n, -1)
 }
 
 // SeqPosMax is the largest position of seq, or -1.
@@ -428,6 +505,7 @@ func (b *Batch) Add(t Token, pos, seq int, logits bool) int {
 type Sampler struct {
 	list []*C.struct_llama_sampler
 	rep  *C.struct_llama_sampler // the repetition penalty, or nil
+	mode C.int                   // vj_sample's: 1 greedy alone, 2 grammar first
 }
 
 // SamplerParams are the per-request sampling settings, in vLLM's terms.
@@ -486,7 +564,13 @@ func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
 	if sp.FrequencyPenalty != 0 || sp.PresencePenalty != 0 {
 		add(C.vjw_llama_sampler_init_penalties(nv, lastN, 1, C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty)))
 	}
+	if sp.Grammar != "" {
+		s.mode = 2
+	}
 	if sp.Temperature <= 0 {
+		if len(s.list) == 0 {
+			s.mode = 1
+		}
 		add(C.vjw_llama_sampler_init_greedy())
 		return s, nil
 	}
@@ -540,7 +624,7 @@ func (s *Sampler) Sample(c *Context, i int, cand *Candidates) Token {
 	if len(s.list) == 0 {
 		return -1
 	}
-	return Token(C.vj_sample(c.p, C.int32_t(i), &s.list[0], C.int(len(s.list)), cand.p, C.int32_t(cand.n)))
+	return Token(C.vj_sample(c.p, C.int32_t(i), &s.list[0], C.int(len(s.list)), cand.p, C.int32_t(cand.n), s.mode))
 }
 
 // Free releases the samplers.

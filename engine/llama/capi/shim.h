@@ -27,6 +27,10 @@
 	X(llama, llama_model_get_vocab) \
 	X(llama, llama_model_n_ctx_train) \
 	X(llama, llama_model_n_params) \
+	X(llama, llama_model_n_layer) \
+	X(llama, llama_model_n_embd) \
+	X(llama, llama_model_n_head) \
+	X(llama, llama_model_n_head_kv) \
 	X(llama, llama_model_desc) \
 	X(llama, llama_model_chat_template) \
 	X(llama, llama_model_meta_val_str) \

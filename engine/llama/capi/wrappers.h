@@ -20,6 +20,10 @@ static inline void vjw_llama_model_free(struct llama_model * model) { vj_llama_m
 static inline const struct llama_vocab * vjw_llama_model_get_vocab(const struct llama_model * model) { return vj_llama_model_get_vocab(model); }
 static inline int32_t vjw_llama_model_n_ctx_train(const struct llama_model * model) { return vj_llama_model_n_ctx_train(model); }
 static inline uint64_t vjw_llama_model_n_params(const struct llama_model * model) { return vj_llama_model_n_params(model); }
+static inline int32_t vjw_llama_model_n_layer(const struct llama_model * model) { return vj_llama_model_n_layer(model); }
+static inline int32_t vjw_llama_model_n_embd(const struct llama_model * model) { return vj_llama_model_n_embd(model); }
+static inline int32_t vjw_llama_model_n_head(const struct llama_model * model) { return vj_llama_model_n_head(model); }
+static inline int32_t vjw_llama_model_n_head_kv(const struct llama_model * model) { return vj_llama_model_n_head_kv(model); }
 static inline int32_t vjw_llama_model_desc(const struct llama_model * model, char * buf, size_t buf_size) { return vj_llama_model_desc(model, buf, buf_size); }
 static inline const char * vjw_llama_model_chat_template(const struct llama_model * model, const char * name) { return vj_llama_model_chat_template(model, name); }
 static inline int32_t vjw_llama_model_meta_val_str(const struct llama_model * model, const char * key, char * buf, size_t buf_size) { return vj_llama_model_meta_val_str(model, key, buf, buf_size); }
