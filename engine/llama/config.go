@@ -79,8 +79,10 @@ type Config struct {
 	// core's vector units and gain nothing). Fewer threads than cores
 	// leaves compute idle (one thread of two cores gave 0.55x
 	// llama-server's tokens/s); but llama.cpp's threads spin at every
-	// barrier, so on a machine busy with other work a lower --threads can
-	// be faster.
+	// barrier: with more threads than free cores every step waits for
+	// descheduled threads. Without --threads the engine follows the cores
+	// other processes leave free, once a second (see threadTuner); a
+	// given --threads is kept.
 	Threads int
 	// GPULayers is the number of layers offloaded to a GPU (--n-gpu-layers;
 	// -1 all); it matters only with a CUDA or Vulkan build in LibDir.
@@ -101,6 +103,10 @@ type Config struct {
 	Seed int64
 	// Logger gets start and stop lines only; nil means none.
 	Logger *zap.Logger
+
+	// autoThreads: Threads was not given, the engine follows the free
+	// cores (see threadTuner).
+	autoThreads bool
 }
 
 // DefaultLibDirs are searched for the llama.cpp libraries when LibDir is
@@ -167,7 +173,7 @@ func (c *Config) normalize(trainCtx, kvBytes int) error {
 		return fmt.Errorf("--kv-cache-tokens %d is smaller than --max-model-len %d: one full context must fit", c.KVCacheTokens, c.MaxModelLen)
 	}
 	if c.Threads <= 0 {
-		c.Threads = physicalCores()
+		c.Threads, c.autoThreads = physicalCores(), true
 	}
 	if c.MaxWaiting <= 0 {
 		c.MaxWaiting = DefaultMaxWaiting

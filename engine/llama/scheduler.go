@@ -63,6 +63,8 @@ type scheduler struct {
 	chunk                    int
 	// copyCost is the time a whole-stream KV copy is taken to cost.
 	copyCost time.Duration
+	// threads follows the free cores (nil with --threads given).
+	threads *threadTuner
 	// compute is the scheduler thread's CPU time in llama_decode and in
 	// llama.cpp's samplers.
 	compute time.Duration
@@ -89,6 +91,11 @@ func (s *scheduler) init(e *Engine, seqMax int) {
 		s.freeIDs = append(s.freeIDs, id)
 	}
 	s.slots = make([]*seq, seqMax)
+	if e.cfg.autoThreads {
+		if s.threads = newThreadTuner(e.cfg.Threads); s.threads != nil {
+			e.ctx.SetThreads(1)
+		}
+	}
 	s.chunk = initialChunk
 	// A stream copy moves the whole stream (its cells rounded up to 256,
 	// llama.cpp's padding) at a memory bandwidth taken as 4 GB/s.
@@ -115,6 +122,7 @@ func (e *Engine) run() {
 	defer close(e.done)
 	defer s.batch.Free()
 	defer s.cand.Free()
+	defer s.threads.close()
 	for {
 		e.mu.Lock()
 		inbox, aborts, closing := e.inbox, e.aborts, e.closing
@@ -139,6 +147,9 @@ func (e *Engine) run() {
 		s.admit()
 		if len(s.running) > 0 {
 			s.step()
+			if n := s.threads.check(s.stepAt); n > 0 {
+				e.ctx.SetThreads(n)
+			}
 		}
 		s.publish()
 	}

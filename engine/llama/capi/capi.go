@@ -391,6 +391,11 @@ func (c *Context) Free() {
 	}
 }
 
+// SetThreads sets the compute threads of the next Decode calls.
+func (c *Context) SetThreads(n int) {
+	C.vjw_llama_set_n_threads(c.p, C.int32_t(n), C.int32_t(n))
+}
+
 // Size is the context's KV cells, BatchSize its n_batch, SeqMax its
 // sequence ids.
 func (c *Context) Size() int      { return int(C.vjw_llama_n_ctx(c.p)) }
