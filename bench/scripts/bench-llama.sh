@@ -40,8 +40,10 @@
 #                            inter-token gap p50/p99, TTFT, the server's RSS
 #                            and CPU, and the ratios.
 #   bench-llama.sh arrivals  ARRIVE_STREAMS (24) streams decoding while
-#                            ARRIVE_N (20) prompts of ARRIVE_PROMPT (800)
-#                            words arrive at ARRIVE_RATE (4) per second,
+#                            ARRIVE_N (20) prompts of ARRIVE_PROMPT (300)
+#                            words (about 800 tokens of the 8x512 model's
+#                            byte-level vocabulary, the chat template
+#                            included) arrive at ARRIVE_RATE (4) per second,
 #                            each prompt unique (no prefix cache holds it):
 #                            the running streams' gap p99, both servers.
 #   bench-llama.sh logprobs  Vajra alone: 8 streams' gaps without, then
@@ -61,7 +63,9 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 	cd "$root"
 	out=bench/out/llama-$MODE
 	mkdir -p "$out"
-	rm -f "$out"/*.txt "$out"/*.json
+	# The logs too: the server's address is read from its log, which the
+	# background start truncates only later.
+	rm -f "$out"/*.txt "$out"/*.json "$out"/*.log
 	echo "building..."
 	go build -o bin/vajra ./cmd/vajra
 	tmp=$(mktemp -d)
@@ -106,7 +110,7 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 		lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 		llog=$out/llama-server.log
 		llama_cmd=("$lbin" -m "$model" --host 127.0.0.1 --port "$lport" --no-webui --metrics ${LLAMA_FLAGS:--np 64 -c 65536})
-		"${llama_cmd[@]}" >"$llog" 2>&1 &
+		LD_LIBRARY_PATH=$(dirname "$lbin")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "${llama_cmd[@]}" >"$llog" 2>&1 &
 		lpid=$!
 		pids+=("$lpid")
 		for _ in $(seq 1 600); do
@@ -128,7 +132,10 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 			/^throughput:/ { tps = $2 }
 			/^ttft / { ttft50 = $4; ttft99 = $6 }
 			/^gap / { gap50 = $4; gap99 = $6 }
-			END { printf "%-6s tokens/s=%.1f gap_p50_ms=%s gap_p99_ms=%s ttft_p50_ms=%s ttft_p99_ms=%s rss_mb=%s loadavg1=%s\n", tag, tps, gap50, gap99, ttft50, ttft99, rss, load }' "$o.txt"
+			# CPU per token of the server: what the load of other processes
+			# moves least.
+			/^server pid/ { cpu = $5; sub(/s$/, "", cpu); cpt = $9 }
+			END { printf "%-6s tokens/s=%.1f gap_p50_ms=%s gap_p99_ms=%s ttft_p50_ms=%s ttft_p99_ms=%s cpu_s=%s cpu_us_per_token=%s rss_mb=%s loadavg1=%s\n", tag, tps, gap50, gap99, ttft50, ttft99, cpu, cpt, rss, load }' "$o.txt"
 	}
 	WARMUP=${WARMUP:-2s}
 	DURATION=${DURATION:-8s}
@@ -158,9 +165,9 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 		echo
 		echo "=== Vajra / llama-server per run (tokens/s ratio; gap p99 ratio, lower is better)"
 		awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } k = f["c"] " " f["rep"]
-			if ($3 == "vajra") { vt[k] = f["tokens/s"]; vg[k] = f["gap_p99_ms"]; vr[k] = f["rss_mb"] } else { lt[k] = f["tokens/s"]; lg[k] = f["gap_p99_ms"]; lr[k] = f["rss_mb"] }
+			if ($3 == "vajra") { vt[k] = f["tokens/s"]; vg[k] = f["gap_p99_ms"]; vr[k] = f["rss_mb"]; vc[k] = f["cpu_us_per_token"] } else { lt[k] = f["tokens/s"]; lg[k] = f["gap_p99_ms"]; lr[k] = f["rss_mb"]; lc[k] = f["cpu_us_per_token"] }
 			keys[k] = 1 }
-			END { for (k in keys) if (lt[k] > 0 && lg[k] > 0) printf "c=%s tokens/s %.2fx gap_p99 %.2fx (vajra %.0f vs %.0f tokens/s, %.1f vs %.1f ms; rss %s vs %s MB)\n", k, vt[k] / lt[k], vg[k] / lg[k], vt[k], lt[k], vg[k], lg[k], vr[k], lr[k] }' "$summary" | sort -t= -k2 -n | tee "$out/ratios.txt"
+			END { for (k in keys) if (lt[k] > 0 && lg[k] > 0 && lc[k] > 0) printf "c=%s tokens/s %.2fx gap_p99 %.2fx cpu/token %.2fx (vajra %.0f vs %.0f tokens/s, %.1f vs %.1f ms, %.0f vs %.0f us/token; rss %s vs %s MB)\n", k, vt[k] / lt[k], vg[k] / lg[k], vc[k] / lc[k], vt[k], lt[k], vg[k], lg[k], vc[k], lc[k], vr[k], lr[k] }' "$summary" | sort -t= -k2 -n | tee "$out/ratios.txt"
 		;;
 	arrivals)
 		streams=${ARRIVE_STREAMS:-24}
@@ -176,7 +183,7 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 				bp=$!
 				sleep 3
 				GOMAXPROCS=1 bin/vajra bench -url "http://$u" -model "$name" -quiet -max-time 2m -rate "${ARRIVE_RATE:-4}" \
-					-n "${ARRIVE_N:-20}" -warmup 0s -unique-prompts -prompt-tokens "${ARRIVE_PROMPT:-800}" -max-tokens 8 \
+					-n "${ARRIVE_N:-20}" -warmup 0s -unique-prompts -prompt-tokens "${ARRIVE_PROMPT:-300}" -max-tokens 8 \
 					-out "$out/arr-r$rep-$t-prompts.json" >"$out/arr-r$rep-$t-prompts.txt" || true
 				wait "$bp" || true
 				awk -v tag="$t" -v rep="$rep" -v rss="$(rss "$p")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '

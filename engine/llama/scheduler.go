@@ -295,24 +295,44 @@ func (s *scheduler) reuse(q *seq, count bool) {
 	if count {
 		s.prefixQueries += uint64(q.g.promptLen())
 	}
+	// A cached stream is taken in place when most of what it keeps is
+	// reused (llama-server's slot similarity), or when no free id is left;
+	// else its prefix is copied into a free id where that pays, and it
+	// stays cached for the prompts that share more of it.
+	inPlace := lc > 0 && (lc*keepShare >= len(s.cache[ci].toks) || len(s.freeIDs) == 0)
 	switch {
-	case lr > lc && s.copyPays(lr-lc):
-		s.take(q, -1)
-		s.e.ctx.CopyPrefix(src, q.id, lr)
-		q.kv = lr
-	case lc > 0:
+	case inPlace && !(lr > lc && s.copyPays(lr-lc)):
 		s.take(q, ci)
 		s.e.ctx.SeqRemove(q.id, lc, -1)
 		q.kv = lc
-	default:
-		s.take(q, -1)
+		s.counted(q, count)
+		return
+	case lc > lr:
+		s.tick++
+		s.cache[ci].used = s.tick // not the one evicted for a free id
+		src, lr = s.cache[ci].id, lc
 	}
+	s.take(q, -1)
+	if lr > 0 && s.copyPays(lr) {
+		s.e.ctx.CopyPrefix(src, q.id, lr)
+		q.kv = lr
+	}
+	s.counted(q, count)
+}
+
+// counted records q's reused prefix as the request's cached tokens.
+func (s *scheduler) counted(q *seq, count bool) {
 	if count && len(q.gen) == 0 && q.kv > 0 {
 		hit := min(q.kv, q.g.promptLen())
 		s.prefixHits += uint64(hit)
 		q.g.usage.CachedTokens = hit
 	}
 }
+
+// keepShare: a cached stream is reused in place when the prefix is at
+// least 1/keepShare of what it keeps (llama-server's default slot
+// similarity is 0.1 of the prompt).
+const keepShare = 2
 
 // copyPays reports whether copying a prefix saves more than it costs: in
 // a unified pool a copy shares cells (free); across streams it moves a
