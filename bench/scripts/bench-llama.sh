@@ -134,7 +134,7 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 			/^gap / { gap50 = $4; gap99 = $6 }
 			# CPU per token of the server: what the load of other processes
 			# moves least.
-			/^server pid/ { cpu = $5; sub(/s$/, "", cpu); cpt = $9 }
+			/^server pid/ { cpu = $5; sub(/s$/, "", cpu); cpt = $11 }
 			END { printf "%-6s tokens/s=%.1f gap_p50_ms=%s gap_p99_ms=%s ttft_p50_ms=%s ttft_p99_ms=%s cpu_s=%s cpu_us_per_token=%s rss_mb=%s loadavg1=%s\n", tag, tps, gap50, gap99, ttft50, ttft99, cpu, cpt, rss, load }' "$o.txt"
 	}
 	WARMUP=${WARMUP:-2s}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/llama/capi"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
 )
 
@@ -123,6 +124,43 @@ func TestThreadTunerReadsTheMachine(t *testing.T) {
 		n := tt.check(now.Add(time.Duration(i) * 2 * tunePeriod))
 		if n < 0 || n > 2 || tt.cur < 1 || tt.cur > 2 {
 			t.Fatalf("threads %d (current %d), outside [1, 2]", n, tt.cur)
+		}
+	}
+}
+
+// TestPenaltiesMatchLlamaCpp: Vajra's penalty sampler (the window's
+// distinct tokens only) gives llama.cpp's own logits, for a window that
+// wraps around, repeated tokens, negative and positive logits.
+func TestPenaltiesMatchLlamaCpp(t *testing.T) {
+	e := newTestEngine(t, Config{}, tinymodel.Config{})
+	n := e.model.VocabSize()
+	logits := make([]float32, n)
+	for i := range logits {
+		logits[i] = float32((i*7919)%200-100) / 10
+	}
+	var toks []int32
+	for i := 0; i < 300; i++ {
+		toks = append(toks, int32((i*i+3*i)%(n/3)))
+	}
+	for _, c := range []struct {
+		lastN           int
+		rep, freq, pres float32
+	}{{64, 1.3, 0, 0}, {64, 1, 0.5, 0.25}, {1000, 1.1, 0.2, 0.7}, {1, 1.5, 1, 1}} {
+		ours, theirs, err := capi.PenaltyParity(e.model, c.lastN, c.rep, c.freq, c.pres, toks, logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := 0
+		for i := range ours {
+			if ours[i] != theirs[i] {
+				t.Fatalf("%+v: token %d: %v, llama.cpp %v", c, i, ours[i], theirs[i])
+			}
+			if ours[i] != logits[i] {
+				changed++
+			}
+		}
+		if changed == 0 {
+			t.Fatalf("%+v: no logit penalized", c)
 		}
 	}
 }

@@ -18,6 +18,7 @@ package capi
 #cgo CFLAGS: -I${SRCDIR}/../include -O2
 #cgo LDFLAGS: -ldl
 #include <math.h>
+#include <string.h>
 #include "wrappers.h"
 
 // vj_fill writes the logits into the candidate array, token t at index t.
@@ -77,6 +78,121 @@ static llama_token vj_sample(struct llama_context *ctx, int32_t i, struct llama_
 	return tok;
 }
 
+// vj_pen is Vajra's penalty sampler: llama.cpp's repetition, frequency
+// and presence penalties over the last last_n accepted tokens, with the
+// same arithmetic, but applied to the distinct tokens of the window only
+// (llama.cpp's looks every vocabulary entry up in a hash map, per token).
+// count and at (a token's index in distinct) are allocated at the first
+// accept.
+typedef struct {
+	int32_t n_vocab, last_n;
+	float rep, freq, pres;
+	int32_t *count, *at;   // per vocabulary entry
+	llama_token *ring;     // the window, oldest at head once full
+	llama_token *distinct; // the tokens with count > 0
+	int32_t n_ring, head, n_distinct;
+} vj_pen;
+
+static const char *vj_pen_name(const struct llama_sampler *s) { (void)s; return "vajra-penalties"; }
+
+static void vj_pen_accept(struct llama_sampler *s, llama_token t) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	if (t < 0 || t >= p->n_vocab) return;
+	if (!p->count) {
+		p->count = calloc((size_t)p->n_vocab, sizeof(int32_t));
+		p->at = calloc((size_t)p->n_vocab, sizeof(int32_t));
+		if (!p->count || !p->at) { free(p->count); free(p->at); p->count = p->at = NULL; return; }
+	}
+	if (p->n_ring == p->last_n) {
+		llama_token old = p->ring[p->head];
+		if (--p->count[old] == 0) {
+			int32_t i = p->at[old];
+			llama_token moved = p->distinct[--p->n_distinct];
+			p->distinct[i] = moved;
+			p->at[moved] = i;
+		}
+		p->ring[p->head] = t;
+		p->head = (p->head + 1) % p->last_n;
+	} else {
+		p->ring[p->n_ring++] = t;
+	}
+	if (p->count[t]++ == 0) {
+		p->at[t] = p->n_distinct;
+		p->distinct[p->n_distinct++] = t;
+	}
+}
+
+static void vj_pen_apply(struct llama_sampler *s, llama_token_data_array *cur) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	if (!p->count) return;
+	for (int32_t k = 0; k < p->n_distinct; k++) {
+		llama_token t = p->distinct[k];
+		llama_token_data *d = NULL;
+		if ((size_t)t < cur->size && cur->data[t].id == t) {
+			d = &cur->data[t];
+		} else {
+			for (size_t i = 0; i < cur->size; i++) {
+				if (cur->data[i].id == t) { d = &cur->data[i]; break; }
+			}
+			if (!d) continue;
+		}
+		int32_t c = p->count[t];
+		if (d->logit <= 0) d->logit *= p->rep; else d->logit /= p->rep;
+		d->logit -= (float)c * p->freq + (float)(c > 0) * p->pres;
+	}
+	cur->sorted = false;
+}
+
+static void vj_pen_reset(struct llama_sampler *s) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	if (p->count) {
+		memset(p->count, 0, (size_t)p->n_vocab * sizeof(int32_t));
+	}
+	p->n_ring = p->head = p->n_distinct = 0;
+}
+
+static void vj_pen_free(struct llama_sampler *s) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	free(p->count); free(p->at); free(p->ring); free(p->distinct); free(p);
+}
+
+static struct llama_sampler_i vj_pen_iface = {
+	.name = vj_pen_name, .accept = vj_pen_accept, .apply = vj_pen_apply,
+	.reset = vj_pen_reset, .clone = NULL, .free = vj_pen_free,
+};
+
+static struct llama_sampler *vj_penalties(int32_t n_vocab, int32_t last_n, float rep, float freq, float pres) {
+	vj_pen *p = calloc(1, sizeof(vj_pen));
+	if (!p) return NULL;
+	p->n_vocab = n_vocab; p->last_n = last_n > 0 ? last_n : 1;
+	p->rep = rep; p->freq = freq; p->pres = pres;
+	p->ring = malloc((size_t)p->last_n * sizeof(llama_token));
+	p->distinct = malloc((size_t)p->last_n * sizeof(llama_token));
+	if (!p->ring || !p->distinct) { free(p->ring); free(p->distinct); free(p); return NULL; }
+	return vjw_llama_sampler_init(&vj_pen_iface, p);
+}
+
+// vj_pen_check applies llama.cpp's penalty sampler and vj_penalties, both
+// fed toks, to logits (n_vocab entries, in ours and theirs): for the
+// parity test.
+static int vj_pen_check(int32_t n_vocab, int32_t last_n, float rep, float freq, float pres, const llama_token *toks, int n, float *ours, float *theirs, llama_token_data *cur) {
+	struct llama_sampler *a = vj_penalties(n_vocab, last_n, rep, freq, pres);
+	struct llama_sampler *b = vjw_llama_sampler_init_penalties(n_vocab, last_n, rep, freq, pres);
+	if (!a || !b) return -1;
+	for (int i = 0; i < n; i++) { vjw_llama_sampler_accept(a, toks[i]); vjw_llama_sampler_accept(b, toks[i]); }
+	struct llama_sampler *ab[2] = { a, b };
+	float *out[2] = { ours, theirs };
+	for (int k = 0; k < 2; k++) {
+		for (llama_token t = 0; t < n_vocab; t++) { cur[t].id = t; cur[t].logit = out[k][t]; cur[t].p = 0; }
+		llama_token_data_array arr = { cur, (size_t)n_vocab, -1, false };
+		vjw_llama_sampler_apply(ab[k], &arr);
+		for (size_t i = 0; i < arr.size; i++) out[k][arr.data[i].id] = arr.data[i].logit;
+	}
+	vjw_llama_sampler_free(a);
+	vjw_llama_sampler_free(b);
+	return 0;
+}
+
 static int vj_batch_push(struct llama_batch *b, llama_token t, llama_pos p, llama_seq_id s, int8_t logits) {
 	int i = b->n_tokens++;
 	b->token[i] = t; b->pos[i] = p; b->n_seq_id[i] = 1; b->seq_id[i][0] = s; b->logits[i] = logits;
@@ -90,6 +206,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -563,11 +680,19 @@ func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
 	}
 	lastN := C.int32_t(max(sp.PenaltyLastN, 1))
 	if sp.RepeatPenalty > 0 && sp.RepeatPenalty != 1 {
-		s.rep = C.vjw_llama_sampler_init_penalties(nv, lastN, C.float(sp.RepeatPenalty), 0, 0)
+		if s.rep = C.vj_penalties(nv, lastN, C.float(sp.RepeatPenalty), 0, 0); s.rep == nil {
+			s.Free()
+			return nil, errors.New("out of memory for the penalty sampler")
+		}
 		add(s.rep)
 	}
 	if sp.FrequencyPenalty != 0 || sp.PresencePenalty != 0 {
-		add(C.vjw_llama_sampler_init_penalties(nv, lastN, 1, C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty)))
+		p := C.vj_penalties(nv, lastN, 1, C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty))
+		if p == nil {
+			s.Free()
+			return nil, errors.New("out of memory for the penalty sampler")
+		}
+		add(p)
 	}
 	if sp.Grammar != "" {
 		s.mode = 2
@@ -630,6 +755,25 @@ func (s *Sampler) Sample(c *Context, i int, cand *Candidates) Token {
 		return -1
 	}
 	return Token(C.vj_sample(c.p, C.int32_t(i), &s.list[0], C.int(len(s.list)), cand.p, C.int32_t(cand.n), s.mode))
+}
+
+// PenaltyParity applies llama.cpp's own penalty sampler and Vajra's (see
+// vj_pen), both fed toks, to copies of logits, and returns both results;
+// for tests (the two must agree).
+func PenaltyParity(m *Model, lastN int, rep, freq, pres float32, toks []Token, logits []float32) (ours, theirs []float32, err error) {
+	n := m.VocabSize()
+	if len(logits) != n || len(toks) == 0 {
+		return nil, nil, errors.New("PenaltyParity: logits must have one entry per vocabulary token, toks at least one")
+	}
+	ours, theirs = slices.Clone(logits), slices.Clone(logits)
+	cand := NewCandidates(m)
+	defer cand.Free()
+	if C.vj_pen_check(C.int32_t(n), C.int32_t(lastN), C.float(rep), C.float(freq), C.float(pres),
+		(*C.llama_token)(unsafe.Pointer(&toks[0])), C.int(len(toks)),
+		(*C.float)(unsafe.Pointer(&ours[0])), (*C.float)(unsafe.Pointer(&theirs[0])), cand.p) != 0 {
+		return nil, nil, errors.New("PenaltyParity: out of memory")
+	}
+	return ours, theirs, nil
 }
 
 // Free releases the samplers.

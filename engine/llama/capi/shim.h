@@ -59,6 +59,7 @@
 	X(llama, llama_vocab_get_text) \
 	X(llama, llama_tokenize) \
 	X(llama, llama_token_to_piece) \
+	X(llama, llama_sampler_init) \
 	X(llama, llama_sampler_free) \
 	X(llama, llama_sampler_apply) \
 	X(llama, llama_sampler_reset) \

@@ -52,6 +52,7 @@ static inline bool vjw_llama_vocab_get_add_bos(const struct llama_vocab * vocab)
 static inline const char * vjw_llama_vocab_get_text(const struct llama_vocab * vocab, llama_token token) { return vj_llama_vocab_get_text(vocab, token); }
 static inline int32_t vjw_llama_tokenize(const struct llama_vocab * vocab, const char * text, int32_t text_len, llama_token * tokens, int32_t n_tokens_max, bool add_special, bool parse_special) { return vj_llama_tokenize(vocab, text, text_len, tokens, n_tokens_max, add_special, parse_special); }
 static inline int32_t vjw_llama_token_to_piece(const struct llama_vocab * vocab, llama_token token, char * buf, int32_t length, int32_t lstrip, bool special) { return vj_llama_token_to_piece(vocab, token, buf, length, lstrip, special); }
+static inline struct llama_sampler * vjw_llama_sampler_init(struct llama_sampler_i * iface, llama_sampler_context_t ctx) { return vj_llama_sampler_init(iface, ctx); }
 static inline void vjw_llama_sampler_free(struct llama_sampler * smpl) { vj_llama_sampler_free(smpl); }
 static inline void vjw_llama_sampler_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) { vj_llama_sampler_apply(smpl, cur_p); }
 static inline void vjw_llama_sampler_reset(struct llama_sampler * smpl) { vj_llama_sampler_reset(smpl); }
