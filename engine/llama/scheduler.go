@@ -54,6 +54,7 @@ type scheduler struct {
 	start                                                           engine.Start
 	choiceEnd                                                       engine.ChoiceEnd
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
+	topIdx                                                          []int32 // topLogprobs' scratch
 	// The chunk tuner's state (see tuneChunk): the step's decode and
 	// prefill tokens, the decode-only step time and the prefill time per
 	// token (moving averages), and the prefill budget of a step that also
