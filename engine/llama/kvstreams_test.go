@@ -164,3 +164,42 @@ func TestPenaltiesMatchLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkFollowsTheStepCost: the prefill budget of a step that decodes
+// is what fits in max(decode step, minStretch) at the measured time per
+// prefill token, never below minChunk.
+func TestChunkFollowsTheStepCost(t *testing.T) {
+	var s scheduler
+	s.chunk = initialChunk
+	step := func(decodes, prefill int, dt time.Duration) {
+		s.stepDecodes, s.stepPrefill = decodes, prefill
+		s.tuneChunk(dt)
+	}
+	for i := 0; i < 20; i++ {
+		step(24, 0, 40*time.Millisecond) // decode-only steps: 40 ms
+	}
+	if s.chunk != initialChunk {
+		t.Fatalf("chunk %d before any prefill was timed", s.chunk)
+	}
+	for i := 0; i < 40; i++ {
+		step(24, 200, 40*time.Millisecond+200*250*time.Microsecond) // 250 µs per prefill token
+	}
+	if s.chunk < 150 || s.chunk > 170 { // 40 ms / 250 µs = 160
+		t.Fatalf("chunk %d, want about 160 (a 40 ms step may grow by 40 ms)", s.chunk)
+	}
+	for i := 0; i < 40; i++ {
+		step(1, 0, 2*time.Millisecond)
+	}
+	for i := 0; i < 40; i++ {
+		step(1, 100, 2*time.Millisecond+100*250*time.Microsecond)
+	}
+	if s.chunk < 75 || s.chunk > 85 { // minStretch 20 ms / 250 µs = 80
+		t.Fatalf("chunk %d, want about 80 (a 2 ms step may grow by minStretch)", s.chunk)
+	}
+	for i := 0; i < 40; i++ {
+		step(0, 512, 512*10*time.Millisecond) // very slow tokens
+	}
+	if s.chunk != minChunk {
+		t.Fatalf("chunk %d, want the floor %d", s.chunk, minChunk)
+	}
+}
