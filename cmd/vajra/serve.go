@@ -122,7 +122,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&lc.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "llama: token budget of one engine step, decode tokens plus prefill chunks (default 2048)")
 	fs.StringVar(&lc.ChatTemplate, "chat-template", "", "llama: Jinja chat template, a file or the template itself (default: the model's own)")
 	fs.BoolVar(&lc.PrefixCaching, "enable-prefix-caching", true, "llama: reuse the KV cache of the longest cached prompt prefix across requests")
-	fs.IntVar(&lc.Threads, "threads", 0, "llama: compute threads (default: half the CPUs; more than the free cores slows every step)")
+	fs.IntVar(&lc.Threads, "threads", 0, "llama: compute threads (default: the physical cores, as llama.cpp)")
 	fs.IntVar(&lc.GPULayers, "n-gpu-layers", -1, "llama: layers to offload to the GPU of a CUDA or Vulkan build (-1: all)")
 	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
 	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")

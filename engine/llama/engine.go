@@ -107,11 +107,18 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.normalize(m.TrainContext()); err != nil {
+	if err := cfg.normalize(m.TrainContext(), m.KVBytesPerToken()); err != nil {
 		m.Free()
 		return nil, err
 	}
+	// A unified pool has twice the sequence ids: the other half name the
+	// finished sequences kept for their prefix. With a stream per
+	// sequence those keep their stream (as llama-server's idle slots).
+	unified := cfg.unified()
 	seqMax := min(capi.MaxParallelSequences(), 2*cfg.MaxNumSeqs)
+	if !unified {
+		seqMax = min(capi.MaxParallelSequences(), cfg.MaxNumSeqs)
+	}
 	if seqMax < cfg.MaxNumSeqs {
 		m.Free()
 		return nil, fmt.Errorf("--max-num-seqs %d is more than llama.cpp's %d sequences", cfg.MaxNumSeqs, seqMax)
@@ -123,7 +130,7 @@ func New(cfg Config) (*Engine, error) {
 		SeqMax:     seqMax,
 		Threads:    cfg.Threads,
 		FlashAttn:  -1,
-		KVUnified:  true,
+		KVUnified:  unified,
 		OffloadKQV: true,
 	})
 	if err != nil {
@@ -158,6 +165,7 @@ func New(cfg Config) (*Engine, error) {
 		zap.Int("max_num_seqs", cfg.MaxNumSeqs),
 		zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens),
 		zap.Int("kv_cache_tokens", c.Size()),
+		zap.Bool("kv_unified", unified),
 		zap.Int("threads", cfg.Threads),
 		zap.Bool("prefix_caching", cfg.PrefixCaching))
 	return e, nil
