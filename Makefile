@@ -20,8 +20,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed tokenizers tokenizer-golden
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed real-model venv
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
