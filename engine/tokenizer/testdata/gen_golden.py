@@ -30,7 +30,7 @@ import sys
 
 import tokenizers
 
-NAMES = ["qwen3", "llama3", "gemma3"]
+NAMES = ["qwen3", "llama3", "gemma3", "llama2"]
 N_STRINGS = 6000
 
 WORDS = (
