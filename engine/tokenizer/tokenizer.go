@@ -37,6 +37,11 @@ type Tokenizer struct {
 	postPre, postSuf []int32
 	decoders         []decoderStep
 	byteLevelDecoder bool // decoders is [ByteLevel]
+	// spDecoder: decoders is SentencePiece's Replace..., ByteFallback,
+	// Fuse, Strip... (Gemma, Llama 2), decoded from the pieces table;
+	// byteOf[id] is a byte fallback token's byte, or -1.
+	spDecoder bool
+	byteOf    []int16
 
 	// Per id: the text Hugging Face's id_to_token gives (added tokens
 	// first), the bytes the token stands for (pieces[pieceOff[id]:
@@ -249,6 +254,11 @@ func (t *Tokenizer) Decode(dst []byte, ids []int32, skipSpecial bool) []byte {
 		t.put(sc)
 		return dst
 	}
+	if t.spDecoder {
+		dst = t.decodeSP(sc, dst, ids, skipSpecial)
+		t.put(sc)
+		return dst
+	}
 	toks := sc.toks[:0]
 	for _, id := range ids {
 		if id < 0 || int(id) >= len(t.tokText) || t.tokText[id] == "" {
@@ -268,6 +278,9 @@ func (t *Tokenizer) Decode(dst []byte, ids []int32, skipSpecial bool) []byte {
 // appendLossy appends b with each maximal invalid UTF-8 subsequence
 // replaced by U+FFFD, as Rust's String::from_utf8_lossy does.
 func appendLossy(dst, b []byte) []byte {
+	if utf8.Valid(b) {
+		return append(dst, b...)
+	}
 	for len(b) > 0 {
 		r, w := utf8.DecodeRune(b)
 		if r != utf8.RuneError || w > 1 {
