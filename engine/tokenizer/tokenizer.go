@@ -106,7 +106,7 @@ func (t *Tokenizer) encode(sc *scratch, dst []int32, text string) []int32 {
 	var st matchState
 	for {
 		prev := st.offset
-		ms, me, id, ok := t.rawAdded.next(text, &st)
+		ms, _, id, ok := t.rawAdded.next(text, &st)
 		if !ok {
 			break
 		}
@@ -114,7 +114,6 @@ func (t *Tokenizer) encode(sc *scratch, dst []int32, text string) []int32 {
 			dst = t.encodeSegment(sc, dst, text[prev:ms], prev == 0)
 		}
 		dst = append(dst, id)
-		_ = me
 	}
 	if st.offset < len(text) {
 		dst = t.encodeSegment(sc, dst, text[st.offset:], st.offset == 0)
