@@ -27,7 +27,10 @@ var ErrUnsupported = errors.New("tokenizer: unsupported")
 
 // Tokenizer encodes text to token ids and decodes ids to text.
 type Tokenizer struct {
-	model       bpe
+	model bpe
+	// spm, when set, replaces model, pre-tokenization and the normalizers'
+	// output is its input (GGUF "llama" vocabularies).
+	spm         *spmModel
 	normalizers []normalizer
 	pretok      []preTokenizer
 	// rawAdded matches added tokens with normalized false on the input;
@@ -151,6 +154,9 @@ func (t *Tokenizer) encodeSegment(sc *scratch, dst []int32, s string, first bool
 func (t *Tokenizer) encodeNormalized(sc *scratch, dst []int32, s string, first bool) []int32 {
 	if s == "" {
 		return dst
+	}
+	if t.spm != nil {
+		return t.spm.encode(sc, dst, s)
 	}
 	if len(t.pretok) == 0 {
 		return t.model.encodeWord(sc, dst, s)
