@@ -11,8 +11,10 @@ FUZZTIME ?= 30s
 # ...), which the race detector's own allocations would fail, and the
 # latency comparison TestSlowPromptDoesNotStallStreams, which its slowdown
 # would, and the soak's short form, whose RSS check the race detector's
-# shadow memory defeats.
-NORACE_TESTS := Alloc|SlowPrompt|Soak
+# shadow memory defeats; and engine/tokenizer's comparisons with Hugging
+# Face (TestHFGolden*), which check a tenth of their corpus under the race
+# detector and all of it here.
+NORACE_TESTS := Alloc|SlowPrompt|Soak|HFGolden
 # `make soak`: the load, the test timeout that bounds the whole run (raise
 # both for hours), the warm-up and the concurrent clients.
 SOAK_DURATION ?= 9m

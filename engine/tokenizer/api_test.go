@@ -60,7 +60,8 @@ func TestFromFilesMatchesGGUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
-	for _, s := range corpus {
+	for i := 0; i < len(corpus); i += stride() {
+		s := corpus[i]
 		if a, b := h.Encode(nil, s), g.Encode(nil, s); !slices.Equal(a, b) {
 			t.Fatalf("Encode(%q): tokenizer.json %v, GGUF %v", s, a, b)
 		}

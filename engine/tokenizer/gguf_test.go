@@ -84,7 +84,8 @@ func TestGGUFCorpus(t *testing.T) {
 	v := tinymodel.DefaultVocab()
 	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
 	bad := 0
-	for _, s := range corpus {
+	for i := 0; i < len(corpus); i += stride() {
+		s := corpus[i]
 		want := v.Encode(s, true)
 		if got := tok.Encode(nil, s); !slices.Equal(got, want) {
 			if bad++; bad <= 5 {
@@ -208,7 +209,8 @@ func TestGGUFSentencePiece(t *testing.T) {
 	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
 	rows := readJSONLines[goldenRow](t, filepath.Join("testdata", "golden-llama2.jsonl.gz"))
 	bad := 0
-	for i, s := range corpus {
+	for i := 0; i < len(corpus); i += stride() {
+		s := corpus[i]
 		if got := tok.Encode(nil, s); !slices.Equal(got, rows[i].IDs) {
 			if bad++; bad <= 5 {
 				t.Errorf("Encode(%.60q):\n got %v\nwant %v", s, got, rows[i].IDs)
