@@ -22,13 +22,15 @@
 # concurrency, the same workload, Vajra's CPU per token; the ratio
 # remote/sim is Vajra's cost of a remote token against an in-process one.
 #
-# TOKENIZER=1 passes --tokenizer MODEL (a local tokenizer, when the binary
-# has one) so that Vajra does not ask llama-server's /tokenize per request.
+# Vajra runs with --tokenizer MODEL (engine/tokenizer reads the GGUF's
+# vocabulary), as a deployment would, so that it does not ask
+# llama-server's /tokenize per request (TOKENIZER=0 measures that path).
 #
 # Everything is on loopback; every run is bounded (-duration, -max-time).
 # Results go to bench/out/remote/. Environment overrides:
 #   CONCURRENCY ("1 8 64") ROUNDS (3) WARMUP (3s) DURATION (10s)
-#   MAX_TOKENS (64) PROMPT_TOKENS (32) SLOTS (64) TOKENIZER (0)
+#   MAX_TOKENS (64) PROMPT_TOKENS (32) SLOTS (64) TOKENIZER (1; 0 leaves
+#   tokenization to llama-server's /tokenize)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,7 +46,7 @@ DURATION=${DURATION:-10s}
 MAX_TOKENS=${MAX_TOKENS:-64}
 PROMPT_TOKENS=${PROMPT_TOKENS:-32}
 SLOTS=${SLOTS:-64}
-TOKENIZER=${TOKENIZER:-0}
+TOKENIZER=${TOKENIZER:-1}
 
 server_bin=${VAJRA_LLAMA_SERVER:-.llama/server/bin/llama-server}
 if [[ ! -x $server_bin ]]; then
