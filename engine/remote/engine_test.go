@@ -348,5 +348,7 @@ func TestRetryBeforeFirstToken(t *testing.T) {
 	if res.Err != nil || res.Choices[0].Text != "ok" || strings.Count(string(rec.frames), "s") != 1 {
 		t.Fatalf("err %v text %q frames %q", res.Err, res.Choices[0].Text, rec.frames)
 	}
-	eventually(t, "in-flight back to 0", func() bool { return e.Stats().Running == 0 && e.workers[0].InFlight() == 0 && e.workers[1].InFlight() == 0 })
+	eventually(t, "in-flight back to 0", func() bool {
+		return e.Stats().Running == 0 && e.workers[0].InFlight() == 0 && e.workers[1].InFlight() == 0
+	})
 }
