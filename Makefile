@@ -22,7 +22,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -101,6 +101,10 @@ bench:
 ## bench-stream: the streaming protocol of bench/RESULTS.md against floor and baseline (SERVER_CPUS, CLIENT_CPUS, WORKLOADS, ROUNDS, DURATION...: bench/README.md)
 bench-stream:
 	bash bench/scripts/bench-stream.sh
+
+## bench-remote: Vajra in front of llama-server against llama-server alone, and against the simulator path (needs make llama-server; CONCURRENCY, ROUNDS, DURATION: the script's header)
+bench-remote: llama-server
+	bash bench/scripts/bench-remote.sh
 
 ## soak: the bounded soak (soak/), 9 min of load after a 30 s warm-up, at
 ## most 10 min in all; its 20 s short form runs in `make test`

@@ -28,6 +28,13 @@ import (
 // 1024 tokens.
 func startWorker(t *testing.T, args ...string) *llamaserver.Server {
 	t.Helper()
+	w, _ := startWorkerModel(t, args...)
+	return w
+}
+
+// startWorkerModel is startWorker, with the model file's path.
+func startWorkerModel(t *testing.T, args ...string) (*llamaserver.Server, string) {
+	t.Helper()
 	llamaserver.Need(t)
 	path, err := tinymodel.TempFile(t.TempDir(), tinymodel.Config{})
 	if err != nil {
@@ -36,7 +43,7 @@ func startWorker(t *testing.T, args ...string) *llamaserver.Server {
 	if len(args) == 0 {
 		args = []string{"-np", "4", "-c", "4096", "-t", "1"}
 	}
-	return llamaserver.Start(t, path, args...)
+	return llamaserver.Start(t, path, args...), path
 }
 
 // startRemote starts Vajra in front of the workers.
@@ -134,6 +141,39 @@ func TestRemoteGreedyEqualsLlamaServer(t *testing.T) {
 	}
 	postJSON(t, w.URL()+"/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": question}},
 		"max_tokens": 40, "temperature": 0, "ignore_eos": true}, &chat)
+	if vc, oc := res.Choices[0].Message.Content, chat.Choices[0].Message.Content; vc != oc {
+		t.Fatalf("through Vajra %q\nllama-server's own chat %q", vc, oc)
+	}
+}
+
+// TestRemoteLocalTokenizer: with --tokenizer (the model's GGUF, read by
+// engine/tokenizer) Vajra tokenizes and detokenizes alone, and greedy
+// output is still llama-server's own.
+func TestRemoteLocalTokenizer(t *testing.T) {
+	w, path := startWorkerModel(t)
+	_, base := startRemote(t, func(c *vajra.Config) { c.Remote.TokenizerPath = path }, workerURL(w))
+	client := newClient(base)
+	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: tinyName, Messages: userMsg(question), MaxTokens: openai.Int(40), Temperature: openai.Float(0),
+	}, greedyEOS...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chat struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	postJSON(t, w.URL()+"/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": question}},
+		"max_tokens": 40, "temperature": 0, "ignore_eos": true}, &chat)
+	if int(res.Usage.PromptTokens) != chat.Usage.PromptTokens || res.Usage.CompletionTokens != 40 {
+		t.Fatalf("prompt %d tokens through Vajra, %d in llama-server; completion %d", res.Usage.PromptTokens, chat.Usage.PromptTokens, res.Usage.CompletionTokens)
+	}
 	if vc, oc := res.Choices[0].Message.Content, chat.Choices[0].Message.Content; vc != oc {
 		t.Fatalf("through Vajra %q\nllama-server's own chat %q", vc, oc)
 	}
@@ -475,5 +515,28 @@ func TestRemoteWorkerKilledMidStream(t *testing.T) {
 			t.Fatalf("%d goroutines, %d before the streams:\n%s", runtime.NumGoroutine(), goroutines, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(5 * time.Millisecond) // polling the goroutine count, bounded
+	}
+}
+
+// TestRemoteRealtimeText: a Realtime text response through the remote
+// engine.
+func TestRemoteRealtimeText(t *testing.T) {
+	w := startWorker(t)
+	_, base := startRemote(t, nil, workerURL(w))
+	conn := rtConnect(t, base, "model", tinyName)
+	rtRecv(t, conn, "session.created")
+	rtSend(t, conn, userItem(question))
+	rtRecv(t, conn, "conversation.item.done")
+	rtSend(t, conn, responseCreate(8))
+	evs := rtRecv(t, conn, "response.done")
+	var text string
+	for _, e := range evs {
+		if e.Type == "response.output_text.delta" {
+			text += e.OfResponseTextDeltaEvent.Delta
+		}
+	}
+	done := evs[len(evs)-1].OfResponseDoneEvent.Response
+	if text == "" || done.Usage.OutputTokens == 0 || done.Usage.OutputTokens > 8 || done.Output[0].AsRealtimeConversationItemAssistantMessage().Content[0].Text != text {
+		t.Fatalf("response.done %s, streamed %q", evs[len(evs)-1].RawJSON(), text)
 	}
 }

@@ -50,6 +50,8 @@ type request struct {
 	delta    engine.Delta
 	end      engine.ChoiceEnd
 	stopIDs  []int
+	gen      Generate // what was sent, for a retry on another worker
+	retries  int
 	cachedIn bool // the worker reported cached tokens
 	ownEnd   bool // the engine ended a choice the worker would have gone on with
 }
@@ -105,7 +107,8 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		p = req.Prepared.(*prepared)
 	}
 	r := e.newRequest(req, p, sink)
-	g := &Generate{
+	g := &r.gen
+	*g = Generate{
 		ID:             "vajra-" + strconv.FormatUint(e.callSeq.Add(1), 36),
 		Prompt:         p.prompt,
 		Sampling:       &req.Sampling,
@@ -341,6 +344,9 @@ func (r *request) stopChoice(c *choice) {
 // End ends the call: the worker's finish of the choices still running, or
 // its failure.
 func (r *request) End(end *End) {
+	if !r.done && r.retry(end) {
+		return
+	}
 	defer r.release()
 	if r.done {
 		return
@@ -404,6 +410,44 @@ func (r *request) End(end *End) {
 		}
 	}
 	r.finish(err)
+}
+
+// retry sends the request to another worker when its worker refused it
+// or could not be reached before any token (nothing of it has reached the
+// client: a stream's first frames come with its first token), as long as
+// there is a healthy worker it has not tried. It reports whether it did.
+func (r *request) retry(end *End) bool {
+	var we *WorkerError
+	if r.started || r.reason.Load() != reasonNone || end.Err == nil || !errors.As(end.Err, &we) || !we.Retryable ||
+		r.retries >= len(r.e.workers)-1 || r.e.closed.Load() {
+		return false
+	}
+	if we.Status == 0 {
+		r.e.failed(r.w)
+	}
+	w := r.e.pick(r.w)
+	if w == nil {
+		return false
+	}
+	old := r.w
+	r.retries++
+	w.inflight.Add(1)
+	now := time.Now()
+	r.sent = now
+	r.sentNano.Store(now.UnixNano())
+	r.w = w
+	c, err := w.client.Generate(context.Background(), &r.gen, r)
+	if err != nil {
+		w.inflight.Add(-1)
+		r.w = old
+		return false
+	}
+	old.inflight.Add(-1)
+	r.call.Store(&callBox{c})
+	if r.aborting.Load() {
+		c.Abort()
+	}
+	return true
 }
 
 // endOf is choice i's end, or a plain stop when the worker gave none.
