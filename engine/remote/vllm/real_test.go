@@ -131,9 +131,28 @@ func must[T any](v T, err error) T {
 	return v
 }
 
+// TestRealVLLM runs against a `vllm serve --grpc` it starts, or with
+// VAJRA_VLLM_ADDR=HOST:PORT against one already serving the tiny model
+// (its tokenizer then is not compared, nor is it killed).
+// runReal is run with a wait for a loaded machine: the tiny model's steps
+// take milliseconds, but two cores shared with builds make them seconds.
+func runReal(t *testing.T, c *Client, g *remote.Generate) (*testworker.Recorder, *remote.End) {
+	t.Helper()
+	rx := testworker.NewRecorder()
+	if _, err := c.Generate(context.Background(), g, rx); err != nil {
+		t.Fatal(err)
+	}
+	return rx, rx.Wait(t, 2*time.Minute)
+}
+
 func TestRealVLLM(t *testing.T) {
-	bin := needVLLM(t)
-	srv, tokJSON := startVLLM(t, bin)
+	var srv *vllmServer
+	var tokJSON string
+	if addr := os.Getenv("VAJRA_VLLM_ADDR"); addr != "" {
+		srv = &vllmServer{Addr: addr, done: make(chan struct{})}
+	} else {
+		srv, tokJSON = startVLLM(t, needVLLM(t))
+	}
 	c := dial(t, srv.Addr)
 	ctx := context.Background()
 	// Start-up on two shared cores takes minutes.
@@ -164,15 +183,18 @@ func TestRealVLLM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(files["tokenizer.json"]) != tokJSON || len(files["tokenizer_config.json"]) == 0 {
+		if tokJSON == "" {
+			tokJSON = string(files["tokenizer.json"])
+		}
+		if string(files["tokenizer.json"]) != tokJSON || len(files["tokenizer.json"]) < 1<<20 || len(files["tokenizer_config.json"]) == 0 {
 			t.Errorf("files: %d names; tokenizer.json %d bytes, want %d", len(files), len(files["tokenizer.json"]), len(tokJSON))
 		}
 	})
 	prompt := []int32{128000, 9906, 11, 1917, 0} // <|begin_of_text|>Hello, world!
-	t.Run("GreedyN2Logprobs", func(t *testing.T) {
-		g := &remote.Generate{ID: "real-greedy", Prompt: prompt, MaxTokens: 8, CachePrompt: true,
-			Sampling: &engine.Sampling{N: 2, IgnoreEOS: true, Logprobs: true, TopLogprobs: 2}}
-		rx, end := run(t, c, g)
+	t.Run("N2Logprobs", func(t *testing.T) {
+		g := &remote.Generate{ID: "real-n2", Prompt: prompt, MaxTokens: 8, CachePrompt: true,
+			Sampling: &engine.Sampling{N: 2, Temperature: 1, Seed: 7, HasSeed: true, IgnoreEOS: true, Logprobs: true, TopLogprobs: 2}}
+		rx, end := runReal(t, c, g)
 		if end.Err != nil {
 			t.Fatal(end.Err)
 		}
@@ -183,24 +205,47 @@ func TestRealVLLM(t *testing.T) {
 			if len(rx.Logprobs[ch]) != 8 || len(rx.Top[ch]) != 8 || len(rx.Top[ch][0]) < 2 {
 				t.Errorf("choice %d: %d logprobs %d top rows", ch, len(rx.Logprobs[ch]), len(rx.Top[ch]))
 			}
-		}
-		// Temperature 0 reached vLLM as greedy: both choices are the same.
-		if fmt.Sprint(rx.IDs[0]) != fmt.Sprint(rx.IDs[1]) {
-			t.Errorf("greedy choices differ: %v %v", rx.IDs[0], rx.IDs[1])
+			for k, lp := range rx.Logprobs[ch] {
+				if lp > 0 {
+					t.Errorf("choice %d token %d: logprob %v > 0", ch, k, lp)
+				}
+			}
 		}
 		if end.PromptTokens != len(prompt) {
 			t.Errorf("prompt tokens %d, want %d", end.PromptTokens, len(prompt))
 		}
 	})
+	t.Run("GreedyDeterministic", func(t *testing.T) {
+		// Temperature 0 reaches vLLM as a present 0: greedy, the same
+		// tokens twice. (vLLM refuses n > 1 with greedy sampling, 400.)
+		var got [2][]int32
+		for i := range got {
+			g := &remote.Generate{ID: fmt.Sprint("real-greedy-", i), Prompt: prompt, MaxTokens: 8, Sampling: &engine.Sampling{IgnoreEOS: true}}
+			rx, end := runReal(t, c, g)
+			if end.Err != nil {
+				t.Fatal(end.Err)
+			}
+			got[i] = rx.IDs[0]
+		}
+		if len(got[0]) != 8 || fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
+			t.Errorf("greedy runs differ: %v %v", got[0], got[1])
+		}
+		g := &remote.Generate{ID: "real-greedy-n2", Prompt: prompt, MaxTokens: 8, Sampling: &engine.Sampling{N: 2}}
+		_, end := runReal(t, c, g)
+		var we *remote.WorkerError
+		if !errors.As(end.Err, &we) || we.Status != 400 || we.Retryable {
+			t.Errorf("greedy n=2: %v, want vLLM's 400", end.Err)
+		}
+	})
 	t.Run("StopToken", func(t *testing.T) {
 		g := &remote.Generate{ID: "real-first", Prompt: prompt, MaxTokens: 4, Sampling: &engine.Sampling{IgnoreEOS: true}}
-		rx, end := run(t, c, g)
+		rx, end := runReal(t, c, g)
 		if end.Err != nil || len(rx.IDs[0]) != 4 {
 			t.Fatalf("%v %v", rx.IDs[0], end.Err)
 		}
 		stop := rx.IDs[0][2]
 		g = &remote.Generate{ID: "real-stop", Prompt: prompt, MaxTokens: 4, Sampling: &engine.Sampling{IgnoreEOS: true, StopTokenIDs: []int{int(stop)}}}
-		rx, end = run(t, c, g)
+		rx, end = runReal(t, c, g)
 		// The stop token may come earlier than position 2 too.
 		if end.Err != nil || end.Choices[0].FinishReason != "stop" || end.Choices[0].MatchedTokenID != stop || len(rx.IDs[0]) > 3 {
 			t.Errorf("tokens %v end %+v", rx.IDs[0], end.Choices[0])
@@ -225,6 +270,9 @@ func TestRealVLLM(t *testing.T) {
 		})
 	})
 	t.Run("KilledMidStream", func(t *testing.T) {
+		if srv.cmd == nil {
+			t.Skip("not ours to kill")
+		}
 		rx := testworker.NewRecorder()
 		g := &remote.Generate{ID: "real-kill", Prompt: prompt, MaxTokens: 2000, Sampling: &engine.Sampling{IgnoreEOS: true, Temperature: 1}}
 		if _, err := c.Generate(ctx, g, rx); err != nil {
