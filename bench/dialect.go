@@ -98,6 +98,21 @@ func requestBodyStored(d Dialect, model, prompt string, maxTokens int, stream, s
 	return b
 }
 
+// withLogprobs adds logprobs with top alternatives to a Chat Completions
+// body (-top-logprobs); other bodies are returned as they are.
+func withLogprobs(d Dialect, body []byte, top int) []byte {
+	if top <= 0 || d != DialectChat {
+		return body
+	}
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	m["logprobs"], m["top_logprobs"] = true, top
+	b, _ := json.Marshal(m)
+	return b
+}
+
 // realtimeMessages returns the two client events of one Realtime request:
 // conversation.item.create with a user text item, then response.create.
 func realtimeMessages(prompt string, maxTokens int, beta bool) (item, create []byte) {

@@ -72,22 +72,20 @@ type seq struct {
 
 	sampler *capi.Sampler
 	parser  *text.Parser
-	forced  *forcedState // set when tool_choice forces a call
+	forced  *text.Forced // set when tool_choice forces a call
 	events  []text.Event
 
 	gen  []int   // generated tokens
 	hist []int32 // prompt then gen: what the KV cache must hold
 	lps  []engine.TokenLogprob
-	tops []engine.TopLogprob
 	pend int // gen[pend:] not yet delivered in a Delta
 	// hold is text kept back for the stream interval, of kind holdKind.
 	hold     []byte
 	holdKind engine.DeltaKind
-	// reasoning counts generated tokens while the parser was in reasoning.
-	reasoning int
+	// tok is this step's sampled token (when out >= 0).
+	tok int32
 
 	first       bool // a Delta was written
-	toolOpen    map[int]bool
 	done        bool
 	finish      engine.FinishReason
 	stopString  string
@@ -138,7 +136,8 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) (*
 		}
 		s.parser = pr
 		if p.forced != nil {
-			s.forced = &forcedState{}
+			s.forced = new(text.Forced)
+			s.forced.Reset(p.forced.name, req.Stream)
 		}
 		s.hist = append(make([]int32, 0, len(p.prompt)+min(p.maxTokens, 256)), p.prompt...)
 		if sp.Logprobs {

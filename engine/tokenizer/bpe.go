@@ -18,7 +18,10 @@ type bpe struct {
 	// byteID is the id of each one-byte token (byteLevel), or -1.
 	byteID [256]int32
 	// merges maps pairKey(left, right) to rank<<32 | merged id.
-	merges map[uint64]uint64
+	merges pairTable
+	// runeID is the id of each one-char token below U+10000 (-1: none),
+	// when not byteLevel; vocab has the others.
+	runeID []int32
 	// ignoreMerges: a word that is a token is that token, unmerged.
 	ignoreMerges bool
 	// fallback is the id of <0xNN> for each byte with byte_fallback, or -1.
@@ -34,11 +37,66 @@ func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b
 const noMerge = ^uint32(0)
 
 func (m *bpe) merge(a, b int32) (rank uint32, id int32) {
-	v, ok := m.merges[pairKey(a, b)]
+	v, ok := m.merges.get(pairKey(a, b))
 	if !ok {
 		return noMerge, -1
 	}
 	return uint32(v >> 32), int32(uint32(v))
+}
+
+// pairTable is an open-addressing hash table from pair keys to merges: one
+// multiply and, mostly, one probe of a 16-byte slot, where a Go map costs
+// several times that on the merge loop's hottest line. Read-only after
+// building.
+type pairTable struct {
+	slots []pairSlot
+	shift uint
+}
+
+type pairSlot struct{ key, val uint64 }
+
+// emptyPair marks a free slot: no pair key has both halves' top bits set
+// (ids are below 2³¹).
+const emptyPair = ^uint64(0)
+
+func newPairTable(n int) pairTable {
+	size, bits := 16, uint(4)
+	for size < 2*n {
+		size <<= 1
+		bits++
+	}
+	t := pairTable{slots: make([]pairSlot, size), shift: 64 - bits}
+	for i := range t.slots {
+		t.slots[i].key = emptyPair
+	}
+	return t
+}
+
+func (t *pairTable) index(key uint64) uint64 { return (key * 0x9e3779b97f4a7c15) >> t.shift }
+
+// set inserts or replaces key's value.
+func (t *pairTable) set(key, val uint64) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.index(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == emptyPair || s.key == key {
+			s.key, s.val = key, val
+			return
+		}
+	}
+}
+
+func (t *pairTable) get(key uint64) (uint64, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.index(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == key {
+			return s.val, true
+		}
+		if s.key == emptyPair {
+			return 0, false
+		}
+	}
 }
 
 // symbol is a part of a word being merged: a node of a doubly linked list
@@ -47,12 +105,6 @@ type symbol struct {
 	id         int32
 	prev, next int32
 	dead       bool
-}
-
-type mergeItem struct {
-	rank uint32
-	pos  int32
-	id   int32
 }
 
 // scanMax is the longest word merged by scanning for the lowest rank
@@ -108,10 +160,23 @@ func (m *bpe) initial(syms []symbol, w string) []symbol {
 		}
 	} else {
 		for i := 0; i < len(w); {
-			_, sz := utf8.DecodeRuneInString(w[i:])
+			r, sz := rune(w[i]), 1
+			if r >= utf8.RuneSelf {
+				r, sz = utf8.DecodeRuneInString(w[i:])
+				if r == utf8.RuneError && sz == 1 {
+					r = -1 // an invalid byte: no char token
+				}
+			}
 			ch := w[i : i+sz]
 			i += sz
-			if id, ok := m.vocab[ch]; ok {
+			id, ok := int32(-1), false
+			if r >= 0 && int(r) < len(m.runeID) {
+				id = m.runeID[r]
+				ok = id >= 0
+			} else if r >= 0 {
+				id, ok = m.vocab[ch]
+			}
+			if ok {
 				if pendingUnk {
 					syms = add(syms, m.unk)
 					pendingUnk = false
@@ -197,11 +262,15 @@ func (m *bpe) mergeScan(sc *scratch, dst []int32, syms []symbol) []int32 {
 
 // mergeHeap is Word::merge_all: a min-heap of candidate merges ordered by
 // rank then position, an entry skipped when its pair has changed since.
+// An entry is rank<<32 | position, so one integer comparison orders them;
+// it is current when the pair now at its position has its rank (a pair has
+// one rank, so that is Hugging Face's check that the pair still makes the
+// same token).
 func (m *bpe) mergeHeap(sc *scratch, dst []int32, syms []symbol) []int32 {
 	h := sc.heap[:0]
 	for i := 0; i+1 < len(syms); i++ {
-		if r, id := m.merge(syms[i].id, syms[i+1].id); r != noMerge {
-			h = append(h, mergeItem{r, int32(i), id})
+		if r, _ := m.merge(syms[i].id, syms[i+1].id); r != noMerge {
+			h = append(h, uint64(r)<<32|uint64(i))
 		}
 	}
 	for i := len(h)/2 - 1; i >= 0; i-- {
@@ -213,29 +282,31 @@ func (m *bpe) mergeHeap(sc *scratch, dst []int32, syms []symbol) []int32 {
 		h[0] = h[last]
 		h = h[:last]
 		heapDown(h, 0)
-		s := &syms[top.pos]
+		pos := int32(uint32(top))
+		s := &syms[pos]
 		if s.dead || s.next < 0 {
 			continue
 		}
 		right := syms[s.next]
-		if _, id := m.merge(s.id, right.id); id != top.id {
+		r, id := m.merge(s.id, right.id)
+		if r != uint32(top>>32) {
 			continue
 		}
-		s.id = top.id
+		s.id = id
 		syms[s.next].dead = true
 		s.next = right.next
 		if right.next >= 0 {
-			syms[right.next].prev = top.pos
+			syms[right.next].prev = pos
 		}
 		if s.prev >= 0 {
-			if r, id := m.merge(syms[s.prev].id, s.id); r != noMerge {
-				h = append(h, mergeItem{r, s.prev, id})
+			if r, _ := m.merge(syms[s.prev].id, s.id); r != noMerge {
+				h = append(h, uint64(r)<<32|uint64(s.prev))
 				heapUp(h, len(h)-1)
 			}
 		}
 		if s.next >= 0 {
-			if r, id := m.merge(s.id, syms[s.next].id); r != noMerge {
-				h = append(h, mergeItem{r, top.pos, id})
+			if r, _ := m.merge(s.id, syms[s.next].id); r != noMerge {
+				h = append(h, uint64(r)<<32|uint64(pos))
 				heapUp(h, len(h)-1)
 			}
 		}
@@ -247,39 +318,40 @@ func (m *bpe) mergeHeap(sc *scratch, dst []int32, syms []symbol) []int32 {
 	return dst
 }
 
-func itemLess(a, b mergeItem) bool {
-	if a.rank != b.rank {
-		return a.rank < b.rank
-	}
-	return a.pos < b.pos
-}
-
-func heapUp(h []mergeItem, i int) {
+func heapUp(h []uint64, i int) {
+	x := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !itemLess(h[i], h[p]) {
-			return
+		if h[p] <= x {
+			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = x
 }
 
-func heapDown(h []mergeItem, i int) {
+func heapDown(h []uint64, i int) {
+	n := len(h)
+	if n == 0 {
+		return
+	}
+	x := h[i]
 	for {
 		c := 2*i + 1
-		if c >= len(h) {
-			return
+		if c >= n {
+			break
 		}
-		if r := c + 1; r < len(h) && itemLess(h[r], h[c]) {
+		if r := c + 1; r < n && h[r] < h[c] {
 			c = r
 		}
-		if !itemLess(h[c], h[i]) {
-			return
+		if x <= h[c] {
+			break
 		}
-		h[i], h[c] = h[c], h[i]
+		h[i] = h[c]
 		i = c
 	}
+	h[i] = x
 }
 
 // The word cache: per scratch (so per goroutine using it, no lock), like

@@ -14,7 +14,7 @@ import (
 	"github.com/vajra-go/vajra/internal/llamaserver"
 )
 
-func tinyModel(t *testing.T) (string, *Tokenizer) {
+func tinyModel(t testing.TB) (string, *Tokenizer) {
 	t.Helper()
 	path, err := tinymodel.TempFile(t.TempDir(), tinymodel.Config{})
 	if err != nil {

@@ -21,17 +21,27 @@ var goldenNames = []string{"qwen3", "llama3", "gemma3"}
 // when it is missing, or failing it when VAJRA_REQUIRE_TOKENIZERS is set.
 func tokenizerDir(tb testing.TB, name string) string {
 	tb.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", ".tokenizers", name, "package", "models"))
+	dir, err := realDir(name)
 	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, FileTokenizer)); err != nil {
 		if os.Getenv("VAJRA_REQUIRE_TOKENIZERS") != "" {
 			tb.Fatalf("tokenizer %s missing (%v): run make tokenizers", name, err)
 		}
 		tb.Skipf("tokenizer %s missing: run make tokenizers (VAJRA_REQUIRE_TOKENIZERS=1 makes this fail)", name)
 	}
 	return dir
+}
+
+// realDir is the folder of a real tokenizer, or an error when it is not
+// there.
+func realDir(name string) (string, error) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".tokenizers", name, "package", "models"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileTokenizer)); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 var loaded sync.Map // name -> *Tokenizer

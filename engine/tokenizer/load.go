@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -110,16 +111,16 @@ type hfAdded struct {
 }
 
 type hfModel struct {
-	Type                    string           `json:"type"`
-	Dropout                 *float64         `json:"dropout"`
-	UnkToken                *string          `json:"unk_token"`
-	ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string          `json:"end_of_word_suffix"`
-	FuseUnk                 bool             `json:"fuse_unk"`
-	ByteFallback            bool             `json:"byte_fallback"`
-	IgnoreMerges            bool             `json:"ignore_merges"`
-	Vocab                   map[string]int32 `json:"vocab"`
-	Merges                  json.RawMessage  `json:"merges"`
+	Type                    string          `json:"type"`
+	Dropout                 *float64        `json:"dropout"`
+	UnkToken                *string         `json:"unk_token"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	FuseUnk                 bool            `json:"fuse_unk"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	Vocab                   json.RawMessage `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
 }
 
 // hfComponent is any normalizer, pre-tokenizer, decoder or post-processor.
@@ -223,11 +224,15 @@ func (t *Tokenizer) build(f *hfFile) error {
 	if err != nil {
 		return err
 	}
+	var vocab map[string]int32
+	if err := json.Unmarshal(f.Model.Vocab, &vocab); err != nil {
+		return fmt.Errorf("tokenizer: model vocab: %w", err)
+	}
 	var unk *string
 	if f.Model.UnkToken != nil {
 		unk = f.Model.UnkToken
 	}
-	if err := t.buildModel(f.Model.Vocab, merges, byteLevel, f.Model.ByteFallback, f.Model.IgnoreMerges, f.Model.FuseUnk, unk); err != nil {
+	if err := t.buildModel(vocab, merges, byteLevel, f.Model.ByteFallback, f.Model.IgnoreMerges, f.Model.FuseUnk, unk); err != nil {
 		return err
 	}
 	added := make([]addedToken, 0, len(f.AddedTokens))
@@ -235,7 +240,7 @@ func (t *Tokenizer) build(f *hfFile) error {
 		added = append(added, addedToken{id: a.ID, content: a.Content, singleWord: a.SingleWord,
 			lstrip: a.LStrip, rstrip: a.RStrip, normalized: a.Normalized, special: a.Special})
 	}
-	t.buildTables(f.Model.Vocab, added)
+	t.buildTables(vocab, added)
 	if !isNull(f.PostProcessor) {
 		if err := t.addPostProcessor(f.PostProcessor); err != nil {
 			return err
@@ -286,7 +291,18 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 			}
 		}
 	}
-	m.merges = make(map[uint64]uint64, len(merges))
+	if !byteLevel {
+		m.runeID = make([]int32, 0x10000)
+		for i := range m.runeID {
+			m.runeID[i] = -1
+		}
+		for s, id := range vocab {
+			if r, n := utf8.DecodeRuneInString(s); n == len(s) && r < 0x10000 && r != utf8.RuneError {
+				m.runeID[r] = id
+			}
+		}
+	}
+	m.merges = newPairTable(len(merges))
 	for rank, mg := range merges {
 		a, ok1 := vocab[mg[0]]
 		b, ok2 := vocab[mg[1]]
@@ -294,7 +310,7 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 		if !ok1 || !ok2 || !ok3 {
 			return fmt.Errorf("tokenizer: merge %d (%q %q) uses a token not in the vocabulary", rank, mg[0], mg[1])
 		}
-		m.merges[pairKey(a, b)] = uint64(rank)<<32 | uint64(uint32(n))
+		m.merges.set(pairKey(a, b), uint64(rank)<<32|uint64(uint32(n)))
 	}
 	return nil
 }

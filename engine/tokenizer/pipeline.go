@@ -17,7 +17,7 @@ type scratch struct {
 	arena  []byte
 	pa, pb []piece
 	syms   []symbol
-	heap   []mergeItem
+	heap   []uint64
 	cache  wordCache
 	ids    []int32
 	toks   []string
