@@ -19,6 +19,8 @@ import (
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/remote"
 	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
+	_ "github.com/vajra-go/vajra/engine/remote/sglang"      // registers sglang://
+	_ "github.com/vajra-go/vajra/engine/remote/vllm"        // registers vllm://
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"

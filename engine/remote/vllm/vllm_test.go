@@ -428,7 +428,7 @@ func TestInfoHealthLoadEmbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.ServedModelName != "tiny" || info.MaxContextLength != 2048 || fmt.Sprint(info.EOSTokenIDs) != "[128001 128009]" ||
-		info.VocabSize != 128256 || info.BOSTokenID != 1 || info.Embeddings {
+		info.VocabSize != 128256 || info.BOSTokenID != 1 || info.Embeddings || !info.PromptLogprobs || info.Slots != 64 {
 		t.Errorf("info %+v", info)
 	}
 	if err := c.Health(ctx); err != nil {
@@ -558,4 +558,22 @@ func TestSilentWorkerDetected(t *testing.T) {
 		t.Errorf("End.Err %v, want a 503 *remote.WorkerError", end.Err)
 	}
 	t.Logf("the silent worker's stream ended %v after it went silent", time.Since(frozen).Round(time.Millisecond))
+}
+
+func TestRegistered(t *testing.T) {
+	s := testworker.Start(t, testworker.Config{})
+	c, err := remote.Dial("vllm://"+s.Addr, remote.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*Client); !ok {
+		t.Fatalf("vllm:// dials a %T", c)
+	}
+	if err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Dial("vllm://host-without-port", remote.DialOptions{}); err == nil {
+		t.Error("a URL without a port: nil error")
+	}
 }
