@@ -6,21 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
+	"github.com/vajra-go/vajra/internal/vllmserver"
 )
 
 // BenchmarkVLLMFrontDoors compares, on one tiny model and one machine,
@@ -34,18 +29,17 @@ import (
 //
 //	go test -run '^$' -bench VLLMFrontDoors -benchtime 1x ./engine/remote/vllm/
 func BenchmarkVLLMFrontDoors(b *testing.B) {
-	bin := needVLLM(b)
-	grpcSrv := startServe(b, bin, true)
-	httpSrv := startServe(b, bin, false)
-	c, err := Dial("vllm://"+grpcSrv.addr, Options{})
+	grpcSrv := vllmserver.Start(b, true, "--disable-log-stats")
+	httpSrv := vllmserver.Start(b, false, "--disable-log-stats", "--disable-uvicorn-access-log")
+	c, err := Dial("vllm://"+grpcSrv.Addr, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
 	ctx := context.Background()
-	waitUp(b, grpcSrv, func() bool { return c.Health(ctx) == nil })
-	waitUp(b, httpSrv, func() bool {
-		r, err := http.Get("http://" + httpSrv.addr + "/health")
+	grpcSrv.Wait(b, 20*time.Minute, func() bool { return c.Health(ctx) == nil })
+	httpSrv.Wait(b, 20*time.Minute, func() bool {
+		r, err := http.Get("http://" + httpSrv.Addr + "/health")
 		if err == nil {
 			r.Body.Close()
 		}
@@ -58,17 +52,17 @@ func BenchmarkVLLMFrontDoors(b *testing.B) {
 	const tokens = 64
 	// warm both
 	runGRPC(b, c, prompt, 1, tokens)
-	runHTTP(b, httpSrv.addr, prompt, 1, tokens)
+	runHTTP(b, httpSrv.Addr, prompt, 1, tokens)
 	for _, streams := range []int{1, 8} {
 		var g, h result
 		for round := 0; round < 3; round++ {
-			cpu := grpcSrv.cpu()
+			cpu := grpcSrv.CPU()
 			r := runGRPC(b, c, prompt, streams, tokens)
-			r.serverCPU = grpcSrv.cpu() - cpu
+			r.serverCPU = grpcSrv.CPU() - cpu
 			g.add(r)
-			cpu = httpSrv.cpu()
-			r = runHTTP(b, httpSrv.addr, prompt, streams, tokens)
-			r.serverCPU = httpSrv.cpu() - cpu
+			cpu = httpSrv.CPU()
+			r = runHTTP(b, httpSrv.Addr, prompt, streams, tokens)
+			r.serverCPU = httpSrv.CPU() - cpu
 			h.add(r)
 		}
 		b.Logf("streams=%d grpc: %s", streams, g)
@@ -231,90 +225,4 @@ func runHTTP(b *testing.B, addr string, prompt []int32, streams, tokens int) res
 	wg.Wait()
 	res.wall = time.Since(start)
 	return res
-}
-
-// serveProc is a `vllm serve` process group.
-type serveProc struct {
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// cpu is the CPU time of every process in the group.
-func (p *serveProc) cpu() time.Duration {
-	pgid := p.cmd.Process.Pid
-	ents, _ := os.ReadDir("/proc")
-	var ticks int64
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-		u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
-		s, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
-		ticks += u + s
-	}
-	return time.Duration(ticks) * (time.Second / 100)
-}
-
-func startServe(b *testing.B, bin string, grpc bool) *serveProc {
-	root := moduleRoot(b)
-	model := filepath.Join(root, ".vllm", "models", "tiny-llama3")
-	if _, err := os.Stat(filepath.Join(model, "model.safetensors")); err != nil {
-		tok := filepath.Join(root, ".tokenizers", "llama3", "package", "models")
-		if out, err := exec.Command(filepath.Join(bin, "python"), filepath.Join(root, "engine", "remote", "vllm", "tinymodel.py"), tok, model).CombinedOutput(); err != nil {
-			b.Fatalf("tinymodel.py: %v\n%s", err, out)
-		}
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := lis.Addr().(*net.TCPAddr).Port
-	lis.Close()
-	args := []string{"serve", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--served-model-name", "tiny",
-		"--max-model-len", "2048", "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "16", "--disable-log-stats"}
-	if grpc {
-		args = append(args, "--grpc")
-	} else {
-		args = append(args, "--disable-uvicorn-access-log")
-	}
-	cmd := exec.Command(filepath.Join(bin, "vllm"), args...)
-	cmd.Env = append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	log, _ := os.Create(filepath.Join(b.TempDir(), "serve.log"))
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	p := &serveProc{addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	b.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	})
-	return p
-}
-
-func waitUp(b *testing.B, p *serveProc, up func() bool) {
-	deadline := time.Now().Add(20 * time.Minute)
-	for !up() {
-		select {
-		case <-p.done:
-			b.Fatal("vllm serve exited")
-		default:
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("vllm serve not up within 20 minutes")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }

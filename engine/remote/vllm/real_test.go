@@ -1,23 +1,18 @@
 package vllm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
+	"github.com/vajra-go/vajra/internal/vllmserver"
 )
 
 // The tests against a real `vllm serve MODEL --grpc` (a CPU build of vLLM
@@ -26,114 +21,6 @@ import (
 // skip when the venv is missing, and fail instead with VAJRA_REQUIRE_VLLM
 // set.
 
-// moduleRoot is the nearest directory above the working one with go.mod.
-func moduleRoot(tb testing.TB) string {
-	d, _ := os.Getwd()
-	for ; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if d == filepath.Dir(d) {
-			tb.Fatal("no go.mod above the working directory")
-		}
-	}
-}
-
-// needVLLM returns the venv's bin directory, or skips.
-func needVLLM(tb testing.TB) string {
-	tb.Helper()
-	bin := os.Getenv("VAJRA_VLLM_BIN")
-	if bin == "" {
-		bin = filepath.Join(moduleRoot(tb), ".vllm", "bin")
-	}
-	if _, err := os.Stat(filepath.Join(bin, "vllm")); err != nil {
-		msg := "vLLM is not installed: run `make vllm` (a CPU build into .vllm), or set VAJRA_VLLM_BIN"
-		if os.Getenv("VAJRA_REQUIRE_VLLM") != "" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
-	}
-	return bin
-}
-
-// vllmServer is one `vllm serve --grpc` process.
-type vllmServer struct {
-	Addr string
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	mu   sync.Mutex
-	once sync.Once
-	done chan struct{}
-}
-
-func (s *vllmServer) Kill() {
-	s.once.Do(func() {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // vLLM's engine core is a child of its own
-		<-s.done
-	})
-}
-
-// startVLLM writes the tiny model (once, into .vllm/models) and starts
-// `vllm serve --grpc` on it on a free loopback port.
-func startVLLM(t *testing.T, bin string) (*vllmServer, string) {
-	t.Helper()
-	root := moduleRoot(t)
-	tok := filepath.Join(root, ".tokenizers", "llama3", "package", "models")
-	if _, err := os.Stat(filepath.Join(tok, "tokenizer.json")); err != nil {
-		t.Fatal("the Llama 3 tokenizer is missing: run `make tokenizers`")
-	}
-	model := filepath.Join(root, ".vllm", "models", "tiny-llama3")
-	if _, err := os.Stat(filepath.Join(model, "model.safetensors")); err != nil {
-		out, err := exec.Command(filepath.Join(bin, "python"), filepath.Join(root, "engine", "remote", "vllm", "tinymodel.py"), tok, model).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tinymodel.py: %v\n%s", err, out)
-		}
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := lis.Addr().(*net.TCPAddr).Port
-	lis.Close()
-	cmd := exec.Command(filepath.Join(bin, "vllm"), "serve", model, "--grpc", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--served-model-name", "tiny", "--max-model-len", "2048", "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "16")
-	cmd.Env = append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	s := &vllmServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = lockedWriter{s}, lockedWriter{s}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() {
-		s.Kill()
-		if t.Failed() {
-			s.mu.Lock()
-			t.Logf("vllm serve's log:\n%s", s.log.String())
-			s.mu.Unlock()
-		}
-	})
-	return s, string(must(os.ReadFile(filepath.Join(tok, "tokenizer.json"))))
-}
-
-type lockedWriter struct{ s *vllmServer }
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	return w.s.log.Write(p)
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// TestRealVLLM runs against a `vllm serve --grpc` it starts, or with
-// VAJRA_VLLM_ADDR=HOST:PORT against one already serving the tiny model
-// (its tokenizer then is not compared, nor is it killed).
 // runReal is run with a wait for a loaded machine: the tiny model's steps
 // take milliseconds, but two cores shared with builds make them seconds.
 func runReal(t *testing.T, c *Client, g *remote.Generate) (*testworker.Recorder, *remote.End) {
@@ -146,27 +33,19 @@ func runReal(t *testing.T, c *Client, g *remote.Generate) (*testworker.Recorder,
 }
 
 func TestRealVLLM(t *testing.T) {
-	var srv *vllmServer
+	var srv *vllmserver.Server
 	var tokJSON string
-	if addr := os.Getenv("VAJRA_VLLM_ADDR"); addr != "" {
-		srv = &vllmServer{Addr: addr, done: make(chan struct{})}
-	} else {
-		srv, tokJSON = startVLLM(t, needVLLM(t))
+	addr := os.Getenv("VAJRA_VLLM_ADDR")
+	if addr == "" {
+		srv = vllmserver.Start(t, true)
+		addr = srv.Addr
+		tokJSON = string(must(os.ReadFile(filepath.Join(vllmserver.TokenizerDir(t), "tokenizer.json"))))
 	}
-	c := dial(t, srv.Addr)
+	c := dial(t, addr)
 	ctx := context.Background()
-	// Start-up on two shared cores takes minutes.
-	deadline := time.Now().Add(15 * time.Minute)
-	for c.Health(ctx) != nil {
-		select {
-		case <-srv.done:
-			t.Fatal("vllm serve exited")
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("vllm serve not healthy within 15 minutes")
-		}
-		time.Sleep(500 * time.Millisecond)
+	if srv != nil {
+		// Start-up on two shared cores takes minutes.
+		srv.Wait(t, 15*time.Minute, func() bool { return c.Health(ctx) == nil })
 	}
 
 	t.Run("Info", func(t *testing.T) {
@@ -270,7 +149,7 @@ func TestRealVLLM(t *testing.T) {
 		})
 	})
 	t.Run("KilledMidStream", func(t *testing.T) {
-		if srv.cmd == nil {
+		if srv == nil {
 			t.Skip("not ours to kill")
 		}
 		rx := testworker.NewRecorder()
@@ -286,4 +165,11 @@ func TestRealVLLM(t *testing.T) {
 			t.Errorf("End.Err %v", end.Err)
 		}
 	})
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
