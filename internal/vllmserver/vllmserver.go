@@ -228,7 +228,7 @@ func (s *Server) CPU() time.Duration {
 			continue
 		}
 		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-		u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+		u, _ := strconv.ParseInt(f[11], 10, 64)  // utime, field 14
 		st, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
 		ticks += u + st
 	}
