@@ -54,7 +54,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 				thinkingOff = true
 			}
 		}
-		s, rerr := e.tmpl.Render(req.Messages, tools, ro)
+		s, rerr := e.template(tools).Render(req.Messages, tools, ro)
 		if rerr != nil {
 			return &engine.Error{Kind: engine.KindInvalid, Param: "messages", Message: "the model's chat template refused the conversation: " + rerr.Error()}
 		}
