@@ -18,3 +18,10 @@ func (m *Model) NamedChatTemplate(name string) string {
 	}
 	return C.GoString(s)
 }
+
+// Size is the bytes of the model's tensors (llama_model_size).
+func (m *Model) Size() uint64 { return uint64(C.vjw_llama_model_size(m.p)) }
+
+// VocabType is llama.cpp's vocabulary type (llama_vocab_type: 1 SPM,
+// 2 BPE, 3 WPM, ...).
+func (m *Model) VocabType() int { return int(C.vjw_llama_vocab_type(m.vocab)) }
