@@ -126,6 +126,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
 	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
 	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
+	addLlamaServerAliases(fs) // aliases.go
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,
@@ -139,7 +140,7 @@ func envName(flagName string) string {
 func applyEnv(fs *flag.FlagSet, set map[string]bool, lookup func(string) (string, bool)) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
+		if set[f.Name] || isAlias(f.Name) {
 			return
 		}
 		env := envName(f.Name)
@@ -272,7 +273,7 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) { set[f.Name], set[aliasTarget(f.Name)] = true, true })
 	if err := applyEnv(fs, set, lookup); err != nil {
 		return nil, err
 	}
