@@ -195,6 +195,8 @@ func (c *Config) validate() error {
 		return bad("-max-tokens %d outside [1, %d]", c.MaxTokens, 1<<20)
 	case c.PromptTokens < 1 || c.PromptTokens > 1<<20:
 		return bad("-prompt-tokens %d outside [1, %d]", c.PromptTokens, 1<<20)
+	case c.Dialect == DialectEmbeddings && c.Stream:
+		return bad("embeddings are never streamed; add -stream=false")
 	case c.Dialect == DialectRealtime && !c.Stream:
 		return bad("realtime is always streamed; drop -stream=false")
 	case (c.Store || c.Chain != 0) && c.Dialect != DialectResponses:

@@ -31,7 +31,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vajra bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		dialect     = fs.String("dialect", string(cfg.Dialect), "API dialect: chat|completions|responses|messages|realtime")
+		dialect     = fs.String("dialect", string(cfg.Dialect), "API dialect: chat|completions|responses|messages|realtime|embeddings (-stream=false)")
 		outJSON     = fs.String("out", "", "write the result as JSON to this file")
 		outHTML     = fs.String("html", "", "write an HTML report (inline SVG plots, no scripts) to this file")
 		compareURLs stringList

@@ -148,6 +148,7 @@ type Server struct {
 	// Bodies of the model routes, rendered once.
 	modelsBody  []byte
 	modelBodies [][]byte
+	propsBody   []byte // GET /props (props.go); nil without an engine.Describer
 
 	eng  gnet.Engine
 	addr net.Addr
@@ -283,8 +284,10 @@ func (s *Server) renderModels(created int64) {
 	models := make([]openai.Model, len(s.opts.Models))
 	for i, id := range s.opts.Models {
 		models[i] = openai.Model{ID: id, Created: created, OwnedBy: "vajra", MaxModelLen: s.opts.MaxModelLen, Root: id}
+		describeModel(&models[i], s.opts.Engine) // props.go
 		s.modelBodies = append(s.modelBodies, openai.AppendModel(nil, &models[i]))
 	}
+	s.propsBody = renderProps(s.opts.Engine, s.opts.Models) // props.go
 	s.modelsBody = openai.AppendModelList(nil, models)
 }
 

@@ -133,6 +133,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")
 	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
+	addLlamaServerAliases(fs) // aliases.go
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,
@@ -146,7 +147,7 @@ func envName(flagName string) string {
 func applyEnv(fs *flag.FlagSet, set map[string]bool, lookup func(string) (string, bool)) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
+		if set[f.Name] || isAlias(f.Name) {
 			return
 		}
 		env := envName(f.Name)
@@ -287,7 +288,7 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) { set[f.Name], set[aliasTarget(f.Name)] = true, true })
 	if err := applyEnv(fs, set, lookup); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,10 @@ type Engine struct {
 	sched scheduler // loop-only
 
 	emb embedState // POST /v1/embeddings' own context (embed.go)
+
+	// toolTmpl is the GGUF's tool_use template, for requests with tools
+	// (templates.go); nil without one.
+	toolTmpl *chattemplate.Template
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -225,6 +229,9 @@ func (e *Engine) loadTemplate() error {
 		return fmt.Errorf("the chat template does not parse: %w", err)
 	}
 	e.tmpl = t
+	if err := e.loadNamedTemplates(opts); err != nil {
+		return fmt.Errorf("the tool_use chat template does not parse: %w", err)
+	}
 	return nil
 }
 

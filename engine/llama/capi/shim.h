@@ -75,7 +75,9 @@
 	X(llama, llama_sampler_init_grammar) \
 	X(llama, llama_pooling_type) \
 	X(llama, llama_get_embeddings_seq) \
-	X(llama, llama_get_embeddings_ith)
+	X(llama, llama_get_embeddings_ith) \
+	X(llama, llama_model_size) \
+	X(llama, llama_vocab_type)
 
 #define VJ_DECL(lib, f) extern __typeof__(f) *vj_##f;
 VJ_FUNCS(VJ_DECL)

@@ -69,3 +69,5 @@ static inline struct llama_sampler * vjw_llama_sampler_init_grammar(const struct
 static inline enum llama_pooling_type vjw_llama_pooling_type(const struct llama_context * ctx) { return vj_llama_pooling_type(ctx); }
 static inline float * vjw_llama_get_embeddings_seq(struct llama_context * ctx, llama_seq_id seq_id) { return vj_llama_get_embeddings_seq(ctx, seq_id); }
 static inline float * vjw_llama_get_embeddings_ith(struct llama_context * ctx, int32_t i) { return vj_llama_get_embeddings_ith(ctx, i); }
+static inline uint64_t vjw_llama_model_size(const struct llama_model * model) { return vj_llama_model_size(model); }
+static inline enum llama_vocab_type vjw_llama_vocab_type(const struct llama_vocab * vocab) { return vj_llama_vocab_type(vocab); }
