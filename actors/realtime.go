@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -56,22 +54,11 @@ const (
 	maxPendingAudio          = 4 * maxInputAudio
 	// maxRealtimeItemID bounds a client-chosen item id (the API's 32).
 	maxRealtimeItemID = 32
-	// maxPooledMessage bounds the client message buffers kept in rtMsgs.
-	maxPooledMessage = 1 << 20
-	// A session with more client messages (or bytes of them) waiting in
-	// its mailbox than these is Backlogged: netio stops reading its
-	// connection until the actor catches up.
-	maxBacklogMessages = 256
-	maxBacklogBytes    = 32 << 20
 )
 
 // realtimeSession is the actor of one Realtime connection.
 type realtimeSession struct {
-	owner *Sessions
-	conn  WSConn
-	req   WSRequest
-	pid   *actor.PID // for the handle (written by startRealtime)
-	self  *actor.PID
+	wsBase // spawn, serve, stop, panics, the inbox (base.go, ws.go)
 
 	transcription bool
 	id            string // "sess_…"
@@ -104,15 +91,7 @@ type realtimeSession struct {
 	pending      []realtimeAudio // committed audio waiting for the engine
 	pendingBytes int             // of PCM in pending, for maxPendingAudio
 
-	// backlog counts the client messages (and their bytes) posted to the
-	// actor and not yet handled (WSBacklog).
-	backlog, backlogBytes atomic.Int64
-
-	closed   connClosed
-	gone     bool // the client left (or the session closed the connection)
-	stopped  bool
-	panicked bool
-	log      *zap.Logger
+	gone bool // the client left (or the session closed the connection)
 }
 
 // realtimeAudio is committed input audio to transcribe into item itemID.
@@ -123,92 +102,36 @@ type realtimeAudio struct {
 
 var _ WSBacklog = (*realtimeSession)(nil)
 
-// realtimeMsg is one client message, copied off the event loop.
-type realtimeMsg struct{ b []byte }
-
-var realtimeMsgs = sync.Pool{New: func() any { return new(realtimeMsg) }}
-
 // startRealtime serves GET /v1/realtime: it spawns the connection's
 // session actor, which speaks first (session.created).
 func (s *Sessions) startRealtime(conn WSConn, req *WSRequest) WSHandle {
-	rs := &realtimeSession{owner: s, conn: conn, req: *req}
-	s.active.Add(1)
-	rs.pid = s.spawner.spawn(rs, nil)
+	rs := new(realtimeSession)
+	rs.spawnWS(s, rs, conn, req)
 	return rs
 }
 
-// Message implements WSHandle: it copies p and posts it to the actor.
-// Runs on the event loop; never blocks, allocates nothing once the pool
-// holds buffers.
-func (rs *realtimeSession) Message(p []byte) {
-	m := realtimeMsgs.Get().(*realtimeMsg)
-	m.b = append(m.b[:0], p...)
-	rs.backlog.Add(1)
-	rs.backlogBytes.Add(int64(len(p)))
-	rs.owner.root.Send(rs.pid, m)
-}
+// Receive implements actor.Actor (actorBase.serve).
+func (rs *realtimeSession) Receive(ctx actor.Context) { rs.serve(rs, ctx) }
 
-// Backlogged implements WSBacklog: the actor has not caught up with the
-// client's messages. Called on the event loop; two atomic loads.
-func (rs *realtimeSession) Backlogged() bool {
-	return rs.backlog.Load() > maxBacklogMessages || rs.backlogBytes.Load() > maxBacklogBytes
-}
-
-// ConnClosed implements Handle. Safe for concurrent use.
-func (rs *realtimeSession) ConnClosed() { rs.owner.root.Send(rs.pid, &rs.closed) }
-
-func (rs *realtimeSession) logger() *zap.Logger {
-	if rs.log == nil {
-		rs.log = rs.owner.log.With(zap.String("request_id", rs.req.RequestID), zap.Stringer("endpoint", rs.req.Endpoint))
-	}
-	return rs.log
-}
-
-// Receive implements actor.Actor.
-func (rs *realtimeSession) Receive(ctx actor.Context) {
-	defer rs.recoverPanic()
+// receive handles the session's messages but the base's.
+func (rs *realtimeSession) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *framesReady:
 		rs.forward()
-	case *realtimeMsg:
+	case *clientMsg:
 		if !rs.gone {
-			rs.handle(m.b)
+			rs.handle(m.p)
 		}
-		rs.backlog.Add(-1)
-		rs.backlogBytes.Add(-int64(len(m.b)))
-		if cap(m.b) <= maxPooledMessage {
-			realtimeMsgs.Put(m)
-		}
-	case *actor.Started:
-		rs.begin(ctx)
-	case *connClosed:
-		// Disconnect means abort: free the engine slot now.
-		rs.gone = true
-		rs.abort()
-		rs.stop(ctx)
-	case *actor.Stopped:
-		rs.cleanup()
+		rs.done(m)
 	}
 }
 
-// recoverPanic logs a panic of the session's code once and panics again:
-// the supervisor stops the session and cleanup closes the connection.
-func (rs *realtimeSession) recoverPanic() {
-	if r := recover(); r != nil {
-		if !rs.panicked {
-			rs.panicked = true
-			rs.owner.panics.Add(1)
-			rs.logger().Error("realtime session panicked; its connection is closed", zap.Any("panic", r), zap.Stack("stack"))
-		}
-		panic(r)
-	}
-}
-
-func (rs *realtimeSession) stop(ctx actor.Context) {
-	if !rs.stopped {
-		rs.stopped = true
-		ctx.Stop(ctx.Self())
-	}
+// clientGone runs when the client left: disconnect means abort, and the
+// engine slot is freed now.
+func (rs *realtimeSession) clientGone(ctx actor.Context) {
+	rs.gone = true
+	rs.abort()
+	rs.stop(ctx)
 }
 
 func (rs *realtimeSession) abort() {
@@ -225,12 +148,10 @@ func (rs *realtimeSession) cleanup() {
 		rs.gone = true
 		rs.conn.Close(1011, "the session failed")
 	}
-	rs.owner.sessionEnded()
 }
 
 // begin checks the upgrade's query and sends session.created.
 func (rs *realtimeSession) begin(ctx actor.Context) {
-	rs.self = ctx.Self()
 	sid := newID("")
 	rs.id, rs.convID = "sess_"+sid, "conv_"+sid
 	rs.ev.Reset(append(append(rs.out[:0], "event_"...), sid+"_"...), codegen.FramingWebSocket, rs.req.Beta)
@@ -557,7 +478,7 @@ func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 // with.
 func (rs *realtimeSession) startEngine() *engine.Error {
 	r := &rs.ereq
-	rs.sink.bind(rs.owner, rs.self, rs.req.Endpoint, rs.req.RequestID, r)
+	rs.sink.bind(&rs.actorBase, r)
 	es, err := rs.owner.cfg.Engine.Start(r, &rs.sink)
 	// The engine read the prompt in Prepare and Start; the session keeps
 	// its own conversation.
