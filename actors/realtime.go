@@ -34,6 +34,9 @@ type realtimeKind uint8
 
 const (
 	rtIdle realtimeKind = iota
+	// rtPreparing: a response's prompt is being prepared on the prepare
+	// pool, which owns ereq until prepDone (prepared).
+	rtPreparing
 	rtResponse
 	rtTranscription
 )
@@ -79,13 +82,20 @@ type realtimeSession struct {
 	ereq      engine.Request
 	es        engine.Session
 	sink      sink
-	cancelled bool // response.cancel aborted the running response
+	cancelled bool // response.cancel aborted the running (or preparing) response
 	respID    string
 	respConv  bool // the running response joins the conversation
 	responses int  // responses and transcriptions started, for event id prefixes
 	resp      openai.RealtimeFormatter
 	trans     openai.RealtimeTranscriptionFormatter
 	prefix    []byte
+
+	// meta, keep and createEvent are the response being created: its
+	// metadata, prepareEngine's truncation argument, and the event_id of
+	// its response.create, for the error event of a refusal.
+	meta        openai.RealtimeResponseMeta
+	keep        int
+	createEvent string
 
 	audio        []byte          // the input audio buffer, PCM16
 	pending      []realtimeAudio // committed audio waiting for the engine
@@ -203,11 +213,14 @@ func (rs *realtimeSession) send(p []byte) {
 }
 
 // fail answers the client event being handled with an error event.
-func (rs *realtimeSession) fail(e openai.APIError) {
+func (rs *realtimeSession) fail(e openai.APIError) { rs.failEvent(e, rs.in.EventID) }
+
+// failEvent answers the client event eventID with an error event.
+func (rs *realtimeSession) failEvent(e openai.APIError, eventID string) {
 	if ce := rs.owner.log.Check(zap.DebugLevel, "realtime client event refused"); ce != nil {
 		ce.Write(zap.String("request_id", rs.req.RequestID), zap.String("code", e.Code), zap.String("param", e.Param))
 	}
-	rs.send(rs.ev.AppendAPIError(rs.out[:0], e, rs.in.EventID))
+	rs.send(rs.ev.AppendAPIError(rs.out[:0], e, eventID))
 }
 
 func (rs *realtimeSession) failParam(pe *openai.ParamError) { rs.fail(pe.API()) }
@@ -287,12 +300,18 @@ func (rs *realtimeSession) itemIndex(id string) int {
 // conversationFull refuses (an error event blaming param) when the
 // conversation has no room for one more item of extra bytes of text.
 func (rs *realtimeSession) conversationFull(extra int, param string) bool {
+	return rs.conversationFullFor(extra, param, rs.in.EventID)
+}
+
+// conversationFullFor is conversationFull answering the client event
+// eventID.
+func (rs *realtimeSession) conversationFullFor(extra int, param, eventID string) bool {
 	if len(rs.items) < maxRealtimeItems && rs.itemBytes+extra <= maxConversationBytes {
 		return false
 	}
-	rs.fail(invalidEvent("conversation_full", param, "The conversation holds "+strconv.Itoa(len(rs.items))+
+	rs.failEvent(invalidEvent("conversation_full", param, "The conversation holds "+strconv.Itoa(len(rs.items))+
 		" items and "+strconv.Itoa(rs.itemBytes>>20)+" MiB of text; a session keeps at most "+
-		strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."))
+		strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."), eventID)
 	return true
 }
 
@@ -496,7 +515,7 @@ func (rs *realtimeSession) responseCreate() {
 		rs.fail(invalidEvent(openai.CodeUnsupported, "type", "A transcription session does not create responses."))
 		return
 	}
-	if rs.kind == rtResponse {
+	if rs.kind == rtResponse || rs.kind == rtPreparing {
 		rs.fail(invalidEvent("conversation_already_has_active_response", "",
 			"Conversation already has an active response in progress: "+rs.respID+". Wait until the response is finished before creating a new one."))
 		return
@@ -551,14 +570,72 @@ func (rs *realtimeSession) responseCreate() {
 	}
 	rs.ereq = engine.Request{Model: rs.model, Messages: msgs,
 		Sampling: engine.Sampling{MaxTokens: cfg.MaxOutputTokens, Temperature: cfg.Temperature}}
-	meta := openai.RealtimeResponseMeta{ID: newID("resp_"), ItemID: newID("item_"),
+	rs.meta = openai.RealtimeResponseMeta{ID: newID("resp_"), ItemID: newID("item_"),
 		MaxOutputTokens: cfg.MaxOutputTokens, Temperature: cfg.Temperature}
 	if conv {
-		meta.ConversationID, meta.PreviousItemID = rs.convID, rs.lastItemID()
+		rs.meta.ConversationID = rs.convID
 	}
-	if err := rs.prepareEngine(keep); err != nil {
-		rs.fail(openai.FromEngineError(err, "response"))
+	rs.respConv, rs.keep, rs.createEvent, rs.cancelled = conv, keep, ev.EventID, false
+	// A large prompt (a long conversation, which the truncation loop may
+	// render and tokenize several times) is prepared off the mailbox
+	// workers, as an HTTP request's is (prepare.go); the response goes on
+	// in prepared. Meanwhile the session serves its client's other events;
+	// another response.create is refused, a response.cancel cancels it.
+	if promptBytes(msgs) >= offPoolBody && rs.owner.prep.submit(rs) {
+		rs.kind, rs.respID = rtPreparing, rs.meta.ID
 		return
+	}
+	rs.launchResponse(rs.prepareEngine(keep))
+}
+
+// promptBytes is the text of a prompt's messages, for offPoolBody.
+func promptBytes(msgs []engine.Message) int {
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].Content)
+	}
+	return n
+}
+
+// prepareOff implements prepJob: the response's prompt, with the
+// truncation loop, prepared on a prepare worker.
+func (rs *realtimeSession) prepareOff() error {
+	if err := rs.prepareEngine(rs.keep); err != nil {
+		return err
+	}
+	return nil
+}
+
+// prepared implements preparedActor: the prepare pool prepared the
+// response being created.
+func (rs *realtimeSession) prepared(_ actor.Context, err error) {
+	rs.kind = rtIdle
+	if rs.gone {
+		return
+	}
+	var ee *engine.Error
+	if err != nil {
+		ee = engine.AsError(err)
+	}
+	rs.launchResponse(ee)
+}
+
+// launchResponse starts the response rs.meta whose prompt rs.ereq
+// prepareEngine prepared with the refusal err, and joins it to the
+// conversation (rs.respConv) as the item after the last one.
+func (rs *realtimeSession) launchResponse(err *engine.Error) {
+	if err != nil {
+		rs.failEvent(openai.FromEngineError(err, "response"), rs.createEvent)
+		return
+	}
+	meta := rs.meta
+	if rs.respConv {
+		// Items the client created while the prompt was prepared come
+		// before the response's.
+		if rs.conversationFullFor(0, "", rs.createEvent) {
+			return
+		}
+		meta.PreviousItemID = rs.lastItemID()
 	}
 	rs.nextPrefix('r')
 	rs.resp.Reset(meta, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())
@@ -566,14 +643,20 @@ func (rs *realtimeSession) responseCreate() {
 	// response.created is written before the engine starts (the engine
 	// owns the formatter from then on) and sent once it started. A
 	// response the engine refuses (overloaded, shutting down) ends at
-	// once, failed, so that the client sees its response.done.
+	// once, failed, so that the client sees its response.done; one
+	// cancelled while it was prepared ends cancelled without starting.
 	created := rs.resp.AppendCreated(rs.out[:0])
+	if rs.cancelled {
+		rs.ereq.Messages = nil
+		rs.send(rs.resp.AppendCancelled(created, &engine.Usage{}))
+		return
+	}
 	if err := rs.startEngine(); err != nil {
 		rs.send(rs.resp.AppendFailed(created, err))
 		return
 	}
-	rs.kind, rs.cancelled, rs.respID, rs.respConv = rtResponse, false, meta.ID, conv
-	if conv {
+	rs.kind, rs.respID = rtResponse, meta.ID
+	if rs.respConv {
 		// The assistant item joins the conversation now (the client sees
 		// conversation.item.added with the first output); its text is
 		// filled in when the response ends.
@@ -584,6 +667,10 @@ func (rs *realtimeSession) responseCreate() {
 
 func (rs *realtimeSession) responseCancel() {
 	id := rs.in.ResponseID
+	if rs.kind == rtPreparing && (id == "" || id == rs.respID) {
+		rs.cancelled = true // prepared ends it, cancelled, without starting it
+		return
+	}
 	if rs.kind != rtResponse || (id != "" && id != rs.respID) {
 		msg := "Cancellation failed: no active response found."
 		if id != "" {
