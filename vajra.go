@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,10 @@ import (
 	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama"
+	"github.com/vajra-go/vajra/engine/remote"
+	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
+	_ "github.com/vajra-go/vajra/engine/remote/sglang"      // registers sglang://
+	_ "github.com/vajra-go/vajra/engine/remote/vllm"        // registers vllm://
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"
@@ -59,6 +64,11 @@ type Config struct {
 	// when its ModelPath is set and Engine is nil; the simulated engine is
 	// not started then.
 	Llama llama.Config
+	// Remote serves the model of remote engine workers (engine/remote:
+	// llama-server://, and the other registered protocols) when its
+	// Workers are set and Engine is nil. With no ServedModelNames the
+	// model is served under the workers' name for it.
+	Remote remote.Config
 	// Engine, when set, is used instead of the embedded simulated engine.
 	// Vajra closes it on Stop.
 	Engine engine.Engine
@@ -168,10 +178,22 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	eng := cfg.Engine
+	if eng == nil && len(cfg.Remote.Workers) > 0 {
+		rc := cfg.Remote
+		rc.Logger = cfg.Logger.Named("remote")
+		e, err := remote.New(rc)
+		if err != nil {
+			return nil, fmt.Errorf("vajra: engine: %w", err)
+		}
+		eng = e
+		if len(cfg.ServedModelNames) == 0 {
+			cfg.ServedModelNames = []string{remoteModelName(e, rc.Workers[0])}
+		}
+	}
 	if len(cfg.ServedModelNames) == 0 {
 		cfg.ServedModelNames = []string{DefaultModelName}
 	}
-	eng := cfg.Engine
 	if eng == nil && cfg.Llama.ModelPath != "" {
 		lc := cfg.Llama
 		lc.Logger = cfg.Logger.Named("llama")
@@ -258,6 +280,20 @@ func New(cfg Config) (*Server, error) {
 	srv.startGateway()
 	sessions.SetAdmitter(localAdmitter{n}) // the creates of Responses API WebSockets (admit.go)
 	return srv, nil
+}
+
+// remoteModelName is the name a remote engine's model is served under
+// when none was configured: the workers' own (their served name, or their
+// model file's base name); while no worker has answered, the first
+// worker's host:port, so that the server starts all the same.
+func remoteModelName(e *remote.Engine, worker string) string {
+	if n := e.ModelName(); n != "" {
+		return n
+	}
+	if u, err := url.Parse(worker); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return DefaultModelName
 }
 
 // storeStats adapts the response store's figures to the metrics package's.

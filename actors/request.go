@@ -34,6 +34,8 @@ const (
 	// Responses API over WebSocket (GET /v1/responses with Upgrade).
 	EndpointRealtime
 	EndpointResponsesWS
+	// POST /v1/embeddings (dialect_embeddings.go).
+	EndpointEmbeddings
 )
 
 var endpointNames = [...]string{
@@ -52,6 +54,7 @@ var endpointNames = [...]string{
 	EndpointDetokenize:         "detokenize",
 	EndpointRealtime:           "realtime",
 	EndpointResponsesWS:        "responses_websocket",
+	EndpointEmbeddings:         "embeddings",
 }
 
 // String returns the endpoint's metric and log name.

@@ -3,7 +3,10 @@ package actors
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,5 +280,173 @@ func TestRedisStoreTLSAndUnixSocket(t *testing.T) {
 	}
 	if _, err := newRedisStore(system, StoreConfig{URL: plain.URL(), CAFile: tlsSrv.CAFile()}, zap.NewNop(), nil); err == nil {
 		t.Fatal("a CA file with a redis:// URL was accepted")
+	}
+}
+
+// TestRedisStoreFailureRightAfterRecovery: a command that fails the moment
+// the prober has marked the store up (Redis lost again at once) must leave
+// a prober running, so that the store comes back when Redis does. Before,
+// the prober reset its flag only after marking the store up: the failure
+// in between marked the store down with no prober left, and every request
+// was refused until the process restarted.
+func TestRedisStoreFailureRightAfterRecovery(t *testing.T) {
+	f := newRedisFixture(t, StoreConfig{})
+	var once atomic.Bool
+	f.st.upHook = func() {
+		if once.CompareAndSwap(false, true) {
+			// What a worker does when its command fails on a lost server.
+			f.st.done(opGet, errors.New("dial tcp: connection refused"), time.Now())
+		}
+	}
+	f.srv.Stop()
+	if r := f.ask(storeGet, "resp_1"); !errors.Is(r.err, errStoreUnavailable) {
+		t.Fatalf("get with Redis down: %+v", r)
+	}
+	f.srv.Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := f.ask(storeGet, "resp_1")
+		if r.err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis has been back for 5 s and the store still refuses: %v (up %v, probing %v)",
+				r.err, f.st.up.Load(), f.st.probing.Load())
+		}
+		time.Sleep(probeInterval / 5) // polling the store's answer, bounded
+	}
+	if !once.Load() {
+		t.Fatal("the hook never ran: the test proved nothing")
+	}
+}
+
+// TestRedisStoreFlappingUnderLoad: Redis stopped and started several
+// times within a second while sessions save and read; within a few
+// seconds of its last return every store request succeeds.
+func TestRedisStoreFlappingUnderLoad(t *testing.T) {
+	f := newRedisFixture(t, StoreConfig{})
+	const workers = 8
+	var stop atomic.Bool
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		c := &replyClient{replies: make(chan storeReply, 1)}
+		pid := f.st.root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1_000_000 && !stop.Load(); i++ {
+				id := "resp_" + strconv.Itoa(w) + "_" + strconv.Itoa(i)
+				if i%2 == 0 {
+					f.st.put(record(id, "{}"), &storeRequest{replyTo: pid})
+				} else {
+					f.st.ask(&storeRequest{op: storeGet, id: id, replyTo: pid})
+				}
+				select {
+				case r := <-c.replies:
+					if r.err != nil {
+						failed.Add(1)
+					} else {
+						ok.Add(1)
+					}
+				case <-time.After(15 * time.Second):
+					t.Error("a store request got no answer")
+					return
+				}
+			}
+		}()
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+	t0 := time.Now()
+	for range 5 {
+		f.srv.Stop()
+		f.srv.Restart()
+	}
+	t.Logf("5 stops and restarts in %v; %d answered, %d refused so far", time.Since(t0), ok.Load(), failed.Load())
+	// Within a few seconds every request succeeds: a window of 200 in a row.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		before := failed.Load()
+		base := ok.Load()
+		for ok.Load() < base+200 && failed.Load() == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond) // polling the counters, bounded
+		}
+		if failed.Load() == before && ok.Load() >= base+200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis has been back 5 s and requests still fail (up %v, probing %v; %d refused)",
+				f.st.up.Load(), f.st.probing.Load(), failed.Load())
+		}
+	}
+}
+
+// sameQueue returns an id other than id that the store serves on id's
+// worker.
+func sameQueue(st *redisStore, id string) string {
+	for i := 0; ; i++ {
+		if o := "resp_q" + strconv.Itoa(i); st.queue(o) == st.queue(id) {
+			return o
+		}
+	}
+}
+
+// TestRedisCancelElsewhereFreesTheWorker: a cancel relayed to another node
+// waits for that node's answer off the store's worker, so the saves and
+// reads queued behind it on the same worker are served at once (it held
+// the worker for up to 5 s); and it is answered as soon as the owner saved
+// the cancelled record, through the "ended" message.
+func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
+	asker := newRedisFixture(t, StoreConfig{})
+	owner := newRedisFixture(t, StoreConfig{URL: asker.srv.URL()})
+	running := func(id, status string) *storedResponse {
+		rec := record(id, `{"id":"`+id+`","status":"`+status+`"}`)
+		rec.background, rec.status = true, status
+		return rec
+	}
+	// A response "another node" runs and never answers for.
+	if r := owner.save(running("resp_orphan", "in_progress")); r.err != nil {
+		t.Fatal(r.err)
+	}
+	asker.st.ask(&storeRequest{op: storeCancel, id: "resp_orphan", replyTo: asker.pid})
+	other := sameQueue(asker.st, "resp_orphan")
+	start := time.Now()
+	if r := asker.save(record(other, "{}")); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a save queued behind a relayed cancel on its worker waited %v", d)
+	}
+	if r := asker.wait(); r.err != nil || r.rec == nil || r.rec.status != "in_progress" {
+		t.Fatalf("the cancel nobody answered: %+v, want the record in progress", r)
+	}
+
+	// An owner that answers: it saves the cancelled record when the cancel
+	// reaches it (here, a subscriber standing in for its session).
+	if r := owner.save(running("resp_live", "in_progress")); r.err != nil {
+		t.Fatal(r.err)
+	}
+	sub := redis.NewClient(&redis.Options{Addr: asker.srv.Addr()})
+	defer sub.Close()
+	ps := sub.Subscribe(context.Background(), DefaultStoreKeyPrefix+"cancel")
+	defer ps.Close()
+	if _, err := ps.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for m := range ps.Channel() {
+			if m.Payload == "resp_live" {
+				owner.st.put(running("resp_live", "cancelled"), nil)
+				return
+			}
+		}
+	}()
+	start = time.Now()
+	r := asker.ask(storeCancel, "resp_live")
+	if r.err != nil || r.rec == nil || r.rec.status != "cancelled" {
+		t.Fatalf("cancel answered %+v, want the cancelled record", r)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the cancel was answered %v after the owner saved it", d)
 	}
 }

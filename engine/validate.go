@@ -50,3 +50,24 @@ func hasTool(tools []Tool, name string) bool {
 func invalid(param, msg string) *Error {
 	return &Error{Kind: KindInvalid, Param: param, Message: msg}
 }
+
+// CheckContext checks a prompt of n tokens against a context of limit
+// tokens with maxTokens asked for (0: as many as fit), as vLLM words it,
+// and returns the resolved cap on generated tokens: maxTokens, or the room
+// left when it was 0. It fails with KindContextLength.
+func CheckContext(n, limit, maxTokens int) (int, *Error) {
+	switch {
+	case maxTokens > 0 && n+maxTokens > limit:
+		return 0, &Error{Kind: KindContextLength, Param: "max_tokens", Message: "This model's maximum context length is " +
+			strconv.Itoa(limit) + " tokens. However, you requested " + strconv.Itoa(n+maxTokens) + " tokens (" +
+			strconv.Itoa(n) + " in the messages, " + strconv.Itoa(maxTokens) +
+			" in the completion). Please reduce the length of the messages or completion."}
+	case maxTokens == 0 && n >= limit:
+		return 0, &Error{Kind: KindContextLength, Param: "messages", Message: "This model's maximum context length is " +
+			strconv.Itoa(limit) + " tokens. However, your messages resulted in " + strconv.Itoa(n) +
+			" tokens, which leaves no room for the completion. Please reduce the length of the messages."}
+	case maxTokens == 0:
+		return limit - n, nil
+	}
+	return maxTokens, nil
+}

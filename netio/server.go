@@ -158,16 +158,19 @@ type Server struct {
 	loopsUp     chan struct{}
 	loopsUpOnce sync.Once
 	enrolls     chan (<-chan gnet.RegisteredResult)
-	loops       sync.Map // gnet.EventLoop → *loop
-	started     chan error
-	done        chan error
-	stopped     chan struct{}   // closed when gnet.Run returned
-	ctlDone     <-chan struct{} // closed when the spareproc controller ended; nil if none ran
-	stopping    atomic.Bool     // Stop was called
-	runErr      error           // why gnet.Run returned; read after stopped
-	draining    atomic.Bool
-	bellMu      sync.Mutex
-	bells       []int // writer ends of the loops' doorbells
+	// acceptHook, set by tests before Start, replaces the listener's
+	// AcceptTCP in acceptLoop.
+	acceptHook func() (*net.TCPConn, error)
+	loops      sync.Map // gnet.EventLoop → *loop
+	started    chan error
+	done       chan error
+	stopped    chan struct{}   // closed when gnet.Run returned
+	ctlDone    <-chan struct{} // closed when the spareproc controller ended; nil if none ran
+	stopping   atomic.Bool     // Stop was called
+	runErr     error           // why gnet.Run returned; read after stopped
+	draining   atomic.Bool
+	bellMu     sync.Mutex
+	bells      []int // writer ends of the loops' doorbells
 	// Send path (sendbatch.go): useRing is settled at Start; ringLoops
 	// counts the loops that send through io_uring: all of them from Start
 	// when useRing, less each whose ring could not be set up or failed.

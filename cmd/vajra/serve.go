@@ -61,6 +61,7 @@ type serveSettings struct {
 	keyFile    string
 	models     stringList
 	origins    stringList
+	workers    stringList
 	pprofAddr  string
 }
 
@@ -125,6 +126,13 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&lc.GPULayers, "n-gpu-layers", -1, "llama: layers to offload to the GPU of a CUDA or Vulkan build (-1: all)")
 	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
 	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
+	// Remote engine workers (engine/remote), used when --worker is given.
+	rc := &cfg.Remote
+	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT, vllm://HOST:PORT (vllm serve --grpc), sglang://HOST:PORT (--grpc-mode); repeatable, or comma-separated (YAML: workers: [...])")
+	fs.StringVar(&rc.TokenizerPath, "tokenizer", "", "workers: tokenize with this Hugging Face tokenizer.json (tokenizer_config.json beside it), model folder or GGUF file instead of the worker's")
+	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
+	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")
+	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,
@@ -155,6 +163,9 @@ func applyEnv(fs *flag.FlagSet, set map[string]bool, lookup func(string) (string
 	return errors.Join(errs...)
 }
 
+// fileAliases are the config file's plural names of repeatable flags.
+var fileAliases = map[string]string{"workers": "worker"}
+
 // applyFile sets every flag not in set from the YAML config file. Keys are
 // flag names; a repeatable flag takes a list (or one value).
 func applyFile(fs *flag.FlagSet, set map[string]bool, path string) error {
@@ -173,6 +184,10 @@ func applyFile(fs *flag.FlagSet, set map[string]bool, path string) error {
 	sort.Strings(keys)
 	var errs []error
 	for _, k := range keys {
+		if alias, ok := fileAliases[k]; ok {
+			doc[alias] = doc[k]
+			k = alias
+		}
 		f := fs.Lookup(k)
 		if f == nil || k == "config" {
 			errs = append(errs, fmt.Errorf("--config %s: unknown setting %q (keys are flag names)", path, k))
@@ -257,6 +272,7 @@ Flags:
 func parseServe(args []string, lookup func(string) (string, bool), stderr io.Writer) (*serveSettings, error) {
 	st := &serveSettings{cfg: vajra.DefaultConfig(), logFormat: "console", logLevel: "info", shutdown: 30 * time.Second}
 	st.origins.split = true
+	st.workers.split = true
 	fs := flag.NewFlagSet("vajra serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	serveFlags(fs, st)
@@ -307,6 +323,24 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		if len(st.models.vals) == 0 {
 			// vLLM serves a model under the name it was given by.
 			st.cfg.ServedModelNames = []string{strings.TrimSuffix(filepath.Base(lc.ModelPath), ".gguf")}
+		}
+	}
+	if rc := &st.cfg.Remote; len(st.workers.vals) > 0 {
+		if st.cfg.Llama.ModelPath != "" {
+			return nil, errors.New("--worker and --model exclude each other: serve either remote workers or a local model")
+		}
+		rc.Workers = st.workers.vals
+		// The settings of the text the engine handles itself are the
+		// llama engine's flags; the context length is the worker's unless
+		// --max-model-len caps it.
+		lc := &st.cfg.Llama
+		rc.ChatTemplate, rc.ReasoningParser, rc.ToolCallParser = lc.ChatTemplate, lc.ReasoningParser, lc.ToolCallParser
+		if set["max-model-len"] {
+			rc.MaxModelLen = st.cfg.Sim.MaxModelLen
+		}
+		if len(st.models.vals) == 0 {
+			// Served under the worker's name for its model (vajra.Config.Remote).
+			st.cfg.ServedModelNames = nil
 		}
 	}
 	st.cfg.AllowedOrigins = st.origins.vals

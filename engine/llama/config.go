@@ -102,6 +102,12 @@ type Config struct {
 	// (--reasoning-parser, --tool-call-parser; vLLM's names); empty: none.
 	ReasoningParser string
 	ToolCallParser  string
+	// Pooling is how POST /v1/embeddings pools a sequence's token
+	// embeddings into one vector (--pooling): mean, cls or last; empty
+	// takes the GGUF's own pooling type (<arch>.pooling_type), else last
+	// (vLLM's default for a generative model; llama-server refuses one
+	// without pooling). See embed.go.
+	Pooling string
 	// MaxWaiting bounds the waiting queue. Default DefaultMaxWaiting.
 	MaxWaiting int
 	// Seed is mixed into the seed of requests that sample without one.
@@ -176,6 +182,9 @@ func (c *Config) normalize(trainCtx, kvBytes int) error {
 	}
 	if c.KVCacheTokens < c.MaxModelLen {
 		return fmt.Errorf("--kv-cache-tokens %d is smaller than --max-model-len %d: one full context must fit", c.KVCacheTokens, c.MaxModelLen)
+	}
+	if _, err := poolingType(c.Pooling); err != nil {
+		return err
 	}
 	if c.Threads <= 0 {
 		c.Threads, c.autoThreads = physicalCores(), true

@@ -72,7 +72,7 @@ type seq struct {
 
 	sampler *capi.Sampler
 	parser  *text.Parser
-	forced  *forcedState // set when tool_choice forces a call
+	forced  *text.Forced // set when tool_choice forces a call
 	events  []text.Event
 
 	gen  []int   // generated tokens
@@ -136,7 +136,8 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) (*
 		}
 		s.parser = pr
 		if p.forced != nil {
-			s.forced = &forcedState{}
+			s.forced = new(text.Forced)
+			s.forced.Reset(p.forced.name, req.Stream)
 		}
 		s.hist = append(make([]int32, 0, len(p.prompt)+min(p.maxTokens, 256)), p.prompt...)
 		if sp.Logprobs {

@@ -157,7 +157,7 @@ func (s *scheduler) endChoice(q *seq) {
 			s.writeDelta(q, engine.DeltaText, nil, nil)
 		}
 	}
-	if q.finish == engine.FinishStop && (q.parser.ToolCalled() || q.forced != nil && len(q.forced.calls) > 0) {
+	if q.finish == engine.FinishStop && (q.parser.ToolCalled() || q.forced != nil && len(q.forced.Calls()) > 0) {
 		q.finish = engine.FinishToolCalls
 	}
 	q.done = true
@@ -234,7 +234,7 @@ func (s *scheduler) finishGroup(g *group, err *engine.Error) {
 			c.ToolCalls = slices.Clone(calls)
 		}
 		if f := q.forced; f != nil {
-			c.ToolCalls, c.Text = f.calls, f.content
+			c.ToolCalls, c.Text = f.Calls(), f.Content()
 		}
 	}
 	g.free()

@@ -1,14 +1,12 @@
 package llama
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/capi"
 	"github.com/vajra-go/vajra/engine/text"
-	"github.com/vajra-go/vajra/engine/text/chattemplate"
 	"github.com/vajra-go/vajra/engine/text/grammar"
 )
 
@@ -25,7 +23,12 @@ type prepared struct {
 // Prepare renders the prompt (the chat template for Messages), tokenizes
 // it with the model's tokenizer and checks it against the context; see
 // engine.Engine. It runs on the caller's goroutine, off the scheduler.
+// After Close it fails with KindClosed.
 func (e *Engine) Prepare(req *engine.Request) error {
+	if !e.gate.enter() {
+		return errClosed()
+	}
+	defer e.gate.leave()
 	if err := e.validate(req); err != nil {
 		return err
 	}
@@ -38,26 +41,11 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	thinkingOff := false
 	switch {
 	case len(req.Messages) > 0:
-		tools := req.Tools
-		if req.ToolChoice.Mode == engine.ToolChoiceNone {
-			tools = nil
-		}
-		var ro chattemplate.RenderOptions
-		ro.AddGenerationPrompt = true
-		if len(req.ChatTemplateKwargs) > 0 {
-			if jerr := json.Unmarshal(req.ChatTemplateKwargs, &ro.Extra); jerr != nil {
-				return invalid("chat_template_kwargs", "chat_template_kwargs must be a JSON object: "+jerr.Error())
-			}
-			// vLLM: with enable_thinking false the template closes the
-			// think block itself and the output is all answer.
-			if v, ok := ro.Extra["enable_thinking"].(bool); ok && !v {
-				thinkingOff = true
-			}
-		}
-		s, rerr := e.tmpl.Render(req.Messages, tools, ro)
+		s, off, rerr := e.tmpl.RenderRequest(req)
 		if rerr != nil {
-			return &engine.Error{Kind: engine.KindInvalid, Param: "messages", Message: "the model's chat template refused the conversation: " + rerr.Error()}
+			return rerr
 		}
+		thinkingOff = off
 		// The template writes the BOS token itself when the model wants one.
 		add := e.addBOS && (e.bos == "" || !strings.HasPrefix(s, e.bos))
 		p.prompt, err = e.model.Tokenize(nil, s, add, true)
@@ -85,26 +73,18 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if len(req.PromptTokens) == 0 {
 		req.PromptTokens = p.prompt
 	}
-	n, limit, mt := len(p.prompt), e.cfg.MaxModelLen, req.Sampling.MaxTokens
-	switch {
-	case mt > 0 && n+mt > limit:
-		return &engine.Error{Kind: engine.KindContextLength, Param: "max_tokens", Message: "This model's maximum context length is " +
-			strconv.Itoa(limit) + " tokens. However, you requested " + strconv.Itoa(n+mt) + " tokens (" +
-			strconv.Itoa(n) + " in the messages, " + strconv.Itoa(mt) +
-			" in the completion). Please reduce the length of the messages or completion."}
-	case mt == 0 && n >= limit:
-		return &engine.Error{Kind: engine.KindContextLength, Param: "messages", Message: "This model's maximum context length is " +
-			strconv.Itoa(limit) + " tokens. However, your messages resulted in " + strconv.Itoa(n) +
-			" tokens, which leaves no room for the completion. Please reduce the length of the messages."}
-	case mt == 0:
-		mt = limit - n
+	mt, cerr := engine.CheckContext(len(p.prompt), e.cfg.MaxModelLen, req.Sampling.MaxTokens)
+	if cerr != nil {
+		return cerr
 	}
 	p.maxTokens = mt
-	fg, forced, ferr := forcedGrammar(req)
+	fg, named, forced, ferr := grammar.ForToolChoice(req)
 	if ferr != nil {
 		return ferr
 	}
-	p.forced = forced
+	if forced {
+		p.forced = &forcedTool{name: named}
+	}
 	switch req.ResponseFormat.Type {
 	case engine.FormatJSONObject:
 		p.grammar = grammar.JSONObject
@@ -115,7 +95,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		}
 		p.grammar = g
 	}
-	if forced != nil {
+	if forced {
 		p.grammar = fg // a forced call's grammar wins over response_format
 	}
 	if p.grammar != "" {

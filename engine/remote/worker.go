@@ -29,7 +29,10 @@ type Client interface {
 	// Retryable says whether another worker may take the request (nothing
 	// of it has reached the client yet). After a nil error the client's
 	// receive goroutine calls rx.Tokens for each chunk and rx.End exactly
-	// once, also after Abort, Close or a broken connection.
+	// once, also after Abort, Close or a broken connection. A protocol
+	// whose worker answers only once it has the first token (llama-server
+	// sends its status line after the prefill) returns at once, before
+	// the worker answered, and reports a refusal in End instead.
 	Generate(ctx context.Context, g *Generate, rx Receiver) (Call, error)
 
 	// Info asks the worker what it serves (GetModelInfo, /props).
@@ -57,6 +60,14 @@ type Call interface {
 	// Abort RPC, or closing the request's connection), at once. Safe for
 	// concurrent use; idempotent. End still comes.
 	Abort()
+}
+
+// ChoiceAborter is a Call that can stop one choice of an n > 1 request
+// (the engine ended it: a stop string, a stop token) while the others go
+// on. Safe for concurrent use; idempotent. A Call without it is aborted
+// whole once every choice has ended.
+type ChoiceAborter interface {
+	AbortChoice(choice int)
 }
 
 // Generate is one request as a worker receives it: the prompt's token ids
@@ -111,7 +122,10 @@ type Constraint struct {
 }
 
 // Receiver takes a call's output on the client's receive goroutine. Its
-// methods must not block: they format frames and hand them on.
+// methods must not block: they format frames and hand them on. The client
+// never calls them concurrently for one call (a client that reads the
+// choices of one call on several goroutines serializes them), and may
+// call them before Generate has returned.
 type Receiver interface {
 	// Tokens delivers one chunk of one choice's new tokens. c and every
 	// slice in it are valid only during the call: the client reuses them.
@@ -134,6 +148,14 @@ type Chunk struct {
 	CachedTokens int
 	// PromptLogprobs for the prompt (with echo), in the first chunk only.
 	PromptLogprobs []engine.TokenLogprob
+	// Missing counts tokens the worker generated before TokenIDs but did
+	// not name (llama-server streams no id for a token whose text ends in
+	// an incomplete UTF-8 character: the next event carries only the last
+	// token's id). Text is then the text of all of them, as the worker
+	// detokenized it, which the engine uses instead of the pieces of
+	// TokenIDs. Both are zero otherwise.
+	Missing int
+	Text    []byte
 }
 
 // TopLogprob is one alternative token with its logprob.
@@ -175,6 +197,16 @@ type Info struct {
 	BOSTokenID       int32 // -1 when none
 	// Embeddings says the worker serves embeddings.
 	Embeddings bool
+	// ChatTemplate is the worker's chat template, when it reports one
+	// (llama-server's /props); "" otherwise.
+	ChatTemplate string
+	// PromptLogprobs says the worker returns prompt logprobs (completions
+	// with echo and logprobs); the engine refuses such a request before
+	// the 200 otherwise.
+	PromptLogprobs bool
+	// Slots is the number of requests the worker runs at once (its slots
+	// or max running requests), 0 when unknown.
+	Slots int
 }
 
 // Load is a worker's own report of its load.

@@ -72,7 +72,10 @@
 	X(llama, llama_sampler_init_temp) \
 	X(llama, llama_sampler_init_penalties) \
 	X(llama, llama_sampler_init_logit_bias) \
-	X(llama, llama_sampler_init_grammar)
+	X(llama, llama_sampler_init_grammar) \
+	X(llama, llama_pooling_type) \
+	X(llama, llama_get_embeddings_seq) \
+	X(llama, llama_get_embeddings_ith)
 
 #define VJ_DECL(lib, f) extern __typeof__(f) *vj_##f;
 VJ_FUNCS(VJ_DECL)

@@ -66,3 +66,6 @@ static inline struct llama_sampler * vjw_llama_sampler_init_temp(float t) { retu
 static inline struct llama_sampler * vjw_llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq, float penalty_present) { return vj_llama_sampler_init_penalties(n_vocab, penalty_last_n, penalty_repeat, penalty_freq, penalty_present); }
 static inline struct llama_sampler * vjw_llama_sampler_init_logit_bias(int32_t n_vocab, int32_t n_logit_bias, const llama_logit_bias * logit_bias) { return vj_llama_sampler_init_logit_bias(n_vocab, n_logit_bias, logit_bias); }
 static inline struct llama_sampler * vjw_llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root) { return vj_llama_sampler_init_grammar(vocab, grammar_str, grammar_root); }
+static inline enum llama_pooling_type vjw_llama_pooling_type(const struct llama_context * ctx) { return vj_llama_pooling_type(ctx); }
+static inline float * vjw_llama_get_embeddings_seq(struct llama_context * ctx, llama_seq_id seq_id) { return vj_llama_get_embeddings_seq(ctx, seq_id); }
+static inline float * vjw_llama_get_embeddings_ith(struct llama_context * ctx, int32_t i) { return vj_llama_get_embeddings_ith(ctx, i); }

@@ -1,0 +1,174 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Worker is one worker as the engine tracks it: its client, its health
+// (probed in the background), its own load report and the requests the
+// engine has in flight on it. Its methods are safe for concurrent use.
+type Worker struct {
+	url      string
+	client   Client
+	healthy  atomic.Bool
+	inflight atomic.Int64
+	load     atomic.Pointer[Load]
+	info     atomic.Pointer[Info]
+	kick     chan struct{} // wakes the prober after a failed call
+}
+
+// URL is the worker's URL.
+func (w *Worker) URL() string { return w.url }
+
+// Healthy reports the last probe's verdict (false after a failed call
+// until a probe succeeds).
+func (w *Worker) Healthy() bool { return w.healthy.Load() }
+
+// InFlight is the number of the engine's requests running on w.
+func (w *Worker) InFlight() int { return int(w.inflight.Load()) }
+
+// Load is the worker's last own load report (zero before the first).
+func (w *Worker) Load() Load {
+	if l := w.load.Load(); l != nil {
+		return *l
+	}
+	return Load{}
+}
+
+// Info is what the worker said it serves (nil before it answered).
+func (w *Worker) Info() *Info { return w.info.Load() }
+
+// Picker chooses the worker of a request among the healthy ones. The
+// routing layer (prefix and load aware) plugs in here.
+type Picker interface {
+	// Pick returns one of ws (all healthy, never empty). Safe for
+	// concurrent use.
+	Pick(ws []*Worker) *Worker
+}
+
+// LeastLoaded picks the worker with the fewest requests in flight; ties go
+// round robin. The zero value is ready.
+type LeastLoaded struct{ next atomic.Uint64 }
+
+// Pick implements Picker.
+func (p *LeastLoaded) Pick(ws []*Worker) *Worker {
+	start := int(p.next.Add(1) % uint64(len(ws)))
+	best := ws[start]
+	for i := 1; i < len(ws); i++ {
+		w := ws[(start+i)%len(ws)]
+		if w.inflight.Load() < best.inflight.Load() {
+			best = w
+		}
+	}
+	return best
+}
+
+// pick chooses a healthy worker not in tried, or nil.
+func (e *Engine) pick(tried *Worker) *Worker {
+	var buf [8]*Worker
+	ws := buf[:0]
+	for _, w := range e.workers {
+		if w.healthy.Load() && w != tried {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	if len(ws) == 1 {
+		return ws[0]
+	}
+	return e.picker.Pick(ws)
+}
+
+// failed marks w down after a call found its connection broken and wakes
+// its prober, which brings it back with back-off.
+func (e *Engine) failed(w *Worker) {
+	if w.healthy.Swap(false) {
+		e.log.Warn("worker down", zap.String("worker", w.url))
+	}
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// probe asks w for its health (and, the first time, what it serves; and
+// its load) and records the verdict.
+func (e *Engine) probe(w *Worker) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Dial.ConnectTimeout)
+	defer cancel()
+	err := w.client.Health(ctx)
+	if err == nil && w.info.Load() == nil {
+		var info *Info
+		if info, err = w.client.Info(ctx); err == nil {
+			w.info.Store(info)
+		}
+	}
+	if err == nil && e.model.Load() == nil {
+		if err = e.loadModel(ctx, w, w.info.Load()); err != nil {
+			e.log.Error("cannot serve the worker's model", zap.String("worker", w.url), zap.Error(err))
+		}
+	}
+	if err != nil {
+		if w.healthy.Swap(false) {
+			e.log.Warn("worker down", zap.String("worker", w.url), zap.Error(err))
+		}
+		return false
+	}
+	if l, lerr := w.client.Load(ctx); lerr == nil {
+		w.load.Store(&l)
+	}
+	if !w.healthy.Swap(true) {
+		e.log.Info("worker up", zap.String("worker", w.url))
+	}
+	return true
+}
+
+// watch probes w until Close: every HealthInterval while it is healthy,
+// with back-off from 50 ms to 2 s while it is down (so a restarted worker
+// is serving again within 2 s).
+func (e *Engine) watch(w *Worker) {
+	defer e.wg.Done()
+	wait := e.cfg.HealthInterval
+	if !w.healthy.Load() {
+		wait = backoffMin
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-t.C:
+		case <-w.kick:
+			wait = 0
+		}
+		if e.probe(w) {
+			wait = e.cfg.HealthInterval
+		} else {
+			wait = min(max(2*wait, backoffMin), backoffMax)
+		}
+		t.Reset(wait)
+	}
+}
+
+// templateSource reads --chat-template: a file name, or the template
+// itself when it holds a "{".
+func templateSource(s string) (string, error) {
+	if s == "" || strings.Contains(s, "{") {
+		return s, nil
+	}
+	b, err := os.ReadFile(s)
+	if err != nil {
+		return "", fmt.Errorf("--chat-template: %w", err)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,222 @@
+package tokenizer
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// decoderStep is one step of tokenizer.json's decoder.
+type decoderStep struct {
+	kind        string // ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace
+	pattern     string // Replace
+	content     string // Replace
+	strip       rune   // Strip
+	start, stop int    // Strip
+	replacement rune   // Metaspace
+	prepend     int    // Metaspace
+}
+
+// decode runs the decoder chain over toks (Decoder::decode_chain of each
+// step, then the pieces joined) and appends the text.
+func (t *Tokenizer) decode(sc *scratch, dst []byte, toks []string) []byte {
+	if len(t.decoders) == 0 {
+		return append(dst, strings.Join(toks, " ")...)
+	}
+	for i := range t.decoders {
+		toks = t.decoders[i].chain(sc, toks)
+	}
+	for _, s := range toks {
+		dst = append(dst, s...)
+	}
+	return dst
+}
+
+func (d *decoderStep) chain(sc *scratch, toks []string) []string {
+	switch d.kind {
+	case "ByteLevel":
+		buf := sc.buf[:0]
+		for _, s := range toks {
+			var ok bool
+			if buf, ok = byteLevelDecode(buf, s); !ok {
+				buf = append(buf, s...)
+			}
+		}
+		out := string(appendLossy(nil, buf))
+		sc.buf = buf[:0]
+		return append(toks[:0], out)
+	case "Replace":
+		for i, s := range toks {
+			toks[i] = strings.ReplaceAll(s, d.pattern, d.content)
+		}
+		return toks
+	case "Fuse":
+		return append(toks[:0], strings.Join(toks, ""))
+	case "ByteFallback":
+		out := toks[:0:0]
+		var bytes []byte
+		flush := func() {
+			if len(bytes) == 0 {
+				return
+			}
+			if utf8.Valid(bytes) {
+				out = append(out, string(bytes))
+			} else {
+				for range bytes {
+					out = append(out, "\uFFFD")
+				}
+			}
+			bytes = bytes[:0]
+		}
+		for _, s := range toks {
+			if b, ok := byteToken(s); ok {
+				bytes = append(bytes, b)
+				continue
+			}
+			flush()
+			out = append(out, s)
+		}
+		flush()
+		return out
+	case "Strip":
+		for i, s := range toks {
+			r := []rune(s)
+			a := 0
+			for a < d.start && a < len(r) && r[a] == d.strip {
+				a++
+			}
+			b := len(r)
+			for k := 0; k < d.stop && b > a && r[b-1] == d.strip; k++ {
+				b--
+			}
+			toks[i] = string(r[a:b])
+		}
+		return toks
+	case "Metaspace":
+		for i, s := range toks {
+			var b strings.Builder
+			for _, c := range s {
+				if c == d.replacement {
+					if i == 0 && d.prepend != prependNever {
+						continue
+					}
+					c = ' '
+				}
+				b.WriteRune(c)
+			}
+			toks[i] = b.String()
+		}
+		return toks
+	}
+	return toks
+}
+
+// byteToken parses a byte fallback token, <0xNN>.
+func byteToken(s string) (byte, bool) {
+	if len(s) != 6 || s[:3] != "<0x" || s[5] != '>' {
+		return 0, false
+	}
+	h := func(c byte) (byte, bool) {
+		switch {
+		case '0' <= c && c <= '9':
+			return c - '0', true
+		case 'A' <= c && c <= 'F':
+			return c - 'A' + 10, true
+		case 'a' <= c && c <= 'f':
+			return c - 'a' + 10, true
+		}
+		return 0, false
+	}
+	hi, ok1 := h(s[3])
+	lo, ok2 := h(s[4])
+	return hi<<4 | lo, ok1 && ok2
+}
+
+// decodeSP is the decoder chain Replace..., ByteFallback, Fuse, Strip...
+// without the per-token strings: runs of byte tokens become their bytes
+// when those are valid UTF-8 and one U+FFFD per byte otherwise (as
+// ByteFallback does), other tokens their pieces (Replace applied), then
+// the Strip steps cut the fused text.
+func (t *Tokenizer) decodeSP(sc *scratch, dst []byte, ids []int32, skipSpecial bool) []byte {
+	start := len(dst)
+	run := sc.buf[:0]
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		if utf8.Valid(run) {
+			dst = append(dst, run...)
+		} else {
+			for range run {
+				dst = append(dst, "\uFFFD"...)
+			}
+		}
+		run = run[:0]
+	}
+	for _, id := range ids {
+		if id < 0 || int(id) >= len(t.tokText) || t.tokText[id] == "" || (skipSpecial && t.special[id]) {
+			continue
+		}
+		if b := t.byteOf[id]; b >= 0 {
+			run = append(run, byte(b))
+			continue
+		}
+		flush()
+		dst = append(dst, t.pieces[t.pieceOff[id]:t.pieceOff[id+1]]...)
+	}
+	flush()
+	sc.buf = run[:0]
+	for _, d := range t.decoders {
+		if d.kind != "Strip" {
+			continue
+		}
+		text := dst[start:]
+		a := 0
+		for k := 0; k < d.start; k++ {
+			r, w := utf8.DecodeRune(text[a:])
+			if w == 0 || r != d.strip {
+				break
+			}
+			a += w
+		}
+		b := len(text)
+		for k := 0; k < d.stop && b > a; k++ {
+			r, w := utf8.DecodeLastRune(text[a:b])
+			if r != d.strip {
+				break
+			}
+			b -= w
+		}
+		n := copy(dst[start:], text[a:b])
+		dst = dst[:start+n]
+	}
+	return dst
+}
+
+// setSPDecoder turns on decodeSP when the decoder chain is one it
+// reproduces: Replace steps, ByteFallback, Fuse, then Strip steps, with no
+// Replace touching a byte fallback token's text.
+func (t *Tokenizer) setSPDecoder() {
+	i, d := 0, t.decoders
+	for i < len(d) && d[i].kind == "Replace" {
+		if strings.ContainsAny(d[i].pattern, "<>0123456789ABCDEFx") {
+			return
+		}
+		i++
+	}
+	if i+1 >= len(d) || d[i].kind != "ByteFallback" || d[i+1].kind != "Fuse" {
+		return
+	}
+	for _, x := range d[i+2:] {
+		if x.kind != "Strip" {
+			return
+		}
+	}
+	t.byteOf = make([]int16, len(t.tokText))
+	for id, s := range t.tokText {
+		t.byteOf[id] = -1
+		if b, ok := byteToken(s); ok {
+			t.byteOf[id] = int16(b)
+		}
+	}
+	t.spDecoder = true
+}
