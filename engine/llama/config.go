@@ -23,13 +23,18 @@ const (
 	// of 64 sequences a whole context (see Config.KVCacheTokens).
 	DefaultMaxNumSeqs = 64
 	// DefaultKVBudget caps the KV cache's memory when --kv-cache-tokens is
-	// not given: vLLM's CPU backend reserves 4 GiB for it
-	// (VLLM_CPU_KVCACHE_SPACE), and at most a quarter of the machine's
-	// memory is taken.
-	DefaultKVBudget = 4 << 30
+	// not given, at most a quarter of the machine's memory. llama.cpp
+	// writes the whole cache at start, so it is all resident: half of
+	// vLLM's CPU default (VLLM_CPU_KVCACHE_SPACE, 4 GiB) still holds 64
+	// whole 2,048-token contexts of the 8x512 test model, or 11 of 8,192
+	// tokens of SmolLM2-135M (22.5 KiB per token).
+	DefaultKVBudget = 2 << 30
 	// minStreamSlots is the fewest sequences that still get a KV stream of
-	// their own by default; below it the cache is one unified pool.
-	minStreamSlots = 16
+	// their own by default; below it the cache is one unified pool. On a
+	// CPU a step is compute-bound well before 8 sequences of a real model,
+	// so fewer running sequences cost little throughput, while a unified
+	// pool makes every sequence attend over every cell in use.
+	minStreamSlots = 8
 	// DefaultMaxNumBatchedTokens is the token budget of one step (decode
 	// tokens plus prefill chunks), llama.cpp's default n_batch.
 	DefaultMaxNumBatchedTokens = 2048

@@ -236,7 +236,7 @@ func (s *scheduler) place(g *group) {
 		if !q.shadow && s.e.cfg.PrefixCaching && g.promptLP == nil {
 			s.reuse(q, i == 0)
 		} else {
-			s.take(q, -1)
+			s.take(q, -1, -1)
 		}
 		s.kvUsed += q.kv
 	}
@@ -244,14 +244,36 @@ func (s *scheduler) place(g *group) {
 }
 
 // take gives q a sequence id: cache entry ci's (its KV kept, for the
-// caller to trim), or with ci < 0 the lowest free id (low ids keep the
-// running sequences consecutive, fewer micro-batches), else the least
-// recently used cache entry's, dropped.
-func (s *scheduler) take(q *seq, ci int) {
-	if ci >= 0 {
+// caller to trim), or with ci < 0 the lowest id that keeps the running
+// sequences consecutive (llama.cpp puts only consecutive ids in one
+// micro-batch of a stream-per-sequence cache): the lowest id not running
+// when it is at most one past the highest running id, a cached one
+// dropped (but not avoid, a copy's source); else the lowest free id; else
+// the least recently used cache entry's, dropped.
+func (s *scheduler) take(q *seq, ci, avoid int) {
+	if ci < 0 && !s.e.ctx.Unified() {
+		top := -1
+		for id, o := range s.slots {
+			if o != nil {
+				top = id
+			}
+		}
+		for id := 0; id <= top+1 && id < len(s.slots); id++ {
+			if s.slots[id] != nil || id == avoid {
+				continue
+			}
+			if j := s.cacheIndex(id); j >= 0 {
+				ci = j
+				s.e.ctx.SeqRemove(id, -1, -1)
+			}
+			break
+		}
+	}
+	switch {
+	case ci >= 0:
 		q.id = s.cache[ci].id
 		s.cache = slices.Delete(s.cache, ci, ci+1)
-	} else {
+	default:
 		if len(s.freeIDs) == 0 {
 			s.evict()
 		}
@@ -265,6 +287,16 @@ func (s *scheduler) take(q *seq, ci int) {
 		s.freeIDs = slices.Delete(s.freeIDs, j, j+1)
 	}
 	s.slots[q.id] = q
+}
+
+// cacheIndex is the index of id's cache entry, or -1.
+func (s *scheduler) cacheIndex(id int) int {
+	for j := range s.cache {
+		if s.cache[j].id == id {
+			return j
+		}
+	}
+	return -1
 }
 
 // reuse gives q an id and the longest prefix of q.hist already in the
@@ -303,7 +335,7 @@ func (s *scheduler) reuse(q *seq, count bool) {
 	inPlace := lc > 0 && (lc*keepShare >= len(s.cache[ci].toks) || len(s.freeIDs) == 0)
 	switch {
 	case inPlace && !(lr > lc && s.copyPays(lr-lc)):
-		s.take(q, ci)
+		s.take(q, ci, -1)
 		s.e.ctx.SeqRemove(q.id, lc, -1)
 		q.kv = lc
 		s.counted(q, count)
@@ -313,7 +345,7 @@ func (s *scheduler) reuse(q *seq, count bool) {
 		s.cache[ci].used = s.tick // not the one evicted for a free id
 		src, lr = s.cache[ci].id, lc
 	}
-	s.take(q, -1)
+	s.take(q, -1, src)
 	if lr > 0 && s.copyPays(lr) {
 		s.e.ctx.CopyPrefix(src, q.id, lr)
 		q.kv = lr
