@@ -128,7 +128,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
 	// Remote engine workers (engine/remote), used when --worker is given.
 	rc := &cfg.Remote
-	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT; repeatable, or comma-separated (YAML: workers: [...])")
+	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT, vllm://HOST:PORT (vllm serve --grpc) or sglang://HOST:PORT (SGLang --grpc-mode); repeatable, or comma-separated (YAML: workers: [...])")
 	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")
 	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
