@@ -475,6 +475,7 @@ func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 	r.ID, r.Arrival, r.Stream = rs.req.RequestID, time.Now(), true
 	r.StreamInfo = engine.StreamInfo{Model: r.Model}
 	r.StreamInterval = rs.owner.cfg.StreamInterval
+	estimated := false
 	for {
 		err := rs.owner.cfg.Engine.Prepare(r)
 		if err == nil {
@@ -483,6 +484,17 @@ func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 		ee := engine.AsError(err)
 		head := keep - 1
 		if keep > 0 && ee.Kind == engine.KindContextLength && len(r.Messages) > head+1 {
+			if !estimated {
+				// First one cut from an estimate, so that a long
+				// conversation is rendered and tokenized about twice, not
+				// once per quarter left out.
+				estimated = true
+				if n := rs.overflow(r, head); n > 0 {
+					r.Messages = append(r.Messages[:head], r.Messages[head+n:]...)
+					r.PromptTokens, r.Prepared = nil, nil
+					continue
+				}
+			}
 			n := min(max(1, (len(r.Messages)-head)/4), len(r.Messages)-head-1)
 			r.Messages = append(r.Messages[:head], r.Messages[head+n:]...)
 			r.PromptTokens, r.Prepared = nil, nil
@@ -490,6 +502,36 @@ func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 		}
 		return ee
 	}
+}
+
+// messageOverhead is what overflow counts for a message's template tokens
+// beyond its text's (ChatML's "<|im_start|>role\n" and "<|im_end|>\n" are
+// about five): more than most templates add, so that the cut it estimates
+// usually fits at once.
+const messageOverhead = 8
+
+// overflow estimates how many of r's messages after the first head must be
+// left out, oldest first, for the prompt to fit the context
+// (Config.MaxModelLen, less the response's MaxTokens): each message's text
+// tokenized once, plus messageOverhead. It keeps at least the last message
+// and returns 0 when the context length is not known.
+func (rs *realtimeSession) overflow(r *engine.Request, head int) int {
+	budget := rs.owner.cfg.MaxModelLen - r.Sampling.MaxTokens
+	if rs.owner.cfg.MaxModelLen <= 0 || budget <= 0 {
+		return 0
+	}
+	eng := rs.owner.cfg.Engine
+	for i := range head {
+		budget -= len(eng.Tokenize(r.Messages[i].Content)) + messageOverhead
+	}
+	last := len(r.Messages) - 1
+	i := last
+	for ; i >= head; i-- {
+		if budget -= len(eng.Tokenize(r.Messages[i].Content)) + messageOverhead; budget < 0 {
+			break
+		}
+	}
+	return min(i+1-head, last-head)
 }
 
 // startEngine starts the prepared rs.ereq; it returns the engine's

@@ -125,3 +125,30 @@ func TestRealtimeLargePromptOffTheWorkers(t *testing.T) {
 		t.Fatalf("response cancelled while prepared: %v %s", types(evs), d.raw)
 	}
 }
+
+// TestRealtimeTruncationEstimate: the truncation loop's first cut leaves
+// out the oldest messages after the instructions until the rest fits the
+// context, by each message's tokens plus messageOverhead (wordEngine: a
+// token per byte), keeps the last message, and cuts nothing when the
+// context length is unknown or everything fits.
+func TestRealtimeTruncationEstimate(t *testing.T) {
+	msg := func(n int) engine.Message { return engine.Message{Role: "user", Content: strings.Repeat("x", n)} }
+	f := func(maxModelLen, maxTokens, last, want int) {
+		t.Helper()
+		rs := new(realtimeSession)
+		rs.owner = &Sessions{cfg: Config{Engine: &wordEngine{}, MaxModelLen: maxModelLen}}
+		r := &engine.Request{Messages: []engine.Message{{Role: "system", Content: "ab"}}, Sampling: engine.Sampling{MaxTokens: maxTokens}}
+		for range 9 {
+			r.Messages = append(r.Messages, msg(10))
+		}
+		r.Messages = append(r.Messages, msg(last))
+		if got := rs.overflow(r, 1); got != want {
+			t.Errorf("context %d, max_tokens %d, last message %d bytes: %d left out, want %d", maxModelLen, maxTokens, last, got, want)
+		}
+	}
+	f(100, 0, 10, 5)  // 90 tokens after the instructions: five 18-token messages
+	f(100, 20, 10, 7) // 70: three
+	f(1000, 0, 10, 0) // everything fits
+	f(0, 0, 10, 0)    // context unknown
+	f(100, 0, 500, 9) // the last message alone does not fit: it stays
+}

@@ -1,22 +1,18 @@
 package integration_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
-	"slices"
+	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vajra-go/vajra"
 )
 
-// TestRealtimeLargeConversationDoesNotStallStreams: while two Realtime
-// connections each prepare a response over a conversation of 2,000 items
+// TestRealtimeLargeConversationDoesNotStallStreams: while as many Realtime
+// connections as there are session workers each prepare a response over a conversation of 2,000 items
 // (100,000 CJK characters, the tokenizer's slow path) that does not fit
 // the context, so that the truncation loop renders and tokenizes it again
 // and again, 100 running HTTP streams keep their inter-token gaps: the
@@ -47,7 +43,10 @@ func TestRealtimeLargeConversationDoesNotStallStreams(t *testing.T) {
 	// rotated by the item's index, then the index.
 	cycle := []rune(strings.Repeat("中文字符测试汉语言大模型", 6))
 	text := func(j int) string { return string(cycle[j%12:j%12+50]) + fmt.Sprint(j) }
-	conns := make([]*rawRT, 2)
+	// As many connections as there are session workers (GOMAXPROCS), so
+	// that preparing them on the workers that forward frames would hold
+	// every one of them.
+	conns := make([]*rawRT, max(2, runtime.GOMAXPROCS(0)))
 	for i := range conns {
 		r := rawRealtime(t, base, "model=vajra-sim", false)
 		r.until("session.created")
@@ -59,70 +58,10 @@ func TestRealtimeLargeConversationDoesNotStallStreams(t *testing.T) {
 		}
 		conns[i] = r
 	}
-	t.Logf("two conversations of %d items built in %v", items, time.Since(built))
+	t.Logf("%d conversations of %d items built in %v", len(conns), items, time.Since(built))
 
-	var (
-		mu       sync.Mutex
-		times    = make([][]time.Time, streams)
-		warm     sync.WaitGroup
-		finished sync.WaitGroup
-		nc       = make([]net.Conn, streams)
-	)
-	warm.Add(streams)
-	finished.Add(streams)
 	body := `{"model":"vajra-sim","messages":[{"role":"user","content":"tell me a long story"}],"max_tokens":4000,"ignore_eos":true,"stream":true}`
-	for i := range streams {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc[i] = c
-		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		go func() {
-			defer finished.Done()
-			r := bufio.NewReaderSize(c, 64<<10)
-			n := 0
-			for {
-				line, err := r.ReadSlice('\n')
-				if err != nil {
-					if n < 5 {
-						warm.Done()
-					}
-					return
-				}
-				if !bytes.HasPrefix(line, []byte("data: ")) {
-					continue
-				}
-				now := time.Now()
-				mu.Lock()
-				times[i] = append(times[i], now)
-				mu.Unlock()
-				if n++; n == 5 {
-					warm.Done()
-				}
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		for _, c := range nc {
-			c.Close()
-		}
-		finished.Wait()
-	})
-	warm.Wait()
-	gapsIn := func(from, to time.Time) []time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		var gaps []time.Duration
-		for _, ts := range times {
-			for j := 1; j < len(ts); j++ {
-				if !ts[j].Before(from) && ts[j].Before(to) {
-					gaps = append(gaps, ts[j].Sub(ts[j-1]))
-				}
-			}
-		}
-		return gaps
-	}
+	gapsIn := streamGaps(t, addr, streams, body)
 
 	start := time.Now()
 	for _, r := range conns {
@@ -151,15 +90,11 @@ func TestRealtimeLargeConversationDoesNotStallStreams(t *testing.T) {
 	time.Sleep(end.Sub(start))
 	baseEnd := time.Now()
 
-	p99 := func(g []time.Duration) time.Duration {
-		slices.Sort(g)
-		return g[len(g)*99/100]
-	}
 	during, without := gapsIn(start, end), gapsIn(end, baseEnd)
 	if len(during) < streams || len(without) < streams {
 		t.Fatalf("too few gaps measured: %d during, %d without", len(during), len(without))
 	}
-	pd, pw := p99(during), p99(without)
+	pd, pw := gapP99(during), gapP99(without)
 	t.Logf("large conversations prepared in %v; gap p99 %v while they were (%d gaps), %v without (%d gaps); engine ITL %v",
 		end.Sub(start), pd, len(during), pw, len(without), itl)
 	if pd > pw+5*time.Millisecond && pd > 2*pw {
