@@ -263,8 +263,8 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 		}
 		m.unk = id
 	}
-	m.vocab = make(map[string]int32, len(vocab))
 	if byteLevel {
+		m.vocab = make(map[string]int32, len(vocab))
 		var buf []byte
 		for s, id := range vocab {
 			var ok bool
@@ -279,9 +279,7 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 			}
 		}
 	} else {
-		for s, id := range vocab {
-			m.vocab[s] = id
-		}
+		m.vocab = vocab // read-only from here on
 	}
 	for b := range 256 {
 		m.fallback[b] = -1
@@ -378,6 +376,7 @@ func (t *Tokenizer) buildTables(vocab map[string]int32, added []addedToken) {
 		return strings.Clone(t.normalize(sc, a.content))
 	})
 	t.pieceOff = make([]uint32, n+1)
+	t.pieces = make([]byte, 0, 8*n)
 	for id := range n {
 		t.pieces = t.appendPieceOf(t.pieces, t.tokText[id])
 		t.pieceOff[id+1] = uint32(len(t.pieces))
@@ -387,6 +386,12 @@ func (t *Tokenizer) buildTables(vocab map[string]int32, added []addedToken) {
 // appendPieceOf appends the bytes a token text stands for: the decoder's
 // per-token steps (ByteLevel, Replace, ByteFallback, Metaspace).
 func (t *Tokenizer) appendPieceOf(dst []byte, s string) []byte {
+	if t.byteLevelDecoder {
+		if b, ok := byteLevelDecode(dst, s); ok {
+			return b
+		}
+		return append(dst, s...)
+	}
 	for _, d := range t.decoders {
 		switch d.kind {
 		case "ByteLevel":
