@@ -4,8 +4,10 @@ package tokenizer
 // Face sources): each byte maps to one printable rune, the printable Latin-1
 // bytes to themselves and the others to U+0100 onwards. Byte-level
 // vocabularies spell tokens in this alphabet ("Ġthe" is " the").
-var byteToRune, runeToByte = func() (b2r [256]rune, r2b map[rune]byte) {
-	r2b = make(map[rune]byte, 256)
+var byteToRune, runeToByte = func() (b2r [256]rune, r2b [0x144]int16) {
+	for i := range r2b {
+		r2b[i] = -1
+	}
 	n := 0
 	for b := range 256 {
 		if ('!' <= b && b <= '~') || (0xa1 <= b && b <= 0xac) || (0xae <= b && b <= 0xff) {
@@ -14,22 +16,22 @@ var byteToRune, runeToByte = func() (b2r [256]rune, r2b map[rune]byte) {
 			b2r[b] = rune(256 + n)
 			n++
 		}
-		r2b[b2r[b]] = byte(b)
+		r2b[b2r[b]] = int16(b)
 	}
 	return b2r, r2b
 }()
 
-// byteLevelDecode returns the bytes that the byte-level spelling s stands
-// for, and false when s has a rune outside the alphabet (Hugging Face's
-// ByteLevel decoder then keeps the token's UTF-8 bytes as they are).
+// byteLevelDecode appends the bytes that the byte-level spelling s stands
+// for, and reports false (dst unchanged) when s has a rune outside the
+// alphabet (Hugging Face's ByteLevel decoder then keeps the token's UTF-8
+// bytes as they are).
 func byteLevelDecode(dst []byte, s string) ([]byte, bool) {
 	n := len(dst)
 	for _, r := range s {
-		b, ok := runeToByte[r]
-		if !ok {
+		if r >= rune(len(runeToByte)) || runeToByte[r] < 0 {
 			return dst[:n], false
 		}
-		dst = append(dst, b)
+		dst = append(dst, byte(runeToByte[r]))
 	}
 	return dst, true
 }

@@ -232,3 +232,35 @@ func checkGolden(t *testing.T, tok *Tokenizer, corpus []string, rows []goldenRow
 		t.Errorf("%d of %d strings differ from Hugging Face", bad, len(corpus))
 	}
 }
+
+// TestHFGoldenEdge: strings where the split regexes' Unicode classes
+// decide (C0 separators, U+180E, U+0085, U+2029, ſ under (?i), titlecase
+// letters, NUL), against Hugging Face's ids (testdata/edge.json).
+func TestHFGoldenEdge(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "edge.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edge map[string]json.RawMessage
+	if err := json.Unmarshal(b, &edge); err != nil {
+		t.Fatal(err)
+	}
+	var strs []string
+	if err := json.Unmarshal(edge["strings"], &strs); err != nil || len(strs) < 10 {
+		t.Fatalf("edge.json strings: %v (%d)", err, len(strs))
+	}
+	for _, name := range goldenNames {
+		t.Run(name, func(t *testing.T) {
+			tok := loadReal(t, name)
+			var want [][]int32
+			if err := json.Unmarshal(edge[name], &want); err != nil || len(want) != len(strs) {
+				t.Fatalf("edge.json %s: %v", name, err)
+			}
+			for i, s := range strs {
+				if got := tok.Encode(nil, s); !slices.Equal(got, want[i]) {
+					t.Errorf("Encode(%q) = %v, want %v", s, got, want[i])
+				}
+			}
+		})
+	}
+}

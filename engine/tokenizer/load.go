@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/buger/jsonparser"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -224,9 +225,9 @@ func (t *Tokenizer) build(f *hfFile) error {
 	if err != nil {
 		return err
 	}
-	var vocab map[string]int32
-	if err := json.Unmarshal(f.Model.Vocab, &vocab); err != nil {
-		return fmt.Errorf("tokenizer: model vocab: %w", err)
+	vocab, err := parseVocab(f.Model.Vocab)
+	if err != nil {
+		return err
 	}
 	var unk *string
 	if f.Model.UnkToken != nil {
@@ -263,8 +264,8 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 		}
 		m.unk = id
 	}
-	m.vocab = make(map[string]int32, len(vocab))
 	if byteLevel {
+		m.vocab = make(map[string]int32, len(vocab))
 		var buf []byte
 		for s, id := range vocab {
 			var ok bool
@@ -279,9 +280,7 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 			}
 		}
 	} else {
-		for s, id := range vocab {
-			m.vocab[s] = id
-		}
+		m.vocab = vocab // read-only from here on
 	}
 	for b := range 256 {
 		m.fallback[b] = -1
@@ -317,27 +316,73 @@ func (t *Tokenizer) buildModel(vocab map[string]int32, merges [][2]string, byteL
 }
 
 // parseMerges reads merges as "a b" strings or as ["a", "b"] pairs.
+// jsonparser walks the hundreds of thousands of them several times faster
+// than encoding/json's reflection.
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err == nil {
-		return pairs, nil
+	pairs := make([][2]string, 0, bytes.Count(raw, []byte{','})+1)
+	var perr error
+	_, err := jsonparser.ArrayEach(raw, func(v []byte, typ jsonparser.ValueType, _ int, err error) {
+		if perr != nil {
+			return
+		}
+		if err != nil {
+			perr = err
+			return
+		}
+		switch typ {
+		case jsonparser.String:
+			s, err := jsonparser.ParseString(v)
+			a, b, ok := strings.Cut(s, " ")
+			if err != nil || !ok {
+				perr = fmt.Errorf("merge %d (%q) is not two tokens", len(pairs), v)
+				return
+			}
+			pairs = append(pairs, [2]string{a, b})
+		case jsonparser.Array:
+			var p [2]string
+			n := 0
+			_, err := jsonparser.ArrayEach(v, func(e []byte, et jsonparser.ValueType, _ int, _ error) {
+				if n < 2 && et == jsonparser.String {
+					p[n], _ = jsonparser.ParseString(e)
+				}
+				n++
+			})
+			if err != nil || n != 2 {
+				perr = fmt.Errorf("merge %d (%s) is not two tokens", len(pairs), v)
+				return
+			}
+			pairs = append(pairs, p)
+		default:
+			perr = fmt.Errorf("merge %d (%s) is not a string or a pair", len(pairs), v)
+		}
+	})
+	if err == nil {
+		err = perr
 	}
-	var strs []string
-	if err := json.Unmarshal(raw, &strs); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("tokenizer: merges: %w", err)
 	}
-	pairs = make([][2]string, len(strs))
-	for i, s := range strs {
-		a, b, ok := strings.Cut(s, " ")
-		if !ok {
-			return nil, fmt.Errorf("tokenizer: merge %d (%q) is not two tokens", i, s)
-		}
-		pairs[i] = [2]string{a, b}
-	}
 	return pairs, nil
+}
+
+// parseVocab reads the model's vocabulary, an object of token: id.
+func parseVocab(raw json.RawMessage) (map[string]int32, error) {
+	vocab := make(map[string]int32, bytes.Count(raw, []byte{','})+1)
+	err := jsonparser.ObjectEach(raw, func(k, v []byte, typ jsonparser.ValueType, _ int) error {
+		id, err := jsonparser.ParseInt(v)
+		if err != nil || typ != jsonparser.Number || id < 0 || id > 1<<31-1 {
+			return fmt.Errorf("token %q: id %s", k, v)
+		}
+		vocab[string(k)] = int32(id)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: model vocab: %w", err)
+	}
+	return vocab, nil
 }
 
 // buildTables fills the per-id tables and the added-token matchers.
@@ -378,6 +423,7 @@ func (t *Tokenizer) buildTables(vocab map[string]int32, added []addedToken) {
 		return strings.Clone(t.normalize(sc, a.content))
 	})
 	t.pieceOff = make([]uint32, n+1)
+	t.pieces = make([]byte, 0, 8*n)
 	for id := range n {
 		t.pieces = t.appendPieceOf(t.pieces, t.tokText[id])
 		t.pieceOff[id+1] = uint32(len(t.pieces))
@@ -387,6 +433,12 @@ func (t *Tokenizer) buildTables(vocab map[string]int32, added []addedToken) {
 // appendPieceOf appends the bytes a token text stands for: the decoder's
 // per-token steps (ByteLevel, Replace, ByteFallback, Metaspace).
 func (t *Tokenizer) appendPieceOf(dst []byte, s string) []byte {
+	if t.byteLevelDecoder {
+		if b, ok := byteLevelDecode(dst, s); ok {
+			return b
+		}
+		return append(dst, s...)
+	}
 	for _, d := range t.decoders {
 		switch d.kind {
 		case "ByteLevel":

@@ -185,8 +185,12 @@ func (t *Tokenizer) encodeNormalized(sc *scratch, dst []int32, s string, first b
 // AppendPiece appends the bytes token id stands for: byte-level tokens
 // decoded from GPT-2's alphabet, SentencePiece's ▁ as a space, a byte
 // fallback token <0xNN> as that byte, an added or special token as its
-// text. A token may be part of a UTF-8 sequence. An unknown id appends
-// nothing.
+// text. A token may be part of a UTF-8 sequence, so a stream of pieces
+// must be cut at character boundaries before it is shown. The pieces of a
+// sequence concatenate to its Decode except for what a decoder does to
+// the whole text: Llama 2's Strip and Metaspace's drop of the first
+// token's leading space, and the U+FFFD replacement of invalid UTF-8. An
+// unknown id appends nothing. Allocation-free; safe for concurrent use.
 func (t *Tokenizer) AppendPiece(dst []byte, id int32) []byte {
 	if id < 0 || int(id) >= len(t.special) {
 		return dst

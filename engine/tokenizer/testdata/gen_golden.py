@@ -26,6 +26,8 @@ It writes, deterministically (a seeded generator, no clock, no hash order):
                        components the four do not use (GPT-2's split regex,
                        Digits, ByteLevel add_prefix_space, Metaspace)
   golden-<variant>.jsonl.gz  as above, for the first VARIANT_STRINGS strings
+  edge.json            hand-picked strings where the Unicode classes of
+                       the split regexes matter, and each tokenizer's ids
 """
 import gzip
 import json
@@ -129,6 +131,15 @@ CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", 
 
 COMBINING = ["e\u0301", "a\u0308", "n\u0303", "o\u0302\u0323", "Å", "A\u030a", "\u0301", "\u0308x",
              "ﬁ", "Ⅸ", "ｶﾞ", "가", "\u1100\u1161", "é", "ñ", "\u0915\u094d\u0937", "q\u0307\u0323"]
+
+
+# Strings where Oniguruma's classes decide: C0 separators (not \\s), U+180E
+# (no longer White_Space), U+0085 and U+2029 (White_Space), the long s that
+# (?i) folds to s, titlecase letters, NUL.
+EDGE = ["a\u001cb c", "x \u001c\u001d y", "\u0085\u0085a", "a\u180eb", "a\u2029\u2029b",
+        "\u0000\u0001 z", "'\u017f '\u017ft 'ST 'Ll", "a\u200b\u200bb", "\ud7ff\ue000",
+        "\U0001d7d8\U0001d7d9 \u00b2\u00b3", "a\t\u000b\u000cb", "<|im_start|>\u0301x",
+        "\u01c5a", "\u1fbcb", "x\u2028y", "\u00a0\u00a0\u00a0x", "a\u3000\u3000"]
 
 
 def frag(rng):
@@ -251,6 +262,13 @@ def main():
                          None if dec == t else dec, None if dec_skip == dec else dec_skip])
         write_gz(os.path.join(dst, f"golden-{name}.jsonl.gz"), rows)
         print(name, "vocab", tok.get_vocab_size(), "tokens", sum(len(r[0]) for r in rows))
+    edge = {"strings": EDGE}
+    for name in NAMES:
+        tok = tokenizers.Tokenizer.from_file(os.path.join(src, name, "package", "models", "tokenizer.json"))
+        edge[name] = [tok.encode(t, add_special_tokens=False).ids for t in EDGE]
+    with open(os.path.join(dst, "edge.json"), "w", encoding="utf-8") as f:
+        json.dump(edge, f, ensure_ascii=True, sort_keys=True)
+        f.write("\n")
     print("strings", len(texts), "tokenizers", tokenizers.__version__)
 
 
