@@ -46,9 +46,9 @@
 #                            included) arrive at ARRIVE_RATE (4) per second,
 #                            each prompt unique (no prefix cache holds it):
 #                            the running streams' gap p99, both servers.
-#   bench-llama.sh logprobs  Vajra alone: 8 streams' gaps without, then
-#                            with, one more client asking for top-5
-#                            logprobs.
+#   bench-llama.sh logprobs  Vajra alone: 8 streams' gaps alone, with a
+#                            ninth client, and with a ninth asking for
+#                            top-5 logprobs.
 #
 # MODEL=path benchmarks that GGUF instead of the 8x512 model (e.g. the
 # SmolLM2-135M-Instruct Q4_1 file); LLAMA_SERVER=path picks the binary
@@ -199,14 +199,17 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 		;;
 	logprobs)
 		for rep in $(seq 1 "${REPS:-2}"); do
-			for lp in 0 1; do
+			# 0: the 8 streams alone; 1: a ninth client without logprobs (the
+			# control: one more stream, one more client process); 2: the
+			# ninth asks for top-5 logprobs.
+			for lp in 0 1 2; do
 				GOMAXPROCS=1 bin/vajra bench -url "http://$vaddr" -model "$name" -quiet -max-time 2m -c 8 -ramp 1s \
 					-warmup "$WARMUP" -duration "$DURATION" -no-drain -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" \
 					-out "$out/lp-r$rep-$lp.json" >"$out/lp-r$rep-$lp.txt" &
 				bp=$!
 				lpp=
 				if ((lp)); then
-					GOMAXPROCS=1 bin/vajra bench -url "http://$vaddr" -model "$name" -quiet -max-time 2m -c 1 -top-logprobs 5 \
+					GOMAXPROCS=1 bin/vajra bench -url "http://$vaddr" -model "$name" -quiet -max-time 2m -c 1 -top-logprobs $(((lp - 1) * 5)) \
 						-warmup "$WARMUP" -duration "$DURATION" -no-drain -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" \
 						-out "$out/lp-r$rep-client.json" >"$out/lp-r$rep-client.txt" &
 					lpp=$!
