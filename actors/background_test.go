@@ -3,6 +3,10 @@ package actors
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/codegen/openai"
@@ -46,5 +50,48 @@ func TestBackgroundLogBound(t *testing.T) {
 	out := b.acc.Output()
 	if len(out) != 1 || out[0].Content[0].Text != want.String() {
 		t.Fatalf("output so far after drops: %+v", out)
+	}
+}
+
+// progressCatcher keeps every storeProgress it is sent and the record it
+// carried when it arrived.
+type progressCatcher struct{ got chan [2]any }
+
+func (c *progressCatcher) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*storeProgress); ok {
+		c.got <- [2]any{m, m.rec}
+	}
+}
+
+// TestBackgroundProgressMessagesAreNotReused: each progress write to a
+// shared store is a message of its own. It used to be one field of the
+// session, rewritten for the next second's snapshot while the store's
+// goroutine could still be reading the last one.
+func TestBackgroundProgressMessagesAreNotReused(t *testing.T) {
+	system := NewActorSystem(zap.NewNop())
+	defer system.Shutdown()
+	c := &progressCatcher{got: make(chan [2]any, 4)}
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
+	ss := &session{owner: &Sessions{store: &ResponseStore{root: system.Root, pid: pid}}}
+	d := &responsesDialect{id: "resp_p", meta: openai.ResponseMeta{ID: "resp_p", Model: "m"}}
+	b := &background{d: d, shared: true}
+	b.live.rec = &storedResponse{id: d.id}
+	var msgs []*storeProgress
+	var recs []*storedResponse
+	for range 2 {
+		b.progressAt = time.Now().Add(-2 * progressEvery)
+		b.shareProgress(ss)
+		select {
+		case m := <-c.got:
+			msgs, recs = append(msgs, m[0].(*storeProgress)), append(recs, m[1].(*storedResponse))
+		case <-time.After(5 * time.Second):
+			t.Fatal("no progress message")
+		}
+	}
+	if msgs[0] == msgs[1] {
+		t.Fatal("the second progress write reused the first one's message")
+	}
+	if msgs[0].rec != recs[0] {
+		t.Fatal("the first progress message was rewritten after it was sent")
 	}
 }

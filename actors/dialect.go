@@ -90,6 +90,9 @@ func newSession(ep Endpoint) *session {
 	case EndpointDetokenize:
 		ss, _ := sessionWith[detokenizeDialect]()
 		return ss
+	case EndpointEmbeddings:
+		ss, _ := sessionWith[embeddingsDialect]()
+		return ss
 	case EndpointResponseGet, EndpointResponseDelete, EndpointResponseCancel, EndpointResponseInputItems:
 		ss, d := sessionWith[responseOpDialect]()
 		d.op = ep

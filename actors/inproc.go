@@ -189,13 +189,11 @@ func (o *Output) detach() {
 
 // localSession is the actor of one in-process request.
 type localSession struct {
-	owner   *Sessions
+	actorBase // spawn, serve, stop, panics (base.go)
+
 	g       *Generate
 	replyTo *actor.PID
-	pid     *actor.PID // for the handle, set by StartLocal
-	self    *actor.PID
 	arrival time.Time
-	id      string // request id, for logs
 	onEnd   func()
 
 	ereq engine.Request
@@ -203,14 +201,9 @@ type localSession struct {
 	out  Output
 	sink localSink
 
-	ended   bool // onEnd ran: the request is over for admission control
-	stopped bool
-	cancel  localCancel // preallocated: the handle's ConnClosed sends it
-	done    localDone   // preallocated: the sink sends it with the final
+	ended bool      // onEnd ran: the request is over for admission control
+	done  localDone // preallocated: the sink sends it with the final
 }
-
-// localCancel asks a local session to abort its engine session.
-type localCancel struct{}
 
 // localDone tells a local session the engine delivered its final Result.
 type localDone struct{}
@@ -222,11 +215,14 @@ type localDone struct{}
 // returned handle's ConnClosed cancels the request (CancelGeneration).
 // Safe for concurrent use.
 func (s *Sessions) StartLocal(g *Generate, replyTo *actor.PID, arrival time.Time, onEnd func()) Handle {
-	ls := &localSession{owner: s, g: g, replyTo: replyTo, arrival: arrival, onEnd: onEnd}
+	ls := &localSession{g: g, replyTo: replyTo, arrival: arrival, onEnd: onEnd}
 	ls.sink.ls = ls
 	ls.out.Request = g
-	s.active.Add(1)
-	ls.pid = s.spawner.spawn(ls, nil)
+	id := g.ID
+	if id == "" {
+		id = newID("local-")
+	}
+	ls.start(s, ls, EndpointInProcess, id)
 	return ls
 }
 
@@ -245,21 +241,22 @@ func (s *Sessions) ReplyLocal(g *Generate, replyTo *actor.PID, err *engine.Error
 // server stopped (see WorkerPool).
 func (s *Sessions) Mailbox() actor.MailboxProducer { return s.pool.Producer() }
 
-// ConnClosed implements Handle: it cancels the request. Safe for
-// concurrent use.
-func (ls *localSession) ConnClosed() { ls.owner.root.Send(ls.pid, &ls.cancel) }
+// Receive implements actor.Actor (actorBase.serve).
+func (ls *localSession) Receive(ctx actor.Context) { ls.serve(ls, ctx) }
 
-// Receive implements actor.Actor.
-func (ls *localSession) Receive(ctx actor.Context) {
+// clientGone runs for the handle's ConnClosed, which cancels the request:
+// the engine delivers the final Result.
+func (ls *localSession) clientGone(actor.Context) {
+	if ls.es != nil {
+		ls.es.Abort()
+	}
+}
+
+// receive handles the session's messages but the base's.
+func (ls *localSession) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		ls.begin(ctx)
 	case *localDone:
 		ls.end(ctx, true)
-	case *localCancel:
-		if ls.es != nil {
-			ls.es.Abort() // the engine delivers the final Result
-		}
 	case *actor.Terminated:
 		if m.Who.Equal(ls.replyTo) {
 			// The requester is gone: free the engine slot now.
@@ -269,19 +266,12 @@ func (ls *localSession) Receive(ctx actor.Context) {
 			}
 			ls.end(ctx, false)
 		}
-	case *actor.Stopped:
-		ls.cleanup()
 	}
 }
 
 // begin validates, prepares and starts the engine session.
 func (ls *localSession) begin(ctx actor.Context) {
-	ls.self = ctx.Self()
 	ctx.Watch(ls.replyTo)
-	ls.id = ls.g.ID
-	if ls.id == "" {
-		ls.id = newID("local-")
-	}
 	if e := ls.build(); e != nil {
 		ls.fail(ctx, e)
 		return
@@ -441,17 +431,16 @@ func (ls *localSession) end(ctx actor.Context, unwatch bool) {
 			ls.onEnd()
 		}
 	}
-	if !ls.stopped {
-		ls.stopped = true
-		ctx.Stop(ls.self)
-	}
+	ls.stop(ctx)
 }
 
 // cleanup runs once when the actor stopped, also after a panic: a request
 // that did not end gets a final Output with an internal error.
 func (ls *localSession) cleanup() {
 	if !ls.ended {
-		ls.owner.log.Error("in-process session stopped before its request ended", zap.String("request_id", ls.id))
+		if !ls.panicked { // a panic was logged already
+			ls.logger().Error("in-process session stopped before its request ended")
+		}
 		ls.ended = true
 		if ls.es != nil {
 			ls.es.Abort()
@@ -463,7 +452,6 @@ func (ls *localSession) cleanup() {
 			ls.onEnd()
 		}
 	}
-	ls.owner.sessionEnded()
 }
 
 // localSink receives the engine's deliveries on the engine's goroutine and
@@ -476,7 +464,7 @@ func (k *localSink) Deliver(frames []byte, final *engine.Result) {
 	ls := k.ls
 	if final != nil {
 		if o := ls.owner.cfg.Observer; o != nil {
-			o.RequestDone(EndpointInProcess, ls.ereq.Model, final)
+			ls.observe(o, ls.ereq.Model, final)
 		}
 	}
 	post, took := ls.out.deliver(frames, final)

@@ -3,6 +3,7 @@ package actors
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -33,19 +34,32 @@ const prepQueue = 1024
 
 // prepPool runs Engine.Prepare for large requests on its own goroutines.
 type prepPool struct {
-	eng   engine.Engine
 	log   *zap.Logger
-	queue chan *session
+	queue chan prepJob
 	wg    sync.WaitGroup
+	// ran counts the requests prepared here (a test's witness that a
+	// request did not hold a mailbox worker).
+	ran atomic.Uint64
+}
+
+// prepJob is a session whose engine request a prepare worker prepares:
+// an HTTP session's (session.go) or a Realtime response's, whose
+// truncation loop runs with it (realtime.go). From submit until prepDone
+// arrives the request is the worker's, and the session does not stop
+// (actorBase.stop).
+type prepJob interface {
+	base() *actorBase
+	// prepareOff prepares the request; it runs on a prepare worker.
+	prepareOff() error
 }
 
 // newPrepPool starts n prepare workers (half of GOMAXPROCS, at least one,
 // when n <= 0).
-func newPrepPool(eng engine.Engine, log *zap.Logger, n int) *prepPool {
+func newPrepPool(log *zap.Logger, n int) *prepPool {
 	if n <= 0 {
 		n = max(1, runtime.GOMAXPROCS(0)/2)
 	}
-	p := &prepPool{eng: eng, log: log, queue: make(chan *session, prepQueue)}
+	p := &prepPool{log: log, queue: make(chan prepJob, prepQueue)}
 	p.wg.Add(n)
 	for range n {
 		go p.work()
@@ -55,34 +69,41 @@ func newPrepPool(eng engine.Engine, log *zap.Logger, n int) *prepPool {
 
 func (p *prepPool) work() {
 	defer p.wg.Done()
-	for ss := range p.queue {
-		ss.prepErr = p.prepare(ss)
-		ss.owner.root.Send(ss.self, &ss.prepMsg)
+	for j := range p.queue {
+		b := j.base()
+		b.prepErr = p.prepare(j, b)
+		p.ran.Add(1)
+		b.owner.root.Send(b.self, &b.prepMsg)
 	}
 }
 
-// prepare runs Engine.Prepare for ss. A panic in it is that session's: it
-// is logged once with the request id and stack, counted, and becomes the
-// request's 500.
-func (p *prepPool) prepare(ss *session) (err error) {
+// prepare runs j's preparation. A panic in it is that session's: it is
+// logged once with the request id and stack, counted, and becomes the
+// request's error (an HTTP request's 500).
+func (p *prepPool) prepare(j prepJob, b *actorBase) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			ss.owner.panics.Add(1)
-			p.log.Error("panic while preparing a request; the request is ended", zap.String("request_id", ss.req.RequestID),
-				zap.Any("panic", r), zap.Stack("stack"))
+			// Logged here, once: the actor's own code did not panic.
+			b.owner.panics.Add(1)
+			p.log.Error("panic while preparing a request; the request is ended", zap.String("request_id", b.id),
+				zap.Stringer("endpoint", b.ep), zap.Any("panic", r), zap.Stack("stack"))
 			err = &engine.Error{Kind: engine.KindInternal, Message: "internal error while preparing the request; see the server log"}
 		}
 	}()
-	return p.eng.Prepare(&ss.ereq)
+	return j.prepareOff()
 }
 
-// submit queues ss for a prepare worker; false when the queue is full.
-// Safe for concurrent use; not after stop.
-func (p *prepPool) submit(ss *session) bool {
+// submit queues j for a prepare worker and marks its session preparing;
+// false when the queue is full (the caller prepares in place). Runs in
+// j's actor; not after stop.
+func (p *prepPool) submit(j prepJob) bool {
+	b := j.base()
+	b.preparing = true
 	select {
-	case p.queue <- ss:
+	case p.queue <- j:
 		return true
 	default:
+		b.preparing = false
 		return false
 	}
 }
@@ -94,5 +115,5 @@ func (p *prepPool) stop() {
 }
 
 // prepDone tells a session its request was prepared off the pool
-// (session.prepErr holds Prepare's error).
+// (actorBase.prepErr holds Prepare's error).
 type prepDone struct{}

@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -36,6 +34,9 @@ type realtimeKind uint8
 
 const (
 	rtIdle realtimeKind = iota
+	// rtPreparing: a response's prompt is being prepared on the prepare
+	// pool, which owns ereq until prepDone (prepared).
+	rtPreparing
 	rtResponse
 	rtTranscription
 )
@@ -56,22 +57,11 @@ const (
 	maxPendingAudio          = 4 * maxInputAudio
 	// maxRealtimeItemID bounds a client-chosen item id (the API's 32).
 	maxRealtimeItemID = 32
-	// maxPooledMessage bounds the client message buffers kept in rtMsgs.
-	maxPooledMessage = 1 << 20
-	// A session with more client messages (or bytes of them) waiting in
-	// its mailbox than these is Backlogged: netio stops reading its
-	// connection until the actor catches up.
-	maxBacklogMessages = 256
-	maxBacklogBytes    = 32 << 20
 )
 
 // realtimeSession is the actor of one Realtime connection.
 type realtimeSession struct {
-	owner *Sessions
-	conn  WSConn
-	req   WSRequest
-	pid   *actor.PID // for the handle (written by startRealtime)
-	self  *actor.PID
+	wsBase // spawn, serve, stop, panics, the inbox (base.go, ws.go)
 
 	transcription bool
 	id            string // "sess_…"
@@ -92,7 +82,7 @@ type realtimeSession struct {
 	ereq      engine.Request
 	es        engine.Session
 	sink      sink
-	cancelled bool // response.cancel aborted the running response
+	cancelled bool // response.cancel aborted the running (or preparing) response
 	respID    string
 	respConv  bool // the running response joins the conversation
 	responses int  // responses and transcriptions started, for event id prefixes
@@ -100,19 +90,18 @@ type realtimeSession struct {
 	trans     openai.RealtimeTranscriptionFormatter
 	prefix    []byte
 
+	// meta, keep and createEvent are the response being created: its
+	// metadata, prepareEngine's truncation argument, and the event_id of
+	// its response.create, for the error event of a refusal.
+	meta        openai.RealtimeResponseMeta
+	keep        int
+	createEvent string
+
 	audio        []byte          // the input audio buffer, PCM16
 	pending      []realtimeAudio // committed audio waiting for the engine
 	pendingBytes int             // of PCM in pending, for maxPendingAudio
 
-	// backlog counts the client messages (and their bytes) posted to the
-	// actor and not yet handled (WSBacklog).
-	backlog, backlogBytes atomic.Int64
-
-	closed   connClosed
-	gone     bool // the client left (or the session closed the connection)
-	stopped  bool
-	panicked bool
-	log      *zap.Logger
+	gone bool // the client left (or the session closed the connection)
 }
 
 // realtimeAudio is committed input audio to transcribe into item itemID.
@@ -123,92 +112,36 @@ type realtimeAudio struct {
 
 var _ WSBacklog = (*realtimeSession)(nil)
 
-// realtimeMsg is one client message, copied off the event loop.
-type realtimeMsg struct{ b []byte }
-
-var realtimeMsgs = sync.Pool{New: func() any { return new(realtimeMsg) }}
-
 // startRealtime serves GET /v1/realtime: it spawns the connection's
 // session actor, which speaks first (session.created).
 func (s *Sessions) startRealtime(conn WSConn, req *WSRequest) WSHandle {
-	rs := &realtimeSession{owner: s, conn: conn, req: *req}
-	s.active.Add(1)
-	rs.pid = s.spawner.spawn(rs, nil)
+	rs := new(realtimeSession)
+	rs.spawnWS(s, rs, conn, req)
 	return rs
 }
 
-// Message implements WSHandle: it copies p and posts it to the actor.
-// Runs on the event loop; never blocks, allocates nothing once the pool
-// holds buffers.
-func (rs *realtimeSession) Message(p []byte) {
-	m := realtimeMsgs.Get().(*realtimeMsg)
-	m.b = append(m.b[:0], p...)
-	rs.backlog.Add(1)
-	rs.backlogBytes.Add(int64(len(p)))
-	rs.owner.root.Send(rs.pid, m)
-}
+// Receive implements actor.Actor (actorBase.serve).
+func (rs *realtimeSession) Receive(ctx actor.Context) { rs.serve(rs, ctx) }
 
-// Backlogged implements WSBacklog: the actor has not caught up with the
-// client's messages. Called on the event loop; two atomic loads.
-func (rs *realtimeSession) Backlogged() bool {
-	return rs.backlog.Load() > maxBacklogMessages || rs.backlogBytes.Load() > maxBacklogBytes
-}
-
-// ConnClosed implements Handle. Safe for concurrent use.
-func (rs *realtimeSession) ConnClosed() { rs.owner.root.Send(rs.pid, &rs.closed) }
-
-func (rs *realtimeSession) logger() *zap.Logger {
-	if rs.log == nil {
-		rs.log = rs.owner.log.With(zap.String("request_id", rs.req.RequestID), zap.Stringer("endpoint", rs.req.Endpoint))
-	}
-	return rs.log
-}
-
-// Receive implements actor.Actor.
-func (rs *realtimeSession) Receive(ctx actor.Context) {
-	defer rs.recoverPanic()
+// receive handles the session's messages but the base's.
+func (rs *realtimeSession) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *framesReady:
 		rs.forward()
-	case *realtimeMsg:
+	case *clientMsg:
 		if !rs.gone {
-			rs.handle(m.b)
+			rs.handle(m.p)
 		}
-		rs.backlog.Add(-1)
-		rs.backlogBytes.Add(-int64(len(m.b)))
-		if cap(m.b) <= maxPooledMessage {
-			realtimeMsgs.Put(m)
-		}
-	case *actor.Started:
-		rs.begin(ctx)
-	case *connClosed:
-		// Disconnect means abort: free the engine slot now.
-		rs.gone = true
-		rs.abort()
-		rs.stop(ctx)
-	case *actor.Stopped:
-		rs.cleanup()
+		rs.done(m)
 	}
 }
 
-// recoverPanic logs a panic of the session's code once and panics again:
-// the supervisor stops the session and cleanup closes the connection.
-func (rs *realtimeSession) recoverPanic() {
-	if r := recover(); r != nil {
-		if !rs.panicked {
-			rs.panicked = true
-			rs.owner.panics.Add(1)
-			rs.logger().Error("realtime session panicked; its connection is closed", zap.Any("panic", r), zap.Stack("stack"))
-		}
-		panic(r)
-	}
-}
-
-func (rs *realtimeSession) stop(ctx actor.Context) {
-	if !rs.stopped {
-		rs.stopped = true
-		ctx.Stop(ctx.Self())
-	}
+// clientGone runs when the client left: disconnect means abort, and the
+// engine slot is freed now.
+func (rs *realtimeSession) clientGone(ctx actor.Context) {
+	rs.gone = true
+	rs.abort()
+	rs.stop(ctx)
 }
 
 func (rs *realtimeSession) abort() {
@@ -225,12 +158,10 @@ func (rs *realtimeSession) cleanup() {
 		rs.gone = true
 		rs.conn.Close(1011, "the session failed")
 	}
-	rs.owner.sessionEnded()
 }
 
 // begin checks the upgrade's query and sends session.created.
 func (rs *realtimeSession) begin(ctx actor.Context) {
-	rs.self = ctx.Self()
 	sid := newID("")
 	rs.id, rs.convID = "sess_"+sid, "conv_"+sid
 	rs.ev.Reset(append(append(rs.out[:0], "event_"...), sid+"_"...), codegen.FramingWebSocket, rs.req.Beta)
@@ -282,11 +213,14 @@ func (rs *realtimeSession) send(p []byte) {
 }
 
 // fail answers the client event being handled with an error event.
-func (rs *realtimeSession) fail(e openai.APIError) {
+func (rs *realtimeSession) fail(e openai.APIError) { rs.failEvent(e, rs.in.EventID) }
+
+// failEvent answers the client event eventID with an error event.
+func (rs *realtimeSession) failEvent(e openai.APIError, eventID string) {
 	if ce := rs.owner.log.Check(zap.DebugLevel, "realtime client event refused"); ce != nil {
 		ce.Write(zap.String("request_id", rs.req.RequestID), zap.String("code", e.Code), zap.String("param", e.Param))
 	}
-	rs.send(rs.ev.AppendAPIError(rs.out[:0], e, rs.in.EventID))
+	rs.send(rs.ev.AppendAPIError(rs.out[:0], e, eventID))
 }
 
 func (rs *realtimeSession) failParam(pe *openai.ParamError) { rs.fail(pe.API()) }
@@ -366,12 +300,18 @@ func (rs *realtimeSession) itemIndex(id string) int {
 // conversationFull refuses (an error event blaming param) when the
 // conversation has no room for one more item of extra bytes of text.
 func (rs *realtimeSession) conversationFull(extra int, param string) bool {
+	return rs.conversationFullFor(extra, param, rs.in.EventID)
+}
+
+// conversationFullFor is conversationFull answering the client event
+// eventID.
+func (rs *realtimeSession) conversationFullFor(extra int, param, eventID string) bool {
 	if len(rs.items) < maxRealtimeItems && rs.itemBytes+extra <= maxConversationBytes {
 		return false
 	}
-	rs.fail(invalidEvent("conversation_full", param, "The conversation holds "+strconv.Itoa(len(rs.items))+
+	rs.failEvent(invalidEvent("conversation_full", param, "The conversation holds "+strconv.Itoa(len(rs.items))+
 		" items and "+strconv.Itoa(rs.itemBytes>>20)+" MiB of text; a session keeps at most "+
-		strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."))
+		strconv.Itoa(maxRealtimeItems)+" items and "+strconv.Itoa(maxConversationBytes>>20)+" MiB. Delete some first."), eventID)
 	return true
 }
 
@@ -535,6 +475,7 @@ func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 	r.ID, r.Arrival, r.Stream = rs.req.RequestID, time.Now(), true
 	r.StreamInfo = engine.StreamInfo{Model: r.Model}
 	r.StreamInterval = rs.owner.cfg.StreamInterval
+	estimated := false
 	for {
 		err := rs.owner.cfg.Engine.Prepare(r)
 		if err == nil {
@@ -543,6 +484,17 @@ func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 		ee := engine.AsError(err)
 		head := keep - 1
 		if keep > 0 && ee.Kind == engine.KindContextLength && len(r.Messages) > head+1 {
+			if !estimated {
+				// First one cut from an estimate, so that a long
+				// conversation is rendered and tokenized about twice, not
+				// once per quarter left out.
+				estimated = true
+				if n := rs.overflow(r, head); n > 0 {
+					r.Messages = append(r.Messages[:head], r.Messages[head+n:]...)
+					r.PromptTokens, r.Prepared = nil, nil
+					continue
+				}
+			}
 			n := min(max(1, (len(r.Messages)-head)/4), len(r.Messages)-head-1)
 			r.Messages = append(r.Messages[:head], r.Messages[head+n:]...)
 			r.PromptTokens, r.Prepared = nil, nil
@@ -552,12 +504,42 @@ func (rs *realtimeSession) prepareEngine(keep int) *engine.Error {
 	}
 }
 
+// messageOverhead is what overflow counts for a message's template tokens
+// beyond its text's (ChatML's "<|im_start|>role\n" and "<|im_end|>\n" are
+// about five): more than most templates add, so that the cut it estimates
+// usually fits at once.
+const messageOverhead = 8
+
+// overflow estimates how many of r's messages after the first head must be
+// left out, oldest first, for the prompt to fit the context
+// (Config.MaxModelLen, less the response's MaxTokens): each message's text
+// tokenized once, plus messageOverhead. It keeps at least the last message
+// and returns 0 when the context length is not known.
+func (rs *realtimeSession) overflow(r *engine.Request, head int) int {
+	budget := rs.owner.cfg.MaxModelLen - r.Sampling.MaxTokens
+	if rs.owner.cfg.MaxModelLen <= 0 || budget <= 0 {
+		return 0
+	}
+	eng := rs.owner.cfg.Engine
+	for i := range head {
+		budget -= len(eng.Tokenize(r.Messages[i].Content)) + messageOverhead
+	}
+	last := len(r.Messages) - 1
+	i := last
+	for ; i >= head; i-- {
+		if budget -= len(eng.Tokenize(r.Messages[i].Content)) + messageOverhead; budget < 0 {
+			break
+		}
+	}
+	return min(i+1-head, last-head)
+}
+
 // startEngine starts the prepared rs.ereq; it returns the engine's
 // refusal (overloaded, shutting down), which the caller ends its work
 // with.
 func (rs *realtimeSession) startEngine() *engine.Error {
 	r := &rs.ereq
-	rs.sink.bind(rs.owner, rs.self, rs.req.Endpoint, rs.req.RequestID, r)
+	rs.sink.bind(&rs.actorBase, r)
 	es, err := rs.owner.cfg.Engine.Start(r, &rs.sink)
 	// The engine read the prompt in Prepare and Start; the session keeps
 	// its own conversation.
@@ -575,7 +557,7 @@ func (rs *realtimeSession) responseCreate() {
 		rs.fail(invalidEvent(openai.CodeUnsupported, "type", "A transcription session does not create responses."))
 		return
 	}
-	if rs.kind == rtResponse {
+	if rs.kind == rtResponse || rs.kind == rtPreparing {
 		rs.fail(invalidEvent("conversation_already_has_active_response", "",
 			"Conversation already has an active response in progress: "+rs.respID+". Wait until the response is finished before creating a new one."))
 		return
@@ -630,14 +612,72 @@ func (rs *realtimeSession) responseCreate() {
 	}
 	rs.ereq = engine.Request{Model: rs.model, Messages: msgs,
 		Sampling: engine.Sampling{MaxTokens: cfg.MaxOutputTokens, Temperature: cfg.Temperature}}
-	meta := openai.RealtimeResponseMeta{ID: newID("resp_"), ItemID: newID("item_"),
+	rs.meta = openai.RealtimeResponseMeta{ID: newID("resp_"), ItemID: newID("item_"),
 		MaxOutputTokens: cfg.MaxOutputTokens, Temperature: cfg.Temperature}
 	if conv {
-		meta.ConversationID, meta.PreviousItemID = rs.convID, rs.lastItemID()
+		rs.meta.ConversationID = rs.convID
 	}
-	if err := rs.prepareEngine(keep); err != nil {
-		rs.fail(openai.FromEngineError(err, "response"))
+	rs.respConv, rs.keep, rs.createEvent, rs.cancelled = conv, keep, ev.EventID, false
+	// A large prompt (a long conversation, which the truncation loop may
+	// render and tokenize several times) is prepared off the mailbox
+	// workers, as an HTTP request's is (prepare.go); the response goes on
+	// in prepared. Meanwhile the session serves its client's other events;
+	// another response.create is refused, a response.cancel cancels it.
+	if promptBytes(msgs) >= offPoolBody && rs.owner.prep.submit(rs) {
+		rs.kind, rs.respID = rtPreparing, rs.meta.ID
 		return
+	}
+	rs.launchResponse(rs.prepareEngine(keep))
+}
+
+// promptBytes is the text of a prompt's messages, for offPoolBody.
+func promptBytes(msgs []engine.Message) int {
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].Content)
+	}
+	return n
+}
+
+// prepareOff implements prepJob: the response's prompt, with the
+// truncation loop, prepared on a prepare worker.
+func (rs *realtimeSession) prepareOff() error {
+	if err := rs.prepareEngine(rs.keep); err != nil {
+		return err
+	}
+	return nil
+}
+
+// prepared implements preparedActor: the prepare pool prepared the
+// response being created.
+func (rs *realtimeSession) prepared(_ actor.Context, err error) {
+	rs.kind = rtIdle
+	if rs.gone {
+		return
+	}
+	var ee *engine.Error
+	if err != nil {
+		ee = engine.AsError(err)
+	}
+	rs.launchResponse(ee)
+}
+
+// launchResponse starts the response rs.meta whose prompt rs.ereq
+// prepareEngine prepared with the refusal err, and joins it to the
+// conversation (rs.respConv) as the item after the last one.
+func (rs *realtimeSession) launchResponse(err *engine.Error) {
+	if err != nil {
+		rs.failEvent(openai.FromEngineError(err, "response"), rs.createEvent)
+		return
+	}
+	meta := rs.meta
+	if rs.respConv {
+		// Items the client created while the prompt was prepared come
+		// before the response's.
+		if rs.conversationFullFor(0, "", rs.createEvent) {
+			return
+		}
+		meta.PreviousItemID = rs.lastItemID()
 	}
 	rs.nextPrefix('r')
 	rs.resp.Reset(meta, rs.prefix, codegen.FramingWebSocket, rs.ev.Beta())
@@ -645,14 +685,20 @@ func (rs *realtimeSession) responseCreate() {
 	// response.created is written before the engine starts (the engine
 	// owns the formatter from then on) and sent once it started. A
 	// response the engine refuses (overloaded, shutting down) ends at
-	// once, failed, so that the client sees its response.done.
+	// once, failed, so that the client sees its response.done; one
+	// cancelled while it was prepared ends cancelled without starting.
 	created := rs.resp.AppendCreated(rs.out[:0])
+	if rs.cancelled {
+		rs.ereq.Messages = nil
+		rs.send(rs.resp.AppendCancelled(created, &engine.Usage{}))
+		return
+	}
 	if err := rs.startEngine(); err != nil {
 		rs.send(rs.resp.AppendFailed(created, err))
 		return
 	}
-	rs.kind, rs.cancelled, rs.respID, rs.respConv = rtResponse, false, meta.ID, conv
-	if conv {
+	rs.kind, rs.respID = rtResponse, meta.ID
+	if rs.respConv {
 		// The assistant item joins the conversation now (the client sees
 		// conversation.item.added with the first output); its text is
 		// filled in when the response ends.
@@ -663,6 +709,10 @@ func (rs *realtimeSession) responseCreate() {
 
 func (rs *realtimeSession) responseCancel() {
 	id := rs.in.ResponseID
+	if rs.kind == rtPreparing && (id == "" || id == rs.respID) {
+		rs.cancelled = true // prepared ends it, cancelled, without starting it
+		return
+	}
 	if rs.kind != rtResponse || (id != "" && id != rs.respID) {
 		msg := "Cancellation failed: no active response found."
 		if id != "" {

@@ -34,6 +34,8 @@ const (
 	// Responses API over WebSocket (GET /v1/responses with Upgrade).
 	EndpointRealtime
 	EndpointResponsesWS
+	// POST /v1/embeddings (dialect_embeddings.go).
+	EndpointEmbeddings
 )
 
 var endpointNames = [...]string{
@@ -52,6 +54,7 @@ var endpointNames = [...]string{
 	EndpointDetokenize:         "detokenize",
 	EndpointRealtime:           "realtime",
 	EndpointResponsesWS:        "responses_websocket",
+	EndpointEmbeddings:         "embeddings",
 }
 
 // String returns the endpoint's metric and log name.
@@ -134,25 +137,37 @@ func NewRequest(ep Endpoint, requestID string, body []byte) *Request {
 // r must not be in use by a session.
 func InitRequest(r *Request, ep Endpoint, requestID string, body []byte) {
 	*r = Request{Endpoint: ep, RequestID: requestID}
-	c := bodyClass(len(body))
+	r.Body, r.buf = pooledCopy(body)
+}
+
+// pooledCopy returns a copy of p in a buffer of p's size class, with the
+// buffer's pool handle for releasePooled; a p too large to pool is copied
+// into memory of its own (and the handle is nil). Safe for concurrent use.
+func pooledCopy(p []byte) ([]byte, *[]byte) {
+	c := bodyClass(len(p))
 	if c < 0 {
-		r.Body = append([]byte(nil), body...)
-		return
+		return append([]byte(nil), p...), nil
 	}
 	bp, _ := bodyPools[c].Get().(*[]byte)
 	if bp == nil {
 		b := make([]byte, 0, 1<<(c+minBodyClass))
 		bp = &b
 	}
-	*bp = append((*bp)[:0], body...)
-	r.Body, r.buf = *bp, bp
+	*bp = append((*bp)[:0], p...)
+	return *bp, bp
+}
+
+// releasePooled gives a buffer from pooledCopy back to its pool (nil is
+// ignored). Its bytes must not be used after.
+func releasePooled(bp *[]byte) {
+	if bp != nil {
+		bodyPools[bodyClass(cap(*bp))].Put(bp)
+	}
 }
 
 // release returns the body's buffer to its pool; Body is nil afterwards.
 // Idempotent. The session calls it once the body is decoded.
 func (r *Request) release() {
-	if r.buf != nil {
-		bodyPools[bodyClass(cap(*r.buf))].Put(r.buf)
-	}
+	releasePooled(r.buf)
 	r.buf, r.Body = nil, nil
 }

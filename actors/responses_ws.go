@@ -2,8 +2,6 @@ package actors
 
 import (
 	"strconv"
-	"sync/atomic"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -40,35 +38,23 @@ const maxWSPending = 64
 // would otherwise hold a gigabyte. A create past it gets a 429 error event.
 const maxWSQueuedBytes = 32 << 20
 
-// maxWSInbox is how many client messages may wait for the actor before
-// netio stops reading the connection (WSBacklog): a client that floods
-// events is held back by TCP flow control instead of growing the mailbox.
-const maxWSInbox = 16
-
 // maxWSScratch bounds the scratch buffer the actor keeps between client
 // events: a huge create does not pin its size for the connection's life.
 const maxWSScratch = 64 << 10
 
 // responsesWS is the actor of one Responses API WebSocket connection.
 type responsesWS struct {
-	owner *Sessions
-	conn  WSConn
-	req   WSRequest
-	pid   *actor.PID
+	wsBase // spawn, serve, stop, panics, the inbox (base.go, ws.go)
 
 	lanes   map[string]*wsLane
 	recent  wsRecents // the lanes' latest unstored responses (responses_ws_chain.go)
 	pending int       // creates running or queued
 	queued  int       // bytes of the queued creates' bodies
 	n       uint64    // creates seen, for their request ids
-	closed  bool
+	gone    bool      // the connection closed (or is closing): close ran
 	// body holds the create being built; out the actor's own events.
 	body []byte
 	out  []byte
-
-	closedMsg wsConnClosed
-	// inbox counts the client messages posted and not yet handled.
-	inbox atomic.Int32
 }
 
 // wsLane is the creates of one stream_id: the running one and the ones
@@ -85,87 +71,61 @@ type wsQueued struct {
 	previousID string
 }
 
-// wsClientMessage is one client text message, copied off the event loop.
-type wsClientMessage struct {
-	p       []byte
-	arrival time.Time
-}
-
-// wsConnClosed tells the connection's actor its client is gone.
-type wsConnClosed struct{}
-
 var _ WSBacklog = (*responsesWS)(nil)
 
 // startResponsesWS spawns the actor of one upgraded connection. Loop-only
 // caller (StartWS); never blocks.
 func (s *Sessions) startResponsesWS(conn WSConn, req *WSRequest) WSHandle {
-	ws := &responsesWS{owner: s, conn: conn, req: *req, lanes: map[string]*wsLane{}}
+	ws := &responsesWS{lanes: map[string]*wsLane{}}
 	// The connection's actor counts as a live session (Active, Wait),
 	// beside the sessions of its creates: a leaked one shows.
-	s.active.Add(1)
-	ws.pid = s.spawner.spawn(ws, nil)
+	ws.spawnWS(s, ws, conn, req)
 	return ws
 }
 
-// Message implements WSHandle: p is copied. Safe for concurrent use; never
-// blocks.
-func (ws *responsesWS) Message(p []byte) {
-	ws.inbox.Add(1)
-	ws.owner.root.Send(ws.pid, &wsClientMessage{p: append([]byte(nil), p...), arrival: time.Now()})
-}
+// Receive implements actor.Actor (actorBase.serve).
+func (ws *responsesWS) Receive(ctx actor.Context) { ws.serve(ws, ctx) }
 
-// Backlogged implements WSBacklog. Loop-only caller; never blocks.
-func (ws *responsesWS) Backlogged() bool { return ws.inbox.Load() > maxWSInbox }
+func (ws *responsesWS) begin(actor.Context) {}
 
-// ConnClosed implements WSHandle. Safe for concurrent use; idempotent.
-func (ws *responsesWS) ConnClosed() {
-	ws.owner.root.Send(ws.pid, &ws.closedMsg)
-}
-
-// Receive implements actor.Actor.
-func (ws *responsesWS) Receive(ctx actor.Context) {
-	defer ws.recoverPanic()
+// receive handles the connection's messages but the base's.
+func (ws *responsesWS) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *wsClientMessage:
-		ws.inbox.Add(-1)
-		if !ws.closed {
+	case *clientMsg:
+		if !ws.gone {
 			ws.message(m)
 		}
+		ws.done(m)
 	case *wsExchangeEnded:
-		if !ws.closed {
+		if !ws.gone {
 			ws.ended(m.ex)
 		}
-	case *wsConnClosed:
-		if !ws.closed {
-			ws.close()
-			ctx.Stop(ctx.Self())
-		}
-	case *actor.Stopped:
-		// After a close this is a no-op. Otherwise the actor failed (its
-		// supervisor stops it) or the system is stopping: the running
-		// responses are aborted and the client told, with 1011.
-		if !ws.closed {
-			ws.close()
-			ws.conn.Close(1011, "the session failed")
-		}
-		ws.owner.sessionEnded()
 	}
 }
 
-// recoverPanic logs a panic of the connection's actor once, counts it and
-// panics again for the supervisor, which stops the actor (as a session's).
-func (ws *responsesWS) recoverPanic() {
-	if r := recover(); r != nil {
-		ws.owner.panics.Add(1)
-		ws.owner.log.Error("responses websocket session panicked; its connection is closed",
-			zap.String("request_id", ws.req.RequestID), zap.Any("panic", r), zap.Stack("stack"))
-		panic(r)
+// clientGone runs when the client left: every running response is
+// aborted and the queued ones dropped.
+func (ws *responsesWS) clientGone(ctx actor.Context) {
+	if !ws.gone {
+		ws.close()
+		ws.stop(ctx)
+	}
+}
+
+// cleanup runs once when the actor stopped. After a close it only ends the
+// count. Otherwise the actor failed (its supervisor stops it) or the
+// system is stopping: the running responses are aborted and the client
+// told, with 1011.
+func (ws *responsesWS) cleanup() {
+	if !ws.gone {
+		ws.close()
+		ws.conn.Close(1011, "the session failed")
 	}
 }
 
 // message handles one client event: a valid response.create starts or
 // queues a response in its lane; anything else gets an error event.
-func (ws *responsesWS) message(m *wsClientMessage) {
+func (ws *responsesWS) message(m *clientMsg) {
 	ev, body, ae := parseCreate(m.p, ws.body[:0])
 	streamID := ev.streamID
 	ws.body = body[:0]
@@ -271,10 +231,10 @@ func (ws *responsesWS) ended(ex *wsExchange) {
 // close aborts every running response (their sessions abort their engine
 // sessions and stop) and drops the queued ones.
 func (ws *responsesWS) close() {
-	if ws.closed {
+	if ws.gone {
 		return
 	}
-	ws.closed = true
+	ws.gone = true
 	for id, lane := range ws.lanes {
 		switch ex := lane.running; {
 		case ex == nil:

@@ -178,7 +178,7 @@ func TestResponsesWSSendAlloc(t *testing.T) {
 	}
 	delta := wsFrames(`{"type":"response.output_text.delta","item_id":"msg_1_0","output_index":0,"content_index":0,"delta":" word","logprobs":[],"sequence_number":7}`)
 	for _, id := range []string{"", "lane"} {
-		ex := &wsExchange{ws: &responsesWS{conn: &discardWS{}}, streamID: id}
+		ex := &wsExchange{ws: &responsesWS{wsBase: wsBase{conn: &discardWS{}}}, streamID: id}
 		ex.Send(delta) // grows the buffer
 		if n := testing.AllocsPerRun(1000, func() { ex.Send(delta) }); n != 0 {
 			t.Errorf("stream_id %q: %v allocations per Send", id, n)
@@ -194,7 +194,7 @@ func BenchmarkResponsesWSSend(b *testing.B) {
 			name = "stream_id"
 		}
 		b.Run(name, func(b *testing.B) {
-			ex := &wsExchange{ws: &responsesWS{conn: &discardWS{}}, streamID: id}
+			ex := &wsExchange{ws: &responsesWS{wsBase: wsBase{conn: &discardWS{}}}, streamID: id}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(delta)))
 			for b.Loop() {

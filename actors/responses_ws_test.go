@@ -440,13 +440,14 @@ func TestResponsesWSQueuedBytesBound(t *testing.T) {
 }
 
 // The actor reports a backlog (netio then stops reading the connection)
-// while more than maxWSInbox client messages wait for it, and none once it
-// handled them.
+// while more than maxInboxMessages client messages wait for it, and none
+// once it handled them.
 func TestResponsesWSBacklog(t *testing.T) {
 	s, _, _ := newWSTest(t, 0)
 	// An actor that never runs: its messages stay unhandled.
-	stuck := &responsesWS{owner: s, pid: s.system.NewLocalPID("nobody")}
-	for i := range maxWSInbox + 1 {
+	stuck := new(responsesWS)
+	stuck.owner, stuck.pid = s, s.system.NewLocalPID("nobody")
+	for i := range maxInboxMessages + 1 {
 		if stuck.Backlogged() {
 			t.Fatalf("backlogged after %d messages", i)
 		}
@@ -457,10 +458,10 @@ func TestResponsesWSBacklog(t *testing.T) {
 	}
 
 	c, h := dialWS(t, s)
-	for range 4 * maxWSInbox {
+	for range 4 * maxInboxMessages {
 		h.Message([]byte(`{}`))
 	}
-	for range 4 * maxWSInbox {
+	for range 4 * maxInboxMessages {
 		if ev := c.next(t); ev.Type != "error" {
 			t.Fatalf("event %s", ev.raw)
 		}

@@ -13,14 +13,10 @@ import (
 
 // session is the actor of one generation request.
 type session struct {
-	owner *Sessions
-	conn  Conn
-	req   *Request
-	// pid is the session's address for its handle (written by Start on the
-	// event loop, read by ConnClosed there); self is the same address for
-	// the actor and its sink (written in Started, before the engine runs).
-	pid  *actor.PID
-	self *actor.PID
+	actorBase // spawn, serve, stop, panics, mailbox (base.go)
+
+	conn Conn
+	req  *Request
 	d    dialect
 
 	ereq engine.Request
@@ -37,9 +33,6 @@ type session struct {
 	// bodyLen is the request body's size, kept after the body goes back
 	// to its pool: a large one is prepared on the prepare pool.
 	bodyLen int
-	// preparing: the prepare pool owns ereq until prepMsg arrives, with
-	// Prepare's error in prepErr.
-	prepErr error
 	// saving: the response's save must be acknowledged by the store
 	// before the response's end goes out (a shared store, where another
 	// node may serve the client's next request); save holds the wait.
@@ -50,92 +43,36 @@ type session struct {
 	framing   codegen.Framing
 	streaming bool // the stream's head was sent
 	finished  bool // the response ended (or was abandoned)
-	stopped   bool // stop requested
-	panicked  bool // the actor's code panicked (logged by recoverPanic)
-	preparing bool
 	// held: the session runs before its admission permit (held.go) and
 	// starts no engine work until admitted; ready: its request is prepared
 	// and waits for the permit.
 	held      bool
 	ready     bool
 	saving    bool
-	prepMsg   prepDone
 	admitMsg  admitted
 	expireMsg expired
 
-	closed connClosed // preallocated: ConnClosed sends a pointer to it
-	out    []byte     // forwarded bytes, reused
-	body   []byte     // non-stream body (or other scratch output)
+	out  []byte // forwarded bytes, reused
+	body []byte // non-stream body (or other scratch output)
 	// bodyBuf holds body's buffer while it is lent from respBufs.
 	bodyBuf *[]byte
-	log     *zap.Logger // with the request id; built on first use
-
-	// mb is the actor's mailbox and name the bytes of its registry id,
-	// part of the session so that neither costs an allocation of its own
-	// (spawner.spawnNamed).
-	mb   mailbox
-	name spawnName
 }
-
-// logger returns the session's logger: every line carries the request id.
-// Built on first use, so a request that logs nothing pays nothing.
-func (ss *session) logger() *zap.Logger {
-	if ss.log == nil {
-		ss.log = ss.owner.log.With(zap.String("request_id", ss.req.RequestID), zap.Stringer("endpoint", ss.req.Endpoint))
-	}
-	return ss.log
-}
-
-// connClosed tells a session its client is gone.
-type connClosed struct{}
 
 // framesReady tells a session its sink holds bytes (and maybe the result).
 type framesReady struct{}
 
-// ConnClosed implements Handle. Safe for concurrent use.
-func (ss *session) ConnClosed() {
-	ss.owner.root.Send(ss.pid, &ss.closed)
-}
+// Receive implements actor.Actor (actorBase.serve).
+func (ss *session) Receive(ctx actor.Context) { ss.serve(ss, ctx) }
 
-// Receive implements actor.Actor.
-func (ss *session) Receive(ctx actor.Context) {
-	defer ss.recoverPanic()
+// receive handles the session's messages but the base's (actorBase.serve).
+func (ss *session) receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *framesReady:
 		ss.forward(ctx)
-	case *actor.Started:
-		ss.begin(ctx)
-	case *prepDone:
-		ss.preparing = false
-		if ss.finished { // the client left meanwhile
-			ss.stop(ctx)
-			return
-		}
-		ss.prepared(ctx, ss.prepErr)
-	case *connClosed:
-		if ss.bg != nil && ss.bg.running {
-			// A background response goes on without its client.
-			ss.bg.unsubscribe(ss.conn)
-			return
-		}
-		if w, ok := ss.d.(closeWatcher); ok {
-			w.connClosed(ss)
-		}
-		// Disconnect means abort: free the engine slot now.
-		if !ss.finished {
-			if ce := ss.owner.log.Check(zap.DebugLevel, "client disconnected; aborting"); ce != nil {
-				ce.Write(zap.String("request_id", ss.req.RequestID), zap.Stringer("endpoint", ss.req.Endpoint))
-			}
-		}
-		ss.finished = true
-		ss.abort()
-		ss.stop(ctx) // or prepDone, if the prepare pool owns ereq
 	case *admitted:
 		ss.admit(ctx)
 	case *expired:
 		ss.expire(ctx)
-	case *actor.Stopped:
-		ss.cleanup()
 	default:
 		if m, ok := ctx.Message().(*storeReply); ok && ss.save != nil && m == &ss.save.ack.reply {
 			ss.saved(ctx)
@@ -151,30 +88,31 @@ func (ss *session) Receive(ctx actor.Context) {
 	}
 }
 
-// recoverPanic logs a panic of the session's own code once, with its
-// request id and the stack, counts it, and panics again: the mailbox hands
-// it to the session's supervisor, which stops the session, and cleanup ends
-// its response. Deferred by Receive (an open-coded defer: no cost unless a
-// panic happens).
-func (ss *session) recoverPanic() {
-	if r := recover(); r != nil {
-		if !ss.panicked {
-			ss.panicked = true
-			ss.owner.panics.Add(1)
-			ss.logger().Error("session panicked; its request is ended", zap.Any("panic", r), zap.Stack("stack"))
-		}
-		panic(r)
+// clientGone runs when the client left (ConnClosed).
+func (ss *session) clientGone(ctx actor.Context) {
+	if ss.bg != nil && ss.bg.running {
+		// A background response goes on without its client.
+		ss.bg.unsubscribe(ss.conn)
+		return
 	}
+	if w, ok := ss.d.(closeWatcher); ok {
+		w.connClosed(ss)
+	}
+	// Disconnect means abort: free the engine slot now.
+	if !ss.finished {
+		if ce := ss.owner.log.Check(zap.DebugLevel, "client disconnected; aborting"); ce != nil {
+			ce.Write(zap.String("request_id", ss.req.RequestID), zap.Stringer("endpoint", ss.req.Endpoint))
+		}
+	}
+	ss.finished = true
+	ss.abort()
+	ss.stop(ctx) // or prepDone, if the prepare pool owns ereq
 }
 
 // begin decodes, validates, prepares and starts the request. Every check
 // that can fail runs before the status line is written.
 func (ss *session) begin(ctx actor.Context) {
-	ss.self = ctx.Self()
-	ss.sink.bind(ss.owner, ss.self, ss.req.Endpoint, ss.req.RequestID, &ss.ereq)
-	if ss.owner.direct {
-		ss.sink.mb = &ss.mb
-	}
+	ss.sink.bind(&ss.actorBase, &ss.ereq)
 	ss.bodyLen = len(ss.req.Body)
 	ae := ss.d.decode(ss)
 	// Decoded requests hold copies (codegen's decoders alias the body only
@@ -203,16 +141,22 @@ func (ss *session) proceed(ctx actor.Context) {
 	// A large prompt is rendered and tokenized off the mailbox workers
 	// (prepare.go); the session goes on in prepared when it is done.
 	if ss.bodyLen >= offPoolBody && ss.owner.prep.submit(ss) {
-		ss.preparing = true
 		return
 	}
 	ss.prepared(ctx, ss.owner.cfg.Engine.Prepare(&ss.ereq))
 }
 
+// prepareOff implements prepJob: Engine.Prepare on a prepare worker.
+func (ss *session) prepareOff() error { return ss.owner.cfg.Engine.Prepare(&ss.ereq) }
+
 // prepared starts a request Engine.Prepare returned err for, and writes
 // the status line of a stream. A held session (held.go) writes the status
 // line of its stream and waits for its permit to start the engine.
 func (ss *session) prepared(ctx actor.Context, err error) {
+	if ss.finished { // the client left while the prepare pool had it
+		ss.stop(ctx)
+		return
+	}
 	if err != nil {
 		ss.fail(ctx, ss.d.engineError(engine.AsError(err), &ss.ereq))
 		return
@@ -516,30 +460,6 @@ func (ss *session) abort() {
 	}
 }
 
-// stop stops the actor, unless the prepare pool owns ss.ereq: prepDone then
-// stops it (the session is finished by then).
-func (ss *session) stop(ctx actor.Context) {
-	if ss.preparing {
-		return
-	}
-	if !ss.stopped {
-		ss.stopped = true
-		if ss.owner.direct {
-			ss.mb.PostSystemMessage(stopMsg)
-		} else {
-			ctx.Stop(ctx.Self())
-		}
-	}
-}
-
-// stopMsg is the system message that stops a session posted straight to
-// its mailbox. ctx.Stop(ctx.Self()) would do the same through the
-// session's address, whose first lookup caches the process in the PID (an
-// allocation per request); the session's mailbox is its own field, so the
-// notice needs no lookup. protoactor's registry marks the process dead when
-// the stopped actor leaves it, as after ctx.Stop.
-var stopMsg = &actor.Stop{}
-
 // cleanup runs once when the actor stopped, also after a panic: a response
 // that did not end gets the dialect's error (in-stream if the head is out,
 // after the last whole event forwarded) or the connection is abandoned.
@@ -574,7 +494,6 @@ func (ss *session) cleanup() {
 	}
 	ss.sink.detach()
 	ss.req.release()
-	ss.owner.sessionEnded()
 }
 
 const contentTypeJSON = "application/json"
@@ -585,15 +504,13 @@ const contentTypeJSON = "application/json"
 // It serves any session actor (the HTTP session, the Realtime session):
 // bind sets whom it reports to before the engine starts.
 type sink struct {
-	owner *Sessions
-	self  *actor.PID // the actor told of each batch (*framesReady)
-	// mb, when set, is self's mailbox: the notice is posted to it
-	// directly, which is where sending it to self ends (the sessions' root
-	// has no sender middleware for its own notices to pass), without the
-	// address lookup whose cached result costs an allocation per request.
-	mb       *mailbox
-	ep       Endpoint
-	reqID    string
+	// b is the actor told of each batch (*framesReady), which the sink
+	// posts to b's own mailbox when the sessions allow it (direct: the
+	// sessions' root has no sender middleware for its own notices to
+	// pass), without the address lookup whose cached result costs an
+	// allocation per request; b's endpoint and request id are the
+	// Observer's and the logs'.
+	b        *actorBase
 	ereq     *engine.Request // the request whose Result it observes
 	mu       sync.Mutex
 	pending  []byte
@@ -608,12 +525,12 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	if final != nil {
 		if final.Panicked {
 			// The engine logged it; the session ends the stream.
-			k.owner.panics.Add(1)
+			k.b.owner.panics.Add(1)
 		}
-		if o := k.owner.cfg.Observer; o != nil {
+		if o := k.b.owner.cfg.Observer; o != nil {
 			// Once per request, also when the session already left (a
 			// client disconnect counts as an abort).
-			k.observe(o, final)
+			k.b.observe(o, k.ereq.Model, final)
 		}
 	}
 	k.mu.Lock()
@@ -629,36 +546,21 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	k.notified = true
 	k.mu.Unlock()
 	if post {
-		if k.mb != nil {
-			k.mb.PostUserMessage(&k.msg)
+		if b := k.b; b.owner.direct {
+			b.mb.PostUserMessage(&k.msg)
 		} else {
-			k.owner.root.Send(k.self, &k.msg)
+			b.owner.root.Send(b.self, &k.msg)
 		}
 	}
 }
 
-// observe tells the Observer about the final Result. A panic in it is the
-// session's (logged once with the request id and stack, and counted): it
-// must neither reach the engine's goroutine nor keep the final from the
-// session.
-func (k *sink) observe(o Observer, final *engine.Result) {
-	defer func() {
-		if r := recover(); r != nil {
-			k.owner.panics.Add(1)
-			k.owner.log.Error("panic in the request observer", zap.String("request_id", k.reqID),
-				zap.Any("panic", r), zap.Stack("stack"))
-		}
-	}()
-	o.RequestDone(k.ep, k.ereq.Model, final)
-}
-
 // bind readies k for an engine session of ereq whose deliveries go to the
-// actor self: before Engine.Start (the engine's goroutine reads these
+// actor of b: before Engine.Start (the engine's goroutine reads these
 // fields without the lock; Start orders the writes before it). A sink
 // used for one engine session after another (the Realtime session's) is
 // bound again for each, once the previous one delivered its final.
-func (k *sink) bind(owner *Sessions, self *actor.PID, ep Endpoint, reqID string, ereq *engine.Request) {
-	k.owner, k.self, k.ep, k.reqID, k.ereq = owner, self, ep, reqID, ereq
+func (k *sink) bind(b *actorBase, ereq *engine.Request) {
+	k.b, k.ereq = b, ereq
 	k.mu.Lock()
 	k.detached, k.final, k.notified = false, nil, false
 	k.mu.Unlock()

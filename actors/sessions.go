@@ -121,7 +121,7 @@ func NewSessions(cfg Config) (*Sessions, error) {
 		return actor.StopDirective
 	})
 	s.root = s.system.Root.WithGuardian(stop)
-	s.prep = newPrepPool(cfg.Engine, s.log, 0)
+	s.prep = newPrepPool(s.log, 0)
 	st, err := newResponseStore(s.system, s.cfg.Store, s.pool.Producer(), s.log)
 	if err != nil {
 		return nil, err
@@ -151,9 +151,8 @@ func (s *Sessions) Start(conn Conn, req *Request) Handle {
 // not.
 func (s *Sessions) start(conn Conn, req *Request, held bool) *session {
 	ss := newSession(req.Endpoint)
-	ss.owner, ss.conn, ss.req, ss.held = s, conn, req, held
-	s.active.Add(1)
-	ss.pid = s.spawner.spawnNamed(ss, &ss.mb, &ss.name)
+	ss.conn, ss.req, ss.held = conn, req, held
+	ss.start(s, ss, req.Endpoint, req.RequestID)
 	return ss
 }
 

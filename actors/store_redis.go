@@ -43,7 +43,8 @@ import (
 // output so far, so any node's GET shows it in progress; a cancel reaching
 // another node is published on the prefix's "cancel" channel, which every
 // node subscribes to; the node that runs it aborts it and saves the
-// cancelled record, which the asking node waits for (bounded) and answers.
+// cancelled record and publishes its id on "ended", which the asking node
+// waits for (bounded, off the store's workers) and then answers.
 //
 // Keys follow Redis conventions: one configurable prefix (default
 // "vajra:"), then "resp:" and the response id. Each value is one JSON
@@ -92,11 +93,18 @@ type redisStore struct {
 	probing atomic.Bool
 	// upHook, set by tests before the store is used, runs in the prober
 	// right after it marked the store up.
-	upHook   func()
-	quit     chan struct{}
-	stored   atomic.Uint64
-	deleted  atomic.Uint64
-	failures atomic.Uint64 // saves that failed (logged once per transition)
+	upHook func()
+	quit   chan struct{}
+	// waiters are the relayed cancels waiting for the node that runs the
+	// response to save its final record, by response id: the "ended"
+	// message (subscribe) closes their channels. cancelWaits counts them,
+	// bounded by maxCancelWaits.
+	waitMu      sync.Mutex
+	waiters     map[string][]chan struct{}
+	cancelWaits atomic.Int64
+	stored      atomic.Uint64
+	deleted     atomic.Uint64
+	failures    atomic.Uint64 // saves that failed (logged once per transition)
 }
 
 // storeJob is one queued command: a save of put (answering req, when set,
@@ -148,6 +156,7 @@ func newRedisStore(system *actor.ActorSystem, cfg StoreConfig, log *zap.Logger, 
 		root:     system.Root,
 		store:    store,
 		quit:     make(chan struct{}),
+		waiters:  map[string][]chan struct{}{},
 	}
 	if st.prefix == "" {
 		st.prefix = DefaultStoreKeyPrefix
@@ -189,13 +198,18 @@ func (st *redisStore) queue(id string) chan *storeJob {
 
 func (st *redisStore) cancelChannel() string { return st.prefix + "cancel" }
 
+// endedChannel carries the id of every background response whose final
+// record a node saved, for the relayed cancels waiting for it.
+func (st *redisStore) endedChannel() string { return st.prefix + "ended" }
+
 // subscribe relays cancels published by other nodes to the store actor,
 // which hands each to the session of a response this node runs (others
-// ignore it). go-redis's PubSub resubscribes by itself after Redis comes
-// back.
+// ignore it), and wakes the cancels this node relayed when the response's
+// final record is saved. go-redis's PubSub resubscribes by itself after
+// Redis comes back.
 func (st *redisStore) subscribe() {
 	defer st.wg.Done()
-	ps := st.client.Subscribe(context.Background(), st.cancelChannel())
+	ps := st.client.Subscribe(context.Background(), st.cancelChannel(), st.endedChannel())
 	defer ps.Close()
 	ch := ps.Channel()
 	for {
@@ -206,7 +220,47 @@ func (st *redisStore) subscribe() {
 			if !ok {
 				return
 			}
+			if m.Channel == st.endedChannel() {
+				st.wake(m.Payload)
+				continue
+			}
 			st.root.Send(st.store, &storeRequest{op: storeCancel, id: m.Payload, replyTo: st.store})
+		}
+	}
+}
+
+// wake releases the relayed cancels waiting for response id.
+func (st *redisStore) wake(id string) {
+	st.waitMu.Lock()
+	ws := st.waiters[id]
+	delete(st.waiters, id)
+	st.waitMu.Unlock()
+	for _, c := range ws {
+		close(c)
+	}
+}
+
+// await registers a wait for response id's "ended" message; drop removes
+// it (once woken, or given up).
+func (st *redisStore) await(id string) (c chan struct{}, drop func()) {
+	c = make(chan struct{})
+	st.waitMu.Lock()
+	st.waiters[id] = append(st.waiters[id], c)
+	st.waitMu.Unlock()
+	return c, func() {
+		st.waitMu.Lock()
+		defer st.waitMu.Unlock()
+		ws := st.waiters[id]
+		for i, w := range ws {
+			if w == c {
+				ws = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(st.waiters, id)
+		} else {
+			st.waiters[id] = ws
 		}
 	}
 }
@@ -280,12 +334,16 @@ func (st *redisStore) work(jobs chan *storeJob) {
 	defer st.wg.Done()
 	for j := range jobs {
 		if j.put == nil {
-			st.reply(j, st.answer(j.req))
+			if r, later := st.answer(j.req); !later {
+				st.reply(j, r)
+			}
 			continue
 		}
 		err := st.save(j.put)
 		if err != nil {
 			st.saveFailed(j.put.id, err)
+		} else if j.put.background && openai.ResponseStatusFinal(j.put.status) {
+			st.ended(j.put.id)
 		}
 		st.reply(j, storeReply{rec: j.put, err: err})
 	}
@@ -316,13 +374,32 @@ func (st *redisStore) save(rec *storedResponse) error {
 	return nil
 }
 
+// ended tells the fleet that background response id's final record is
+// saved: the nodes that relayed a cancel of it answer at once. A failed
+// publish is only counted: those nodes answer at their bound.
+func (st *redisStore) ended(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	start := time.Now()
+	st.done(opPublish, st.client.Publish(ctx, st.endedChannel(), id).Err(), start)
+}
+
 // answer serves a read, delete or cancel of a response this node does not
-// run (the store actor answered its own live ones).
-func (st *redisStore) answer(req *storeRequest) storeReply {
+// run (the store actor answered its own live ones). later says the reply
+// is sent by another goroutine (a relayed cancel waits off the worker).
+func (st *redisStore) answer(req *storeRequest) (_ storeReply, later bool) {
 	rec, err := st.load(req.op.kind(), req.id)
 	if err != nil || rec == nil {
-		return storeReply{err: err}
+		return storeReply{err: err}, false
 	}
+	if req.op == storeCancel && rec.background && !openai.ResponseStatusFinal(rec.status) {
+		return st.cancelElsewhere(req, rec)
+	}
+	return st.answerRecord(req, rec), false
+}
+
+// answerRecord is answer's reply for the record rec of req.id.
+func (st *redisStore) answerRecord(req *storeRequest, rec *storedResponse) storeReply {
 	// In progress on another node: its record is a snapshot.
 	running := rec.background && !openai.ResponseStatusFinal(rec.status)
 	switch {
@@ -342,8 +419,6 @@ func (st *redisStore) answer(req *storeRequest) storeReply {
 		}
 		st.deleted.Add(1)
 		return storeReply{rec: rec}
-	case req.op == storeCancel && running:
-		return st.cancelElsewhere(rec)
 	case req.op == storeGet && req.stream != nil && running:
 		return storeReply{ae: &apiError{Status: 409, Type: "invalid_request_error", Code: "response_in_progress_elsewhere",
 			Message: "Response " + quoteID(req.id) + " is running on another node of the fleet: its events can be streamed again there, or from any node once it has ended; GET shows its progress."}}
@@ -376,42 +451,56 @@ func (st *redisStore) load(op storeOpKind, id string) (*storedResponse, error) {
 }
 
 // cancelElsewhere relays a cancel of a background response another node
-// runs, then waits (bounded) for that node's cancelled, or otherwise
-// final, record. When none comes in time (the node is gone, or slow), the
-// latest record is the answer: still in progress, so the client may
-// cancel again or poll.
-func (st *redisStore) cancelElsewhere(rec *storedResponse) storeReply {
+// runs, then waits (bounded by cancelWait) for that node's "ended" message,
+// on a goroutine of its own so that the worker goes on with its queue,
+// and answers with the record then in Redis: the cancelled (or otherwise
+// final) one, or, when none came in time (the node is gone, or slow), the
+// latest, still in progress, so the client may cancel again or poll. At
+// most maxCancelWaits wait at once; past that the cancel is relayed and
+// answered at once with the record as it is.
+func (st *redisStore) cancelElsewhere(req *storeRequest, rec *storedResponse) (storeReply, bool) {
+	woken, drop := st.await(rec.id) // before the publish: the answer may be quick
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	start := time.Now()
 	err := st.client.Publish(ctx, st.cancelChannel(), rec.id).Err()
 	cancel()
 	st.done(opPublish, err, start)
 	if err != nil {
-		return storeReply{err: errStoreUnavailable}
+		drop()
+		return storeReply{err: errStoreUnavailable}, false
 	}
-	deadline := time.Now().Add(cancelWait)
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for time.Now().Before(deadline) {
+	if st.cancelWaits.Add(1) > maxCancelWaits {
+		st.cancelWaits.Add(-1)
+		drop()
+		return storeReply{rec: rec}, false
+	}
+	go func() {
+		defer st.cancelWaits.Add(-1)
+		defer drop()
+		t := time.NewTimer(cancelWait)
+		defer t.Stop()
 		select {
-		case <-st.quit:
-			return storeReply{rec: rec}
+		case <-woken:
 		case <-t.C:
+		case <-st.quit:
+			st.reply(&storeJob{req: req}, storeReply{rec: rec})
+			return
 		}
 		r, err := st.load(opGet, rec.id)
-		if err != nil {
-			return storeReply{err: err}
+		switch {
+		case err != nil:
+			st.reply(&storeJob{req: req}, storeReply{err: err})
+		case r == nil:
+			st.reply(&storeJob{req: req}, storeReply{}) // deleted meanwhile
+		default:
+			st.reply(&storeJob{req: req}, st.answerRecord(req, r))
 		}
-		if r == nil {
-			return storeReply{}
-		}
-		if openai.ResponseStatusFinal(r.status) {
-			return storeReply{rec: r}
-		}
-		rec = r
-	}
-	return storeReply{rec: rec}
+	}()
+	return storeReply{}, true
 }
+
+// maxCancelWaits bounds the relayed cancels waiting at once.
+const maxCancelWaits = 1024
 
 // done records a command's outcome and notes whether Redis is reachable,
 // logging each change once rather than once per failed command.

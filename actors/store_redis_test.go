@@ -380,3 +380,73 @@ func TestRedisStoreFlappingUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// sameQueue returns an id other than id that the store serves on id's
+// worker.
+func sameQueue(st *redisStore, id string) string {
+	for i := 0; ; i++ {
+		if o := "resp_q" + strconv.Itoa(i); st.queue(o) == st.queue(id) {
+			return o
+		}
+	}
+}
+
+// TestRedisCancelElsewhereFreesTheWorker: a cancel relayed to another node
+// waits for that node's answer off the store's worker, so the saves and
+// reads queued behind it on the same worker are served at once (it held
+// the worker for up to 5 s); and it is answered as soon as the owner saved
+// the cancelled record, through the "ended" message.
+func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
+	asker := newRedisFixture(t, StoreConfig{})
+	owner := newRedisFixture(t, StoreConfig{URL: asker.srv.URL()})
+	running := func(id, status string) *storedResponse {
+		rec := record(id, `{"id":"`+id+`","status":"`+status+`"}`)
+		rec.background, rec.status = true, status
+		return rec
+	}
+	// A response "another node" runs and never answers for.
+	if r := owner.save(running("resp_orphan", "in_progress")); r.err != nil {
+		t.Fatal(r.err)
+	}
+	asker.st.ask(&storeRequest{op: storeCancel, id: "resp_orphan", replyTo: asker.pid})
+	other := sameQueue(asker.st, "resp_orphan")
+	start := time.Now()
+	if r := asker.save(record(other, "{}")); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a save queued behind a relayed cancel on its worker waited %v", d)
+	}
+	if r := asker.wait(); r.err != nil || r.rec == nil || r.rec.status != "in_progress" {
+		t.Fatalf("the cancel nobody answered: %+v, want the record in progress", r)
+	}
+
+	// An owner that answers: it saves the cancelled record when the cancel
+	// reaches it (here, a subscriber standing in for its session).
+	if r := owner.save(running("resp_live", "in_progress")); r.err != nil {
+		t.Fatal(r.err)
+	}
+	sub := redis.NewClient(&redis.Options{Addr: asker.srv.Addr()})
+	defer sub.Close()
+	ps := sub.Subscribe(context.Background(), DefaultStoreKeyPrefix+"cancel")
+	defer ps.Close()
+	if _, err := ps.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for m := range ps.Channel() {
+			if m.Payload == "resp_live" {
+				owner.st.put(running("resp_live", "cancelled"), nil)
+				return
+			}
+		}
+	}()
+	start = time.Now()
+	r := asker.ask(storeCancel, "resp_live")
+	if r.err != nil || r.rec == nil || r.rec.status != "cancelled" {
+		t.Fatalf("cancel answered %+v, want the cancelled record", r)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the cancel was answered %v after the owner saved it", d)
+	}
+}

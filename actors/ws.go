@@ -1,6 +1,10 @@
 package actors
 
-import "time"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // WebSocket sessions. netio owns the protocol (RFC 6455: the handshake,
 // frames, masking, fragments, ping/pong, the close handshake, limits) on
@@ -81,3 +85,87 @@ type closedWS struct{}
 
 func (closedWS) ConnClosed()    {}
 func (closedWS) Message([]byte) {}
+
+// wsBase is the actor base of a WebSocket connection's session (the
+// Realtime session, the Responses API over WebSocket): actorBase, the
+// connection, its upgrade request, and the client-message inbox. Message
+// copies each client message into a buffer of the request bodies' size
+// classes (request.go) and posts it to the actor; the kind's receive hands
+// each *clientMsg to done once handled. The inbox's two bounds make the
+// session Backlogged (WSBacklog), and netio then stops reading the
+// connection until the actor caught up: a client that sends faster than
+// its session handles is held back by TCP flow control instead of growing
+// the mailbox.
+type wsBase struct {
+	actorBase
+	conn WSConn
+	req  WSRequest
+	// inbox and inboxBytes count the client messages (and their bytes)
+	// posted to the actor and not yet handled.
+	inbox, inboxBytes atomic.Int64
+}
+
+// The inbox bounds: a session with more than maxInboxMessages client
+// messages, or more than maxInboxBytes of them, posted and not yet handled
+// is Backlogged. Checked after each message, so a connection holds at most
+// the bound plus one message.
+const (
+	// maxInboxBytes bounds the memory the copies hold: two of the largest
+	// messages netio accepts by default (netio.DefaultMaxWSMessageBytes,
+	// 16 MiB, room for the Realtime API's 15 MiB audio append), so that
+	// one such message alone never pauses the connection.
+	maxInboxBytes = 32 << 20
+	// maxInboxMessages bounds the work queued ahead of the client's next
+	// event: a session handles a small event in microseconds, so 256
+	// waiting means the actor is stalled, not busy; it is 25 s of audio
+	// in the 100 ms appends the Realtime guide suggests, and four times
+	// the creates a Responses connection may have running or queued
+	// (maxWSPending), so that a client's burst of creates is refused by
+	// that bound, in its own error events, before it is held back.
+	maxInboxMessages = 256
+)
+
+// clientMsg is one client message, copied off the event loop. It and its
+// buffer are pooled: a message costs no allocation in steady state.
+type clientMsg struct {
+	p       []byte
+	buf     *[]byte // p's pooled backing; nil when p was too large to pool
+	arrival time.Time
+}
+
+var clientMsgs = sync.Pool{New: func() any { return new(clientMsg) }}
+
+// spawnWS starts a, whose wsBase is w, as the session of one upgraded
+// connection. Loop-only caller (StartWS).
+func (w *wsBase) spawnWS(s *Sessions, a sessionActor, conn WSConn, req *WSRequest) {
+	w.conn, w.req = conn, *req
+	w.start(s, a, req.Endpoint, req.RequestID)
+}
+
+// Message implements WSHandle: it copies p and posts it to the actor.
+// Called on the event loop; never blocks, and allocates nothing once the
+// pools hold buffers.
+func (w *wsBase) Message(p []byte) {
+	m := clientMsgs.Get().(*clientMsg)
+	m.p, m.buf = pooledCopy(p)
+	m.arrival = time.Now()
+	w.inbox.Add(1)
+	w.inboxBytes.Add(int64(len(p)))
+	w.owner.root.Send(w.pid, m)
+}
+
+// Backlogged implements WSBacklog: the actor has not caught up with the
+// client's messages. Called on the event loop; two atomic loads.
+func (w *wsBase) Backlogged() bool {
+	return w.inbox.Load() > maxInboxMessages || w.inboxBytes.Load() > maxInboxBytes
+}
+
+// done takes a handled message out of the inbox and gives its memory back;
+// m must not be used after. Runs in the actor.
+func (w *wsBase) done(m *clientMsg) {
+	w.inbox.Add(-1)
+	w.inboxBytes.Add(-int64(len(m.p)))
+	releasePooled(m.buf)
+	*m = clientMsg{}
+	clientMsgs.Put(m)
+}

@@ -38,6 +38,13 @@ type Config struct {
 	// previous_response_id (the store's read path too), then a new one.
 	Store bool
 	Chain int
+	// UniquePrompts starts every request's prompt with its own number, so
+	// that no server's prefix cache holds it (each request's prompt is
+	// prefilled whole).
+	UniquePrompts bool
+	// TopLogprobs > 0 asks for logprobs with that many alternatives per
+	// token (Chat Completions only).
+	TopLogprobs int
 
 	ITL time.Duration // the engine's inter-token latency, subtracted from gaps
 
@@ -188,6 +195,8 @@ func (c *Config) validate() error {
 		return bad("-max-tokens %d outside [1, %d]", c.MaxTokens, 1<<20)
 	case c.PromptTokens < 1 || c.PromptTokens > 1<<20:
 		return bad("-prompt-tokens %d outside [1, %d]", c.PromptTokens, 1<<20)
+	case c.Dialect == DialectEmbeddings && c.Stream:
+		return bad("embeddings are never streamed; add -stream=false")
 	case c.Dialect == DialectRealtime && !c.Stream:
 		return bad("realtime is always streamed; drop -stream=false")
 	case (c.Store || c.Chain != 0) && c.Dialect != DialectResponses:

@@ -18,10 +18,13 @@ const (
 	DialectResponses   Dialect = "responses"   // POST /v1/responses: response.output_text.delta
 	DialectMessages    Dialect = "messages"    // POST /v1/messages: content_block_delta text_delta/thinking_delta
 	DialectRealtime    Dialect = "realtime"    // GET /v1/realtime (WebSocket): response.output_text.delta
+	// DialectEmbeddings is POST /v1/embeddings: never streamed, no output
+	// tokens; a request is its latency (the prompt is the one input).
+	DialectEmbeddings Dialect = "embeddings"
 )
 
 // Dialects lists every dialect, for flag help.
-var Dialects = []Dialect{DialectChat, DialectCompletions, DialectResponses, DialectMessages, DialectRealtime}
+var Dialects = []Dialect{DialectChat, DialectCompletions, DialectResponses, DialectMessages, DialectRealtime, DialectEmbeddings}
 
 // path returns the request path under the base path.
 func (d Dialect) path() string {
@@ -36,6 +39,8 @@ func (d Dialect) path() string {
 		return "/messages"
 	case DialectRealtime:
 		return "/realtime"
+	case DialectEmbeddings:
+		return "/embeddings"
 	}
 	return ""
 }
@@ -93,7 +98,24 @@ func requestBodyStored(d Dialect, model, prompt string, maxTokens int, stream, s
 		}
 	case DialectMessages:
 		m = map[string]any{"model": model, "messages": msgs, "max_tokens": maxTokens, "stream": stream, "ignore_eos": true}
+	case DialectEmbeddings:
+		m = map[string]any{"model": model, "input": prompt, "encoding_format": "float"}
 	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// withLogprobs adds logprobs with top alternatives to a Chat Completions
+// body (-top-logprobs); other bodies are returned as they are.
+func withLogprobs(d Dialect, body []byte, top int) []byte {
+	if top <= 0 || d != DialectChat {
+		return body
+	}
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	m["logprobs"], m["top_logprobs"] = true, top
 	b, _ := json.Marshal(m)
 	return b
 }

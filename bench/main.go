@@ -31,7 +31,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vajra bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		dialect     = fs.String("dialect", string(cfg.Dialect), "API dialect: chat|completions|responses|messages|realtime")
+		dialect     = fs.String("dialect", string(cfg.Dialect), "API dialect: chat|completions|responses|messages|realtime|embeddings (-stream=false)")
 		outJSON     = fs.String("out", "", "write the result as JSON to this file")
 		outHTML     = fs.String("html", "", "write an HTML report (inline SVG plots, no scripts) to this file")
 		compareURLs stringList
@@ -66,6 +66,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "output tokens per request (sent with ignore_eos: true)")
 	fs.BoolVar(&cfg.Stream, "stream", cfg.Stream, "stream responses (SSE); -stream=false measures whole requests (requests/s)")
 	fs.BoolVar(&cfg.Store, "store", false, "responses: send store: true, so that every response is saved in the server's response store")
+	fs.IntVar(&cfg.TopLogprobs, "top-logprobs", 0, "chat: ask for logprobs with this many alternatives per token (0: none)")
+	fs.BoolVar(&cfg.UniquePrompts, "unique-prompts", false, "start every request's prompt with its own number, so that no prefix cache holds it")
 	fs.IntVar(&cfg.Chain, "chain", 0, "responses (with -store): each stream chains this many requests by previous_response_id, then starts over (0: none)")
 	fs.BoolVar(&cfg.RealtimeBeta, "realtime-beta", false, "realtime: send OpenAI-Beta: realtime=v1 and the beta field names")
 	fs.DurationVar(&cfg.ITL, "itl", 0, "the engine's configured inter-token latency; gap minus it is the server-added latency")

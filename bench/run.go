@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,7 @@ type runner struct {
 	wsURL    string
 	wsOpts   *websocket.DialOptions
 
+	promptN        atomic.Int64 // -unique-prompts: the last prompt's number
 	measuredIssued atomic.Int64
 	pool           sync.Mutex
 	idle           []*worker // open loop: idle workers with their connections
@@ -102,7 +104,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			accept = "text/event-stream"
 		}
 		hdr = append(hdr, [2]string{"Accept", accept})
-		body := requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, cfg.Store, "")
+		body := withLogprobs(cfg.Dialect, requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, cfg.Store, ""), cfg.TopLogprobs)
 		r.req = buildRequest("POST", t.host, t.basePath+cfg.Dialect.path(), hdr, body)
 		r.hdr, r.prompt = hdr, prompt
 	}
@@ -626,10 +628,16 @@ func (r *runner) progress(ctx context.Context) {
 	}
 }
 
-// request is the raw request the worker sends next: the shared one, or
-// with -chain the next turn of its conversation.
+// request is the raw request the worker sends next: the shared one, with
+// -unique-prompts one of its own, or with -chain the next turn of its
+// conversation.
 func (w *worker) request() []byte {
 	r := w.r
+	if r.cfg.UniquePrompts {
+		p := strconv.FormatInt(r.promptN.Add(1), 10) + " " + r.prompt
+		body := withLogprobs(r.cfg.Dialect, requestBodyStored(r.cfg.Dialect, r.cfg.Model, p, r.cfg.MaxTokens, r.cfg.Stream, r.cfg.Store, ""), r.cfg.TopLogprobs)
+		return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
+	}
 	if r.cfg.Chain == 0 || w.prevID == "" {
 		return r.req
 	}

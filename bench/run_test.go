@@ -122,6 +122,9 @@ func quickConfig(url string) Config {
 func TestRunEveryDialect(t *testing.T) {
 	fs := newFakeServer(t)
 	for _, d := range Dialects {
+		if d == DialectEmbeddings {
+			continue // no stream, no tokens: TestRunEmbeddings
+		}
 		t.Run(string(d), func(t *testing.T) {
 			cfg := quickConfig(fs.URL)
 			cfg.Dialect = d
@@ -136,6 +139,34 @@ func TestRunEveryDialect(t *testing.T) {
 				t.Fatalf("counts: ttft %d gap %d e2e %d head %d", res.TTFT.Count, res.Gap.Count, res.E2E.Count, res.Head.Count)
 			}
 		})
+	}
+}
+
+func TestRunEmbeddings(t *testing.T) {
+	var reqs atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string `json:"model"`
+			Input string `json:"input"`
+		}
+		if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Input != BuildPrompt(8) || req.Model == "" {
+			http.Error(w, `{"error":{"message":"bad request"}}`, 400)
+			return
+		}
+		reqs.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.6,0.8]}],"model":"m","usage":{"prompt_tokens":8,"total_tokens":8}}`)
+	}))
+	defer srv.Close()
+	cfg := quickConfig(srv.URL)
+	cfg.Dialect, cfg.Stream = DialectEmbeddings, false
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.Requests != 8 || res.Errors != 0 || reqs.Load() != 8 || res.E2E.Count != 8 {
+		t.Fatalf("err %v requests %d errors %d (%v) served %d", err, res.Requests, res.Errors, res.ErrorSamples, reqs.Load())
+	}
+	cfg.Stream = true
+	if _, err := Run(context.Background(), cfg); err == nil {
+		t.Fatal("a streamed embeddings run was accepted")
 	}
 }
 

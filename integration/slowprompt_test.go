@@ -1,15 +1,10 @@
 package integration_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,71 +37,8 @@ func TestSlowPromptDoesNotStallStreams(t *testing.T) {
 	})
 	addr := strings.TrimPrefix(base, "http://")
 
-	var (
-		mu       sync.Mutex
-		times    = make([][]time.Time, streams)
-		warm     sync.WaitGroup
-		conns    = make([]net.Conn, streams)
-		finished sync.WaitGroup
-	)
-	warm.Add(streams)
-	finished.Add(streams)
 	body := `{"model":"vajra-sim","messages":[{"role":"user","content":"tell me a long story"}],"max_tokens":100000,"ignore_eos":true,"stream":true}`
-	for i := range streams {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = c
-		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		go func() {
-			defer finished.Done()
-			r := bufio.NewReaderSize(c, 64<<10)
-			n := 0
-			for {
-				line, err := r.ReadSlice('\n')
-				if err != nil {
-					if n < 5 {
-						warm.Done()
-					}
-					return
-				}
-				if !bytes.HasPrefix(line, []byte("data: ")) {
-					continue
-				}
-				now := time.Now()
-				mu.Lock()
-				times[i] = append(times[i], now)
-				mu.Unlock()
-				if n++; n == 5 {
-					warm.Done()
-				}
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
-		finished.Wait()
-	})
-	warm.Wait() // every stream runs
-
-	// gapsIn returns the gaps between consecutive frames of every stream
-	// whose later frame arrived in [from, to).
-	gapsIn := func(from, to time.Time) []time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		var gaps []time.Duration
-		for _, ts := range times {
-			for j := 1; j < len(ts); j++ {
-				if !ts[j].Before(from) && ts[j].Before(to) {
-					gaps = append(gaps, ts[j].Sub(ts[j-1]))
-				}
-			}
-		}
-		return gaps
-	}
+	gapsIn := streamGaps(t, addr, streams, body)
 
 	// The big prompts: 100,000 tokens of CJK text each (two characters
 	// per token on the sim's tokenizer), one token to generate. As many
@@ -142,15 +74,11 @@ func TestSlowPromptDoesNotStallStreams(t *testing.T) {
 	time.Sleep(bigEnd.Sub(bigStart))
 	baseEnd := time.Now()
 
-	p99 := func(g []time.Duration) time.Duration {
-		slices.Sort(g)
-		return g[len(g)*99/100]
-	}
 	during, without := gapsIn(bigStart, bigEnd), gapsIn(baseStart, baseEnd)
 	if len(during) < streams || len(without) < streams {
 		t.Fatalf("too few gaps measured: %d during, %d without", len(during), len(without))
 	}
-	pd, pw := p99(during), p99(without)
+	pd, pw := gapP99(during), gapP99(without)
 	t.Logf("big prompts prepared in %v; gap p99 %v while it was (%d gaps), %v without (%d gaps); engine ITL %v",
 		bigEnd.Sub(bigStart), pd, len(during), pw, len(without), itl)
 	if pd > pw+5*time.Millisecond && pd > 2*pw {

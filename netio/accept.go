@@ -133,8 +133,12 @@ func (s *Server) acceptLoop() {
 		}
 	}()
 	var backoff time.Duration
+	accept := s.ln.AcceptTCP
+	if s.acceptHook != nil {
+		accept = s.acceptHook
+	}
 	for {
-		c, err := s.ln.AcceptTCP()
+		c, err := accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -154,7 +158,9 @@ func (s *Server) acceptLoop() {
 			case <-s.stopped:
 				return
 			}
-			spare = max(spare, openSpare())
+			if spare < 0 { // lost to an EMFILE above: open it again
+				spare = openSpare()
+			}
 			continue
 		}
 		backoff = 0
@@ -173,7 +179,12 @@ func (s *Server) acceptLoop() {
 			_ = c.Close()
 			continue
 		}
-		s.enrolls <- ch
+		// reapEnrolls stops reading once gnet stopped: never block then.
+		select {
+		case s.enrolls <- ch:
+		case <-s.stopped:
+			return
+		}
 	}
 }
 

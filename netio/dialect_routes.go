@@ -15,6 +15,7 @@ func addDialectRoutes(t *routeTable) {
 	// Over WebSocket (ws_handshake.go): a GET with Upgrade: websocket.
 	t.add("/v1/realtime", &route{name: "realtime", method: "GET", endpoint: actors.EndpointRealtime, websocket: true})
 	t.add("/v1/responses", &route{name: "responses_ws", method: "GET", endpoint: actors.EndpointResponsesWS, websocket: true})
+	t.add("/v1/embeddings", &route{name: "embeddings", method: "POST", endpoint: actors.EndpointEmbeddings})
 	t.add("/v1/messages", &route{name: "messages", method: "POST", dialect: dialectAnthropic, endpoint: actors.EndpointMessages})
 	t.add("/v1/messages/count_tokens", &route{name: "count_tokens", method: "POST", dialect: dialectAnthropic, endpoint: actors.EndpointCountTokens})
 

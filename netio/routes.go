@@ -83,6 +83,7 @@ func newRouteTable() routeTable {
 	t.add("/health", &route{name: "health", method: "GET", public: true, inline: (*Server).handleHealth})
 	t.add("/ping", &route{name: "ping", method: "GET", public: true, inline: (*Server).handleHealth})
 	t.add("/v1/models", &route{name: "models", method: "GET", inline: (*Server).handleModels})
+	t.add("/props", &route{name: "props", method: "GET", inline: (*Server).handleProps})
 	t.addParam("/v1/models/", "", &route{name: "model", method: "GET", inline: (*Server).handleModel})
 	addDialectRoutes(&t)
 	addFleetRoutes(&t)

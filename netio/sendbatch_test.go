@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +16,14 @@ import (
 )
 
 // needRing skips where the kernel refuses io_uring (the fallback has its
-// own test, which runs everywhere).
+// own test, which runs everywhere), or fails with VAJRA_REQUIRE_IO_URING
+// set (.ci/run sets it on a kernel that has io_uring).
 func needRing(t *testing.T) {
 	t.Helper()
 	if err := uring.Probe(); err != nil {
+		if os.Getenv("VAJRA_REQUIRE_IO_URING") != "" {
+			t.Fatalf("io_uring unavailable and VAJRA_REQUIRE_IO_URING is set: %v", err)
+		}
 		t.Skipf("io_uring unavailable here: %v", err)
 	}
 }

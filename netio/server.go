@@ -148,6 +148,7 @@ type Server struct {
 	// Bodies of the model routes, rendered once.
 	modelsBody  []byte
 	modelBodies [][]byte
+	propsBody   []byte // GET /props (props.go); nil without an engine.Describer
 
 	eng  gnet.Engine
 	addr net.Addr
@@ -158,16 +159,19 @@ type Server struct {
 	loopsUp     chan struct{}
 	loopsUpOnce sync.Once
 	enrolls     chan (<-chan gnet.RegisteredResult)
-	loops       sync.Map // gnet.EventLoop → *loop
-	started     chan error
-	done        chan error
-	stopped     chan struct{}   // closed when gnet.Run returned
-	ctlDone     <-chan struct{} // closed when the spareproc controller ended; nil if none ran
-	stopping    atomic.Bool     // Stop was called
-	runErr      error           // why gnet.Run returned; read after stopped
-	draining    atomic.Bool
-	bellMu      sync.Mutex
-	bells       []int // writer ends of the loops' doorbells
+	// acceptHook, set by tests before Start, replaces the listener's
+	// AcceptTCP in acceptLoop.
+	acceptHook func() (*net.TCPConn, error)
+	loops      sync.Map // gnet.EventLoop → *loop
+	started    chan error
+	done       chan error
+	stopped    chan struct{}   // closed when gnet.Run returned
+	ctlDone    <-chan struct{} // closed when the spareproc controller ended; nil if none ran
+	stopping   atomic.Bool     // Stop was called
+	runErr     error           // why gnet.Run returned; read after stopped
+	draining   atomic.Bool
+	bellMu     sync.Mutex
+	bells      []int // writer ends of the loops' doorbells
 	// Send path (sendbatch.go): useRing is settled at Start; ringLoops
 	// counts the loops that send through io_uring: all of them from Start
 	// when useRing, less each whose ring could not be set up or failed.
@@ -280,8 +284,10 @@ func (s *Server) renderModels(created int64) {
 	models := make([]openai.Model, len(s.opts.Models))
 	for i, id := range s.opts.Models {
 		models[i] = openai.Model{ID: id, Created: created, OwnedBy: "vajra", MaxModelLen: s.opts.MaxModelLen, Root: id}
+		describeModel(&models[i], s.opts.Engine) // props.go
 		s.modelBodies = append(s.modelBodies, openai.AppendModel(nil, &models[i]))
 	}
+	s.propsBody = renderProps(s.opts.Engine, s.opts.Models) // props.go
 	s.modelsBody = openai.AppendModelList(nil, models)
 }
 

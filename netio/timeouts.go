@@ -69,13 +69,16 @@ func (l *loop) sweep(now time.Time) {
 		next := c.nextConn
 		switch {
 		case c.closing || c.closed:
-		case c.ws != nil:
-			c.ws.sweep(now) // never idle: a live session
-		case c.busy:
-			if w, ok := c.handle.(*waiter); ok {
+		case c.ws != nil || c.busy:
+			// A stream, or a WebSocket (never idle: a live session): one
+			// keep-alive mechanism for both (keepalive.go).
+			open := true
+			if c.ws != nil {
+				open = c.ws.sweep(now)
+			} else if w, ok := c.handle.(*waiter); ok {
 				l.sweepWaiter(w, now)
 			}
-			if s.keepSweeps > 0 {
+			if open && s.keepSweeps > 0 {
 				c.keepalive(s.keepSweeps)
 			}
 		case c.reading:

@@ -314,25 +314,25 @@ func (w *wsConn) closeWritten() {
 	}
 }
 
-// sweep runs at the loop's sweep: a close past its wait closes TCP; a
-// connection that sent nothing for StreamKeepalive gets a ping
-// (conn.keepalive). Loop-only.
-func (w *wsConn) sweep(now time.Time) {
+// sweep runs at the loop's sweep: a close past its wait closes TCP. It
+// reports whether the connection is open with no close sent, for the
+// loop's sweep to keep it alive exactly as it does an SSE stream
+// (conn.keepalive; the connection's keep-alive frame is a ping).
+// Loop-only.
+func (w *wsConn) sweep(now time.Time) (open bool) {
 	c := w.c
 	w.resume()
 	if c.closing || c.closed {
-		return
+		return false
 	}
 	if w.closeSent {
 		if now.Sub(w.closeAt) > wsCloseWait {
 			c.closing = true
 			_ = c.gc.Close()
 		}
-		return
+		return false
 	}
-	if k := c.srv.keepSweeps; k > 0 {
-		c.keepalive(k)
-	}
+	return true
 }
 
 // goingAway closes the connection for a drain: 1001. Loop-only.

@@ -30,7 +30,199 @@
 #   CONCURRENCY ("1 8 64") REPS (3) WARMUP (5s) DURATION (25s) RAMP (2s)
 #   MAX_TOKENS (64) PROMPT_TOKENS (32) PROFILE (1) PERF (0: 1 adds a perf
 #   record of the server, where perf is installed)
+#
+# Side by side with llama-server (same release, same model file), in one
+# run, alternating the two servers within every repetition:
+#
+#   bench-llama.sh compare   closed-loop streams at each of CONCURRENCY
+#                            ("1 8 64 128"), Vajra with its defaults against
+#                            llama-server with -np 64 -c 65536: tokens/s,
+#                            inter-token gap p50/p99, TTFT, the server's RSS
+#                            and CPU, and the ratios.
+#   bench-llama.sh arrivals  ARRIVE_STREAMS (24) streams decoding while
+#                            ARRIVE_N (20) prompts of ARRIVE_PROMPT (300)
+#                            words (about 800 tokens of the 8x512 model's
+#                            byte-level vocabulary, the chat template
+#                            included) arrive at ARRIVE_RATE (4) per second,
+#                            each prompt unique (no prefix cache holds it):
+#                            the running streams' gap p99, both servers.
+#   bench-llama.sh logprobs  Vajra alone: 8 streams' gaps without, then
+#                            with, one more client asking for top-5
+#                            logprobs.
+#
+# MODEL=path benchmarks that GGUF instead of the 8x512 model (e.g. the
+# SmolLM2-135M-Instruct Q4_1 file); LLAMA_SERVER=path picks the binary
+# (default: .llama/server/bin/llama-server, `make llama-server`). Both
+# servers are unpinned (each uses every core, as by default); the client
+# runs with GOMAXPROCS=1. The machine's load average is printed per run.
 set -euo pipefail
+
+MODE=${1:-frontdoor}
+if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
+	root=$(cd "$(dirname "$0")/../.." && pwd)
+	cd "$root"
+	out=bench/out/llama-$MODE
+	mkdir -p "$out"
+	# The logs too: the server's address is read from its log, which the
+	# background start truncates only later.
+	rm -f "$out"/*.txt "$out"/*.json "$out"/*.log
+	echo "building..."
+	go build -o bin/vajra ./cmd/vajra
+	tmp=$(mktemp -d)
+	pids=()
+	cleanup() {
+		for p in "${pids[@]}"; do
+			kill "$p" 2>/dev/null || true
+			wait "$p" 2>/dev/null || true
+		done
+		rm -rf "$tmp"
+	}
+	trap cleanup EXIT
+	model=${MODEL:-}
+	if [[ -z $model ]]; then
+		model=$tmp/llama-8x512.gguf
+		bin/vajra tiny-model -o "$model" --layers 8 --dim 512 --heads 8 --kv-heads 4 --ff 1408 --f16
+	fi
+	name=$(basename "$model" .gguf)
+	# Vajra with its defaults.
+	vlog=$out/vajra.log
+	vajra_cmd=(bin/vajra serve --model "$model" --served-model-name "$name" --host 127.0.0.1 --port 0 ${VAJRA_FLAGS:-})
+	"${vajra_cmd[@]}" >"$vlog" 2>&1 &
+	vpid=$!
+	pids+=("$vpid")
+	vaddr=
+	for _ in $(seq 1 300); do
+		vaddr=$(sed -n 's|^vajra serving on http://||p' "$vlog")
+		[[ -n $vaddr ]] && break
+		kill -0 "$vpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ -n $vaddr ]] || { echo "ERROR: vajra serve did not start:" >&2; cat "$vlog" >&2; exit 1; }
+	echo "vajra:        ${vajra_cmd[*]}"
+	echo "              pid $vpid on http://$vaddr"
+	grep -o '"kv_cache_tokens":[0-9]*,"kv_unified":[a-z]*,"threads":[0-9]*' "$vlog" | sed -n 1p | sed 's/^/              /' || true
+	lpid=
+	laddr=
+	if [[ $MODE != logprobs ]]; then
+		lbin=${LLAMA_SERVER:-.llama/server/bin/llama-server}
+		[[ -x $lbin ]] || lbin=/work/main/.llama/server/bin/llama-server
+		[[ -x $lbin ]] || { echo "ERROR: no llama-server: run make llama-server, or set LLAMA_SERVER" >&2; exit 1; }
+		lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		llog=$out/llama-server.log
+		llama_cmd=("$lbin" -m "$model" --host 127.0.0.1 --port "$lport" --no-webui --metrics ${LLAMA_FLAGS:--np 64 -c 65536})
+		LD_LIBRARY_PATH=$(dirname "$lbin")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "${llama_cmd[@]}" >"$llog" 2>&1 &
+		lpid=$!
+		pids+=("$lpid")
+		for _ in $(seq 1 600); do
+			curl -sf "http://127.0.0.1:$lport/health" >/dev/null 2>&1 && laddr=127.0.0.1:$lport && break
+			kill -0 "$lpid" 2>/dev/null || break
+			sleep 0.1
+		done
+		[[ -n $laddr ]] || { echo "ERROR: llama-server did not start:" >&2; tail -20 "$llog" >&2; exit 1; }
+		echo "llama-server: ${llama_cmd[*]}"
+		echo "              pid $lpid on http://$laddr"
+	fi
+	rss() { awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+	# one TAG URL PID OUT ARGS...: one vajra bench run, its summary line.
+	one() {
+		local tag=$1 u=$2 p=$3 o=$4
+		shift 4
+		GOMAXPROCS=1 bin/vajra bench -url "http://$u" -model "$name" -server-pid "$p" -quiet -max-time 2m "$@" -out "$o.json" >"$o.txt" || true
+		awk -v tag="$tag" -v rss="$(rss "$p")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
+			/^throughput:/ { tps = $2 }
+			/^ttft / { ttft50 = $4; ttft99 = $6 }
+			/^gap / { gap50 = $4; gap99 = $6 }
+			# CPU per token of the server: what the load of other processes
+			# moves least.
+			/^server pid/ { cpu = $5; sub(/s$/, "", cpu); cpt = $11 }
+			END { printf "%-6s tokens/s=%.1f gap_p50_ms=%s gap_p99_ms=%s ttft_p50_ms=%s ttft_p99_ms=%s cpu_s=%s cpu_us_per_token=%s rss_mb=%s loadavg1=%s\n", tag, tps, gap50, gap99, ttft50, ttft99, cpu, cpt, rss, load }' "$o.txt"
+	}
+	WARMUP=${WARMUP:-2s}
+	DURATION=${DURATION:-8s}
+	MAX_TOKENS=${MAX_TOKENS:-64}
+	PROMPT_TOKENS=${PROMPT_TOKENS:-32}
+	summary=$out/summary.txt
+	: >"$summary"
+	case $MODE in
+	compare)
+		# Warm both (weights, first prompt).
+		one warm "$vaddr" "$vpid" "$tmp/w" -c 8 -warmup 0s -duration 2s -max-tokens 16 >/dev/null
+		one warm "$laddr" "$lpid" "$tmp/w" -c 8 -warmup 0s -duration 2s -max-tokens 16 >/dev/null
+		for rep in $(seq 1 "${REPS:-1}"); do
+			for c in ${CONCURRENCY:-1 8 64 128}; do
+				args=(-c "$c" -warmup "$WARMUP" -duration "$DURATION" -ramp 1s -no-drain -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS")
+				# Alternate which server goes first.
+				if (((rep + c) % 2)); then order="v l"; else order="l v"; fi
+				for w in $order; do
+					if [[ $w == v ]]; then
+						one vajra "$vaddr" "$vpid" "$out/c$c-r$rep-vajra" "${args[@]}"
+					else
+						one llama "$laddr" "$lpid" "$out/c$c-r$rep-llama" "${args[@]}"
+					fi | sed "s/^/c=$c rep=$rep /" | tee -a "$summary"
+				done
+			done
+		done
+		echo
+		echo "=== Vajra / llama-server per run (tokens/s ratio; gap p99 ratio, lower is better)"
+		awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } k = f["c"] " " f["rep"]
+			if ($3 == "vajra") { vt[k] = f["tokens/s"]; vg[k] = f["gap_p99_ms"]; vr[k] = f["rss_mb"]; vc[k] = f["cpu_us_per_token"] } else { lt[k] = f["tokens/s"]; lg[k] = f["gap_p99_ms"]; lr[k] = f["rss_mb"]; lc[k] = f["cpu_us_per_token"] }
+			keys[k] = 1 }
+			END { for (k in keys) if (lt[k] > 0 && lg[k] > 0 && lc[k] > 0) printf "c=%s tokens/s %.2fx gap_p99 %.2fx cpu/token %.2fx (vajra %.0f vs %.0f tokens/s, %.1f vs %.1f ms, %.0f vs %.0f us/token; rss %s vs %s MB)\n", k, vt[k] / lt[k], vg[k] / lg[k], vc[k] / lc[k], vt[k], lt[k], vg[k], lg[k], vc[k], lc[k], vr[k], lr[k] }' "$summary" | sort -t= -k2 -n | tee "$out/ratios.txt"
+		;;
+	arrivals)
+		streams=${ARRIVE_STREAMS:-24}
+		for rep in $(seq 1 "${REPS:-1}"); do
+			if ((rep % 2)); then order="v l"; else order="l v"; fi
+			for w in $order; do
+				if [[ $w == v ]]; then u=$vaddr p=$vpid t=vajra; else u=$laddr p=$lpid t=llama; fi
+				# The decoding streams: long answers, measured over the
+				# arrivals' span; the arrivals start once they run.
+				GOMAXPROCS=1 bin/vajra bench -url "http://$u" -model "$name" -quiet -max-time 2m -c "$streams" -ramp 1s \
+					-warmup 3s -duration "${ARRIVE_WINDOW:-6s}" -no-drain -max-tokens 1024 -prompt-tokens "$PROMPT_TOKENS" \
+					-out "$out/arr-r$rep-$t-streams.json" >"$out/arr-r$rep-$t-streams.txt" &
+				bp=$!
+				sleep 3
+				GOMAXPROCS=1 bin/vajra bench -url "http://$u" -model "$name" -quiet -max-time 2m -rate "${ARRIVE_RATE:-4}" \
+					-n "${ARRIVE_N:-20}" -warmup 0s -unique-prompts -prompt-tokens "${ARRIVE_PROMPT:-300}" -max-tokens 8 \
+					-out "$out/arr-r$rep-$t-prompts.json" >"$out/arr-r$rep-$t-prompts.txt" || true
+				wait "$bp" || true
+				awk -v tag="$t" -v rep="$rep" -v rss="$(rss "$p")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
+					FNR == 1 { file++ }
+					file == 1 && /^throughput:/ { tps = $2 }
+					file == 1 && /^gap / { gap50 = $4; gap99 = $6 }
+					file == 2 && /^requests:/ { reqs = $0 }
+					file == 2 && /^ttft / { ttft50 = $4; ttft99 = $6 }
+					END { printf "rep=%d %-6s running streams: tokens/s=%.1f gap_p50_ms=%s gap_p99_ms=%s | arrivals: ttft_p50_ms=%s ttft_p99_ms=%s (%s) rss_mb=%s loadavg1=%s\n", rep, tag, tps, gap50, gap99, ttft50, ttft99, reqs, rss, load }' \
+					"$out/arr-r$rep-$t-streams.txt" "$out/arr-r$rep-$t-prompts.txt" | tee -a "$summary"
+			done
+		done
+		;;
+	logprobs)
+		for rep in $(seq 1 "${REPS:-2}"); do
+			for lp in 0 1; do
+				GOMAXPROCS=1 bin/vajra bench -url "http://$vaddr" -model "$name" -quiet -max-time 2m -c 8 -ramp 1s \
+					-warmup "$WARMUP" -duration "$DURATION" -no-drain -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" \
+					-out "$out/lp-r$rep-$lp.json" >"$out/lp-r$rep-$lp.txt" &
+				bp=$!
+				lpp=
+				if ((lp)); then
+					GOMAXPROCS=1 bin/vajra bench -url "http://$vaddr" -model "$name" -quiet -max-time 2m -c 1 -top-logprobs 5 \
+						-warmup "$WARMUP" -duration "$DURATION" -no-drain -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" \
+						-out "$out/lp-r$rep-client.json" >"$out/lp-r$rep-client.txt" &
+					lpp=$!
+				fi
+				wait "$bp" || true
+				[[ -n $lpp ]] && { wait "$lpp" || true; }
+				awk -v rep="$rep" -v lp="$lp" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
+					/^throughput:/ { tps = $2 } /^gap / { gap50 = $4; gap99 = $6 }
+					END { printf "rep=%d logprobs_client=%d the 8 streams: tokens/s=%.1f gap_p50_ms=%s gap_p99_ms=%s loadavg1=%s\n", rep, lp, tps, gap50, gap99, load }' "$out/lp-r$rep-$lp.txt" | tee -a "$summary"
+			done
+		done
+		;;
+	esac
+	echo "results: $out/"
+	exit 0
+fi
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"

@@ -23,22 +23,6 @@ for r in $(seq "$rounds"); do
 	RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false taskset -c "$cpu" \
 		$py bench/tokenizer/hf_bench.py .tokenizers engine/tokenizer/testdata "$secs" | tee -a "$out"
 done
-$py - "$out" <<'PY'
-import re, statistics, sys
-rounds, cur = [], None
-for line in open(sys.argv[1]):
-    if line.startswith("## round"):
-        cur = {}; rounds.append(cur); continue
-    m = re.match(r"(?:BenchmarkEncode/|HF/)(\S+?)(?:-\d+)?\s+\d+\s+(\d+(?:\.\d+)?) ns/op", line)
-    if m and cur is not None:
-        cur[("HF" if line.startswith("HF/") else "Go", m.group(1))] = float(m.group(2))
-names = sorted({k[1] for r in rounds for k in r})
-print("\n| tokenizer/prompt | Go ns/op (median) | HF ns/op (median) | HF/Go per round | median |")
-print("|---|---|---|---|---|")
-for n in names:
-    go = [r[("Go", n)] for r in rounds if ("Go", n) in r and ("HF", n) in r]
-    hf = [r[("HF", n)] for r in rounds if ("Go", n) in r and ("HF", n) in r]
-    ratios = [h / g for g, h in zip(go, hf)]
-    print(f"| {n} | {statistics.median(go):,.0f} | {statistics.median(hf):,.0f} | {', '.join(f'{x:.1f}' for x in ratios)} | **{statistics.median(ratios):.1f}×** |")
-PY
+echo
+$py bench/tokenizer/summarize.py "$out"
 echo "raw output: $out"

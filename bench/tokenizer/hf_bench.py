@@ -17,7 +17,7 @@ import tokenizers
 
 src, prompts = sys.argv[1], sys.argv[2]
 secs = float(sys.argv[3]) if len(sys.argv) > 3 else 2.0
-for name in ["qwen3", "llama3", "gemma3"]:
+for name in ["qwen3", "llama3", "gemma3", "llama2"]:
     tok = tokenizers.Tokenizer.from_file(os.path.join(src, name, "package", "models", "tokenizer.json"))
     for kind in ["en", "mixed"]:
         with open(os.path.join(prompts, f"prompt-{kind}.txt"), encoding="utf-8", newline="") as f:

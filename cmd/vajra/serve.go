@@ -122,7 +122,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&lc.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "llama: token budget of one engine step, decode tokens plus prefill chunks (default 2048)")
 	fs.StringVar(&lc.ChatTemplate, "chat-template", "", "llama: Jinja chat template, a file or the template itself (default: the model's own)")
 	fs.BoolVar(&lc.PrefixCaching, "enable-prefix-caching", true, "llama: reuse the KV cache of the longest cached prompt prefix across requests")
-	fs.IntVar(&lc.Threads, "threads", 0, "llama: compute threads (default: half the CPUs; more than the free cores slows every step)")
+	fs.IntVar(&lc.Threads, "threads", 0, "llama: compute threads (default: the physical cores, as llama.cpp)")
 	fs.IntVar(&lc.GPULayers, "n-gpu-layers", -1, "llama: layers to offload to the GPU of a CUDA or Vulkan build (-1: all)")
 	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
 	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
@@ -132,6 +132,8 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&rc.TokenizerPath, "tokenizer", "", "workers: tokenize with this Hugging Face tokenizer.json (tokenizer_config.json beside it), model folder or GGUF file instead of the worker's")
 	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")
+	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
+	addLlamaServerAliases(fs) // aliases.go
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,
@@ -145,7 +147,7 @@ func envName(flagName string) string {
 func applyEnv(fs *flag.FlagSet, set map[string]bool, lookup func(string) (string, bool)) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
+		if set[f.Name] || isAlias(f.Name) {
 			return
 		}
 		env := envName(f.Name)
@@ -286,7 +288,7 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) { set[f.Name], set[aliasTarget(f.Name)] = true, true })
 	if err := applyEnv(fs, set, lookup); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/vajra-go/vajra/codegen"
@@ -17,6 +18,14 @@ type Model struct {
 	MaxModelLen int
 	// Root is the model the ID serves (vLLM's root); empty omits it.
 	Root string
+	// Meta is llama-server's "meta" of the model; nil omits it.
+	Meta *ModelMeta
+}
+
+// ModelMeta is llama-server's "meta" of a model in GET /v1/models.
+type ModelMeta struct {
+	VocabType, NVocab, NCtxTrain, NEmbd int
+	NParams, Size                       uint64
 }
 
 // AppendModelList appends the body of GET /v1/models, one shape accepted by
@@ -66,6 +75,21 @@ func AppendModel(dst []byte, m *Model) []byte {
 	if m.MaxModelLen > 0 {
 		dst = append(dst, `,"max_model_len":`...)
 		dst = codegen.AppendInt(dst, int64(m.MaxModelLen))
+	}
+	if mm := m.Meta; mm != nil {
+		dst = append(dst, `,"meta":{"vocab_type":`...)
+		dst = codegen.AppendInt(dst, int64(mm.VocabType))
+		dst = append(dst, `,"n_vocab":`...)
+		dst = codegen.AppendInt(dst, int64(mm.NVocab))
+		dst = append(dst, `,"n_ctx_train":`...)
+		dst = codegen.AppendInt(dst, int64(mm.NCtxTrain))
+		dst = append(dst, `,"n_embd":`...)
+		dst = codegen.AppendInt(dst, int64(mm.NEmbd))
+		dst = append(dst, `,"n_params":`...)
+		dst = strconv.AppendUint(dst, mm.NParams, 10)
+		dst = append(dst, `,"size":`...)
+		dst = strconv.AppendUint(dst, mm.Size, 10)
+		dst = append(dst, '}')
 	}
 	return append(dst, '}')
 }

@@ -6,16 +6,35 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of Config.
 const (
-	// DefaultMaxNumSeqs is the default number of sequences decoded together.
-	// vLLM's 256 suits a GPU; llama.cpp on a CPU gains little past a few
-	// dozen, and each sequence needs KV room.
-	DefaultMaxNumSeqs = 32
+	// DefaultMaxNumSeqs is the default number of sequences decoded
+	// together (llama-server's slots, -np). vLLM's 256 suits a GPU; on a
+	// CPU a step's cost grows with the batch, and 64 still gains over 32
+	// (llama-server on the 8x512 test model: 576 tokens/s at 8 streams,
+	// 814 at 64). It is lowered when the KV cache budget cannot give each
+	// of 64 sequences a whole context (see Config.KVCacheTokens).
+	DefaultMaxNumSeqs = 64
+	// DefaultKVBudget caps the KV cache's memory when --kv-cache-tokens is
+	// not given, at most a quarter of the machine's memory. llama.cpp
+	// writes the whole cache at start, so it is all resident: half of
+	// vLLM's CPU default (VLLM_CPU_KVCACHE_SPACE, 4 GiB) still holds 64
+	// whole 2,048-token contexts of the 8x512 test model, or 11 of 8,192
+	// tokens of SmolLM2-135M (22.5 KiB per token).
+	DefaultKVBudget = 2 << 30
+	// minStreamSlots is the fewest sequences that still get a KV stream of
+	// their own by default; below it the cache is one unified pool. On a
+	// CPU a step is compute-bound well before 8 sequences of a real model,
+	// so fewer running sequences cost little throughput, while a unified
+	// pool makes every sequence attend over every cell in use.
+	minStreamSlots = 8
 	// DefaultMaxNumBatchedTokens is the token budget of one step (decode
 	// tokens plus prefill chunks), llama.cpp's default n_batch.
 	DefaultMaxNumBatchedTokens = 2048
@@ -48,16 +67,27 @@ type Config struct {
 	// (--max-num-batched-tokens): every running sequence's decode token,
 	// then prefill chunks. Default DefaultMaxNumBatchedTokens.
 	MaxNumBatchedTokens int
-	// KVCacheTokens is the KV cache size in tokens shared by every
-	// sequence (--kv-cache-tokens). Default: 4 × MaxModelLen, at most
-	// MaxModelLen × MaxNumSeqs.
+	// KVCacheTokens is the KV cache size in tokens (--kv-cache-tokens).
+	// When it holds MaxNumSeqs whole contexts (MaxNumSeqs × MaxModelLen)
+	// every sequence gets a KV stream of its own, as llama-server's slots
+	// (kv_unified = false): a step attends over each sequence's own cells
+	// only, and finished sequences keep their stream as a prefix cache.
+	// When it is smaller the sequences share one unified pool, a step
+	// attends over every cell in use, and requests are preempted when it
+	// fills. Default: MaxNumSeqs × MaxModelLen when that fits
+	// DefaultKVBudget; else, with --max-num-seqs not given, as many
+	// sequences as whole contexts fit (at least minStreamSlots), else a
+	// unified pool of the budget.
 	KVCacheTokens int
-	// Threads is llama.cpp's compute threads (--threads). Default: half
-	// the CPUs (llama.cpp's own default is the physical cores), at least
-	// one. llama.cpp's threads spin at every barrier: more threads than
-	// free cores (the front door and its clients need some) makes each
-	// step wait for descheduled threads, 1,000 times slower on a loaded
-	// 2-core machine (150 µs against 220 ms per token, measured).
+	// Threads is llama.cpp's compute threads (--threads). Default: the
+	// physical cores, as llama.cpp's own default (hyper-threads share a
+	// core's vector units and gain nothing). Fewer threads than cores
+	// leaves compute idle (one thread of two cores gave 0.55x
+	// llama-server's tokens/s); but llama.cpp's threads spin at every
+	// barrier: with more threads than free cores every step waits for
+	// descheduled threads. Without --threads the engine follows the cores
+	// other processes leave free, once a second (see threadTuner); a
+	// given --threads is kept.
 	Threads int
 	// GPULayers is the number of layers offloaded to a GPU (--n-gpu-layers;
 	// -1 all); it matters only with a CUDA or Vulkan build in LibDir.
@@ -72,12 +102,22 @@ type Config struct {
 	// (--reasoning-parser, --tool-call-parser; vLLM's names); empty: none.
 	ReasoningParser string
 	ToolCallParser  string
+	// Pooling is how POST /v1/embeddings pools a sequence's token
+	// embeddings into one vector (--pooling): mean, cls or last; empty
+	// takes the GGUF's own pooling type (<arch>.pooling_type), else last
+	// (vLLM's default for a generative model; llama-server refuses one
+	// without pooling). See embed.go.
+	Pooling string
 	// MaxWaiting bounds the waiting queue. Default DefaultMaxWaiting.
 	MaxWaiting int
 	// Seed is mixed into the seed of requests that sample without one.
 	Seed int64
 	// Logger gets start and stop lines only; nil means none.
 	Logger *zap.Logger
+
+	// autoThreads: Threads was not given, the engine follows the free
+	// cores (see threadTuner).
+	autoThreads bool
 }
 
 // DefaultLibDirs are searched for the llama.cpp libraries when LibDir is
@@ -112,8 +152,11 @@ func FindLibDir() (string, error) {
 	return "", errors.New("the llama.cpp libraries were not found: run `make llama` (installs them into .llama/), or pass --llama-lib DIR")
 }
 
-func (c *Config) normalize(trainCtx int) error {
-	if c.MaxNumSeqs <= 0 {
+// normalize fills the defaults: trainCtx is the model's training context,
+// kvBytes its KV bytes per token.
+func (c *Config) normalize(trainCtx, kvBytes int) error {
+	seqsGiven := c.MaxNumSeqs > 0
+	if !seqsGiven {
 		c.MaxNumSeqs = DefaultMaxNumSeqs
 	}
 	if c.MaxNumBatchedTokens <= 0 {
@@ -126,13 +169,25 @@ func (c *Config) normalize(trainCtx int) error {
 		}
 	}
 	if c.KVCacheTokens <= 0 {
-		c.KVCacheTokens = min(4*c.MaxModelLen, c.MaxModelLen*c.MaxNumSeqs)
+		budget := kvBudget() / max(kvBytes, 1)
+		switch slots := budget / c.MaxModelLen; {
+		case c.MaxNumSeqs <= slots:
+			c.KVCacheTokens = c.MaxNumSeqs * c.MaxModelLen
+		case !seqsGiven && slots >= minStreamSlots:
+			c.MaxNumSeqs = slots
+			c.KVCacheTokens = slots * c.MaxModelLen
+		default:
+			c.KVCacheTokens = max(budget, c.MaxModelLen)
+		}
 	}
 	if c.KVCacheTokens < c.MaxModelLen {
 		return fmt.Errorf("--kv-cache-tokens %d is smaller than --max-model-len %d: one full context must fit", c.KVCacheTokens, c.MaxModelLen)
 	}
+	if _, err := poolingType(c.Pooling); err != nil {
+		return err
+	}
 	if c.Threads <= 0 {
-		c.Threads = max(1, runtime.NumCPU()/2)
+		c.Threads, c.autoThreads = physicalCores(), true
 	}
 	if c.MaxWaiting <= 0 {
 		c.MaxWaiting = DefaultMaxWaiting
@@ -141,4 +196,47 @@ func (c *Config) normalize(trainCtx int) error {
 		c.Logger = zap.NewNop()
 	}
 	return nil
+}
+
+// unified reports whether the KV cache is one pool shared by the
+// sequences, rather than a stream per sequence.
+func (c *Config) unified() bool { return c.KVCacheTokens < c.MaxNumSeqs*c.MaxModelLen }
+
+// kvBudget is the default KV cache memory: DefaultKVBudget, at most a
+// quarter of the machine's memory.
+func kvBudget() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return DefaultKVBudget
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			if kb, err := strconv.Atoi(f[1]); err == nil && kb > 0 {
+				return min(DefaultKVBudget, kb*1024/4)
+			}
+		}
+	}
+	return DefaultKVBudget
+}
+
+// physicalCores counts the distinct cores among the CPUs this process may
+// run on (hyper-thread siblings once), at least one; runtime.NumCPU where
+// the topology is not readable.
+func physicalCores() int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return max(1, runtime.NumCPU())
+	}
+	cores := map[string]bool{}
+	for cpu := 0; cpu < 1024; cpu++ {
+		if !set.IsSet(cpu) {
+			continue
+		}
+		b, err := os.ReadFile("/sys/devices/system/cpu/cpu" + strconv.Itoa(cpu) + "/topology/thread_siblings_list")
+		if err != nil {
+			return max(1, runtime.NumCPU())
+		}
+		cores[strings.TrimSpace(string(b))] = true
+	}
+	return max(1, len(cores))
 }

@@ -66,6 +66,12 @@ type Engine struct {
 	}
 
 	sched scheduler // loop-only
+
+	emb embedState // POST /v1/embeddings' own context (embed.go)
+
+	// toolTmpl is the GGUF's tool_use template, for requests with tools
+	// (templates.go); nil without one.
+	toolTmpl *chattemplate.Template
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -105,11 +111,18 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.normalize(m.TrainContext()); err != nil {
+	if err := cfg.normalize(m.TrainContext(), m.KVBytesPerToken()); err != nil {
 		m.Free()
 		return nil, err
 	}
+	// A unified pool has twice the sequence ids: the other half name the
+	// finished sequences kept for their prefix. With a stream per
+	// sequence those keep their stream (as llama-server's idle slots).
+	unified := cfg.unified()
 	seqMax := min(capi.MaxParallelSequences(), 2*cfg.MaxNumSeqs)
+	if !unified {
+		seqMax = min(capi.MaxParallelSequences(), cfg.MaxNumSeqs)
+	}
 	if seqMax < cfg.MaxNumSeqs {
 		m.Free()
 		return nil, fmt.Errorf("--max-num-seqs %d is more than llama.cpp's %d sequences", cfg.MaxNumSeqs, seqMax)
@@ -121,7 +134,7 @@ func New(cfg Config) (*Engine, error) {
 		SeqMax:     seqMax,
 		Threads:    cfg.Threads,
 		FlashAttn:  -1,
-		KVUnified:  true,
+		KVUnified:  unified,
 		OffloadKQV: true,
 	})
 	if err != nil {
@@ -156,6 +169,7 @@ func New(cfg Config) (*Engine, error) {
 		zap.Int("max_num_seqs", cfg.MaxNumSeqs),
 		zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens),
 		zap.Int("kv_cache_tokens", c.Size()),
+		zap.Bool("kv_unified", unified),
 		zap.Int("threads", cfg.Threads),
 		zap.Bool("prefix_caching", cfg.PrefixCaching))
 	return e, nil
@@ -215,6 +229,9 @@ func (e *Engine) loadTemplate() error {
 		return fmt.Errorf("the chat template does not parse: %w", err)
 	}
 	e.tmpl = t
+	if err := e.loadNamedTemplates(opts); err != nil {
+		return fmt.Errorf("the tool_use chat template does not parse: %w", err)
+	}
 	return nil
 }
 
@@ -307,6 +324,7 @@ func (e *Engine) Close() error {
 	<-e.done
 	if first {
 		e.ctx.Free()
+		e.emb.close()
 		e.model.Free()
 		e.cfg.Logger.Info("llama engine stopped",
 			zap.Uint64("prompt_tokens", e.st.promptTokens.Load()),

@@ -78,16 +78,14 @@ type seq struct {
 	gen  []int   // generated tokens
 	hist []int32 // prompt then gen: what the KV cache must hold
 	lps  []engine.TokenLogprob
-	tops []engine.TopLogprob
 	pend int // gen[pend:] not yet delivered in a Delta
 	// hold is text kept back for the stream interval, of kind holdKind.
 	hold     []byte
 	holdKind engine.DeltaKind
-	// reasoning counts generated tokens while the parser was in reasoning.
-	reasoning int
+	// tok is this step's sampled token (when out >= 0).
+	tok int32
 
 	first       bool // a Delta was written
-	toolOpen    map[int]bool
 	done        bool
 	finish      engine.FinishReason
 	stopString  string

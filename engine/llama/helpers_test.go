@@ -108,18 +108,27 @@ func (r *recorder) text(choice int, kind engine.DeltaKind) string {
 	return s
 }
 
-// run starts req on e and waits for its Result.
+// run starts req on e and waits for its Result. Safe on any goroutine: a
+// Prepare or Start that fails is reported with tb.Error (never tb.Fatal,
+// which must not be called off the test's goroutine) and returned as the
+// Result's Err, which every caller checks.
 func run(tb testing.TB, e *Engine, req *engine.Request) (*engine.Result, *recorder) {
 	tb.Helper()
 	r := newRecorder()
 	if req.Stream {
 		req.Formatter = r
 	}
-	if err := e.Prepare(req); err != nil {
-		tb.Fatal(err)
+	err := e.Prepare(req)
+	if err == nil {
+		_, err = e.Start(req, r)
 	}
-	if _, err := e.Start(req, r); err != nil {
-		tb.Fatal(err)
+	if err != nil {
+		tb.Error(err)
+		ee, ok := err.(*engine.Error)
+		if !ok {
+			ee = &engine.Error{Kind: engine.KindInternal, Message: err.Error()}
+		}
+		return &engine.Result{Err: ee}, r
 	}
 	<-r.done
 	return r.res, r

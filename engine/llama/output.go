@@ -50,7 +50,6 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 		var stopped bool
 		q.events, stopped = q.parser.Feed(q.events[:0], e.piece(tok))
 		if hasReasoning(q.events) {
-			q.reasoning++
 			g.usage.ReasoningTokens++
 		}
 		s.emit(q, q.events)
@@ -309,7 +308,7 @@ func (s *scheduler) logprob(idx int, tok int32, top int) engine.TokenLogprob {
 func (s *scheduler) topLogprobs(l []float32, lse float32, n int) []engine.TopLogprob {
 	e := s.e
 	n = min(n, len(l))
-	best := make([]int32, 0, n)
+	best := s.topIdx[:0] // reused: only the result is kept
 	for t := range l {
 		v := l[t]
 		if len(best) == n && v <= l[best[n-1]] {
@@ -329,6 +328,7 @@ func (s *scheduler) topLogprobs(l []float32, lse float32, n int) []engine.TopLog
 	for i, t := range best {
 		out[i] = engine.TopLogprob{TokenID: int(t), Token: e.tokenString(t), Logprob: l[t] - lse}
 	}
+	s.topIdx = best
 	return out
 }
 

@@ -41,7 +41,13 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	thinkingOff := false
 	switch {
 	case len(req.Messages) > 0:
-		s, off, rerr := e.tmpl.RenderRequest(req)
+		// A tool-use template (tokenizer.chat_template.tool_use) renders
+		// requests that carry tools.
+		tools := req.Tools
+		if req.ToolChoice.Mode == engine.ToolChoiceNone {
+			tools = nil
+		}
+		s, off, rerr := e.template(tools).RenderRequest(req)
 		if rerr != nil {
 			return rerr
 		}

@@ -3,6 +3,7 @@ package llama
 import (
 	"runtime"
 	"slices"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -14,13 +15,22 @@ import (
 // scheduler is the loop-only state of the continuous-batching scheduler.
 //
 // One step: every decoding sequence contributes its one new token, then
-// prefilling sequences contribute prompt chunks while the step's token
-// budget (--max-num-batched-tokens) lasts; one llama_decode runs the whole
-// batch; each sequence whose chunk reached its end samples its next token.
+// prefilling sequences contribute prompt chunks while the step's prefill
+// budget lasts (see tuneChunk: sized from the measured step cost so that
+// a prompt arriving stretches the running streams' step by a bounded
+// time); one llama_decode runs the whole batch, its tokens in sequence id
+// order (with a KV stream per sequence llama.cpp splits a batch into
+// micro-batches of consecutive sequence ids); each sequence whose chunk
+// reached its end samples its next token.
+//
 // Admission is first come first served while sequence ids and KV room
-// allow. When llama.cpp finds no KV room for a step, cached prefixes are
-// dropped first, then the most recently admitted request is preempted
-// (its KV freed, recomputed when it is admitted again).
+// allow. A sequence takes the idle id (llama-server's slot) whose kept KV
+// shares the longest prefix with its prompt, trimmed to that prefix; a
+// running sequence sharing more is copied instead where the copy is
+// cheaper than the prefill it saves. When llama.cpp finds no KV room for
+// a step (a unified pool only: a stream holds a whole context), cached
+// prefixes are dropped first, then the most recently admitted request is
+// preempted (its KV freed, recomputed when it is admitted again).
 type scheduler struct {
 	e       *Engine
 	batch   *capi.Batch
@@ -28,8 +38,10 @@ type scheduler struct {
 	waiting []*group
 	running []*group
 	freeIDs []int
-	// cache holds finished sequences whose KV is kept for prefix reuse,
-	// least recently used first.
+	// slots[id] is the running sequence holding id, or nil.
+	slots []*seq
+	// cache holds finished sequences whose KV is kept for prefix reuse
+	// (with a stream per sequence: the idle slots that hold KV).
 	cache []cached
 	// stepSeqs are the sequences in this step's batch.
 	stepSeqs []*seq
@@ -41,9 +53,19 @@ type scheduler struct {
 	delta                                                           engine.Delta
 	start                                                           engine.Start
 	choiceEnd                                                       engine.ChoiceEnd
-	logits                                                          []float32 // scratch for log-softmax
-	tops                                                            []engine.TopLogprob
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
+	topIdx                                                          []int32 // topLogprobs' scratch
+	// The chunk tuner's state (see tuneChunk): the step's decode and
+	// prefill tokens, the decode-only step time and the prefill time per
+	// token (moving averages), and the prefill budget of a step that also
+	// decodes.
+	stepDecodes, stepPrefill int
+	decodeCost, tokenCost    time.Duration
+	chunk                    int
+	// copyCost is the time a whole-stream KV copy is taken to cost.
+	copyCost time.Duration
+	// threads follows the free cores (nil with --threads given).
+	threads *threadTuner
 	// compute is the scheduler thread's CPU time in llama_decode and in
 	// llama.cpp's samplers.
 	compute time.Duration
@@ -69,7 +91,28 @@ func (s *scheduler) init(e *Engine, seqMax int) {
 	for id := seqMax - 1; id >= 0; id-- {
 		s.freeIDs = append(s.freeIDs, id)
 	}
+	s.slots = make([]*seq, seqMax)
+	if e.cfg.autoThreads {
+		if s.threads = newThreadTuner(e.cfg.Threads); s.threads != nil {
+			e.ctx.SetThreads(1)
+		}
+	}
+	s.chunk = initialChunk
+	// A stream copy moves the whole stream (its cells rounded up to 256,
+	// llama.cpp's padding) at a memory bandwidth taken as 4 GB/s.
+	cells := (e.ctx.Size()/max(e.ctx.SeqMax(), 1) + 255) / 256 * 256
+	s.copyCost = time.Duration(float64(cells) * float64(e.model.KVBytesPerToken()) / 4e9 * float64(time.Second))
 }
+
+// Chunk tuning bounds.
+const (
+	// initialChunk is the prefill budget until a prefill has been timed.
+	initialChunk = 256
+	// minChunk keeps prompts progressing however slow a token is.
+	minChunk = 32
+	// minStretch is the least time a prompt's chunk may add to a step.
+	minStretch = 20 * time.Millisecond
+)
 
 // run is the scheduler goroutine.
 func (e *Engine) run() {
@@ -80,6 +123,7 @@ func (e *Engine) run() {
 	defer close(e.done)
 	defer s.batch.Free()
 	defer s.cand.Free()
+	defer s.threads.close()
 	for {
 		e.mu.Lock()
 		inbox, aborts, closing := e.inbox, e.aborts, e.closing
@@ -104,6 +148,9 @@ func (e *Engine) run() {
 		s.admit()
 		if len(s.running) > 0 {
 			s.step()
+			if n := s.threads.check(s.stepAt); n > 0 {
+				e.ctx.SetThreads(n)
+			}
 		}
 		s.publish()
 	}
@@ -135,13 +182,10 @@ func (s *scheduler) admit() {
 		if running+n > e.cfg.MaxNumSeqs {
 			return
 		}
-		if len(s.running) > 0 && s.kvUsed+need > total-total/100 {
+		if e.ctx.Unified() && len(s.running) > 0 && s.kvUsed+need > total-total/100 {
 			return
 		}
-		for len(s.freeIDs) < n && len(s.cache) > 0 {
-			s.evict()
-		}
-		if len(s.freeIDs) < n {
+		if len(s.freeIDs)+len(s.cache) < n {
 			return
 		}
 		s.waiting = s.waiting[1:]
@@ -186,61 +230,154 @@ func (s *scheduler) place(g *group) {
 		if q.done {
 			continue
 		}
-		q.id = s.freeIDs[len(s.freeIDs)-1]
-		s.freeIDs = s.freeIDs[:len(s.freeIDs)-1]
 		q.kv = 0
 		q.shadow = isFresh && i > 0
-		if q.shadow {
-			continue
-		}
 		// Prompt logprobs need the logits of every prompt token: no reuse.
-		if s.e.cfg.PrefixCaching && g.promptLP == nil {
+		if !q.shadow && s.e.cfg.PrefixCaching && g.promptLP == nil {
 			s.reuse(q, i == 0)
+		} else {
+			s.take(q, -1, -1)
 		}
 		s.kvUsed += q.kv
 	}
 	s.running = append(s.running, g)
 }
 
-// reuse copies the longest prefix of q.hist found in a running or cached
-// sequence into q's sequence (cells are shared, not copied). At least one
-// token is left to run, so that there are logits to sample from.
+// take gives q a sequence id: cache entry ci's (its KV kept, for the
+// caller to trim), or with ci < 0 the lowest id that keeps the running
+// sequences consecutive (llama.cpp puts only consecutive ids in one
+// micro-batch of a stream-per-sequence cache): the lowest id not running
+// when it is at most one past the highest running id, a cached one
+// dropped (but not avoid, a copy's source); else the lowest free id; else
+// the least recently used cache entry's, dropped.
+func (s *scheduler) take(q *seq, ci, avoid int) {
+	if ci < 0 && !s.e.ctx.Unified() {
+		top := -1
+		for id, o := range s.slots {
+			if o != nil {
+				top = id
+			}
+		}
+		for id := 0; id <= top+1 && id < len(s.slots); id++ {
+			if s.slots[id] != nil || id == avoid {
+				continue
+			}
+			if j := s.cacheIndex(id); j >= 0 {
+				ci = j
+				s.e.ctx.SeqRemove(id, -1, -1)
+			}
+			break
+		}
+	}
+	switch {
+	case ci >= 0:
+		q.id = s.cache[ci].id
+		s.cache = slices.Delete(s.cache, ci, ci+1)
+	default:
+		if len(s.freeIDs) == 0 {
+			s.evict()
+		}
+		j := 0
+		for k, id := range s.freeIDs {
+			if id < s.freeIDs[j] {
+				j = k
+			}
+		}
+		q.id = s.freeIDs[j]
+		s.freeIDs = slices.Delete(s.freeIDs, j, j+1)
+	}
+	s.slots[q.id] = q
+}
+
+// cacheIndex is the index of id's cache entry, or -1.
+func (s *scheduler) cacheIndex(id int) int {
+	for j := range s.cache {
+		if s.cache[j].id == id {
+			return j
+		}
+	}
+	return -1
+}
+
+// reuse gives q an id and the longest prefix of q.hist already in the
+// cache: in place, the cached sequence sharing the most (its cells past
+// the prefix dropped), or a copy of a running sequence that shares more
+// where the copy pays. At least one token is left to run, so that there
+// are logits to sample from.
 func (s *scheduler) reuse(q *seq, count bool) {
 	want := len(q.hist) - 1
-	best, src, ci := 0, -1, -1
+	ci, lc := -1, 0
+	for i := range s.cache {
+		l := commonPrefix(q.hist[:want], s.cache[i].toks)
+		if l > lc || l == lc && l > 0 && s.cache[i].id < s.cache[ci].id {
+			ci, lc = i, l
+		}
+	}
+	src, lr := -1, 0
 	for _, g := range s.running {
 		for i := range g.seqs {
 			o := &g.seqs[i]
 			if o == q || o.id < 0 || o.shadow {
 				continue
 			}
-			if l := commonPrefix(q.hist[:want], o.hist[:o.kv]); l > best {
-				best, src, ci = l, o.id, -1
+			if l := commonPrefix(q.hist[:want], o.hist[:o.kv]); l > lr {
+				src, lr = o.id, l
 			}
-		}
-	}
-	for i := range s.cache {
-		if l := commonPrefix(q.hist[:want], s.cache[i].toks); l > best {
-			best, src, ci = l, s.cache[i].id, i
 		}
 	}
 	if count {
 		s.prefixQueries += uint64(q.g.promptLen())
 	}
-	if best == 0 {
+	// A cached stream is taken in place when most of what it keeps is
+	// reused (llama-server's slot similarity), or when no free id is left;
+	// else its prefix is copied into a free id where that pays, and it
+	// stays cached for the prompts that share more of it.
+	inPlace := lc > 0 && (lc*keepShare >= len(s.cache[ci].toks) || len(s.freeIDs) == 0)
+	switch {
+	case inPlace && !(lr > lc && s.copyPays(lr-lc)):
+		s.take(q, ci, -1)
+		s.e.ctx.SeqRemove(q.id, lc, -1)
+		q.kv = lc
+		s.counted(q, count)
 		return
-	}
-	s.e.ctx.SeqCopy(src, q.id, 0, best)
-	q.kv = best
-	if ci >= 0 {
+	case lc > lr:
 		s.tick++
-		s.cache[ci].used = s.tick
+		s.cache[ci].used = s.tick // not the one evicted for a free id
+		src, lr = s.cache[ci].id, lc
 	}
-	if count && len(q.gen) == 0 {
-		hit := min(best, q.g.promptLen())
+	s.take(q, -1, src)
+	if lr > 0 && s.copyPays(lr) {
+		s.e.ctx.CopyPrefix(src, q.id, lr)
+		q.kv = lr
+	}
+	s.counted(q, count)
+}
+
+// counted records q's reused prefix as the request's cached tokens.
+func (s *scheduler) counted(q *seq, count bool) {
+	if count && len(q.gen) == 0 && q.kv > 0 {
+		hit := min(q.kv, q.g.promptLen())
 		s.prefixHits += uint64(hit)
 		q.g.usage.CachedTokens = hit
 	}
+}
+
+// keepShare: a cached stream is reused in place when the prefix is at
+// least 1/keepShare of what it keeps (llama-server's default slot
+// similarity is 0.1 of the prompt).
+const keepShare = 2
+
+// copyPays reports whether copying a prefix saves more than it costs: in
+// a unified pool a copy shares cells (free); across streams it moves a
+// whole stream, against the prefill of the gained tokens.
+func (s *scheduler) copyPays(gain int) bool {
+	if s.e.ctx.Unified() {
+		return true
+	}
+	if s.tokenCost == 0 {
+		return gain >= 64
+	}
+	return time.Duration(gain)*s.tokenCost > s.copyCost
 }
 
 func commonPrefix(a, b []int32) int {
@@ -273,6 +410,7 @@ func (s *scheduler) release(q *seq, keep bool) {
 	if q.id < 0 {
 		return
 	}
+	s.slots[q.id] = nil
 	s.kvUsed -= q.kv
 	if keep && s.e.cfg.PrefixCaching && q.kv > 0 {
 		for len(s.cache) >= s.e.cfg.MaxNumSeqs {
@@ -317,10 +455,11 @@ func (s *scheduler) step() {
 		if s.batch.Len() == 0 {
 			return
 		}
-		t0 := threadCPU()
+		t0, w0 := threadCPU(), time.Now()
 		rc := e.ctx.Decode(s.batch)
 		s.compute += threadCPU() - t0
 		if rc == 0 {
+			s.tuneChunk(time.Since(w0))
 			break
 		}
 		if rc == 1 {
@@ -334,7 +473,7 @@ func (s *scheduler) step() {
 			}
 		}
 		// Nothing left to free, or a failure: the batch's requests fail.
-		err := &engine.Error{Kind: engine.KindInternal, Message: "llama_decode failed (code " + itoa(rc) + ")"}
+		err := &engine.Error{Kind: engine.KindInternal, Message: "llama_decode failed (code " + strconv.Itoa(rc) + ")"}
 		if rc == 1 {
 			err.Message = "the KV cache cannot hold this request; raise --kv-cache-tokens or lower --max-model-len"
 		}
@@ -348,49 +487,89 @@ func (s *scheduler) step() {
 	s.afterDecode()
 }
 
-// build fills the batch for this step and records each sequence's part.
+// build fills the batch for this step and records each sequence's part:
+// one token per decoding sequence, then prefill chunks in admission order
+// while the prefill budget lasts; the tokens go in sequence id order.
 func (s *scheduler) build() {
 	b := s.batch
 	b.Reset()
 	s.stepSeqs = s.stepSeqs[:0]
 	budget := b.Cap()
-	// Decode tokens first: one per sequence that has only its last
-	// sampled token to run.
-	for _, g := range s.running {
-		for i := range g.seqs {
-			q := &g.seqs[i]
-			q.out = -1
-			if q.id < 0 || q.shadow || q.done || len(q.hist)-q.kv != 1 || budget == 0 {
-				continue
-			}
-			q.at, q.fed = b.Len(), 1
-			q.out = b.Add(q.hist[q.kv], q.kv, q.id, true)
-			budget--
-			s.stepSeqs = append(s.stepSeqs, q)
+	decodes := 0
+	for _, q := range s.slots {
+		if q == nil {
+			continue
 		}
+		q.out, q.fed = -1, 0
+		if q.shadow || q.done || len(q.hist)-q.kv != 1 || budget == 0 {
+			continue
+		}
+		q.fed = 1
+		budget--
+		decodes++
 	}
-	// Then prefill chunks, in admission order.
+	// A step with no decode has no one to hold up: the whole budget.
+	chunk := budget
+	if decodes > 0 {
+		chunk = min(budget, s.chunk)
+	}
+	prefill := 0
 	for _, g := range s.running {
 		for i := range g.seqs {
 			q := &g.seqs[i]
 			rem := len(q.hist) - q.kv
-			if q.id < 0 || q.shadow || q.done || rem <= 1 || budget == 0 {
+			if q.id < 0 || q.shadow || q.done || rem <= 1 || chunk == 0 {
 				continue
 			}
-			n := min(rem, budget)
-			q.at, q.fed = b.Len(), n
-			all := g.promptLP != nil && i == 0
-			for j := 0; j < n; j++ {
-				p := q.kv + j
-				last := p == len(q.hist)-1
-				idx := b.Add(q.hist[p], p, q.id, last || (all && p < g.promptLen()))
-				if last {
-					q.out = idx
-				}
-			}
-			budget -= n
-			s.stepSeqs = append(s.stepSeqs, q)
+			n := min(rem, chunk)
+			q.fed = n
+			chunk -= n
+			prefill += n
 		}
+	}
+	s.stepDecodes, s.stepPrefill = decodes, prefill
+	for _, q := range s.slots {
+		if q == nil || q.fed == 0 {
+			continue
+		}
+		g := q.g
+		q.at = b.Len()
+		all := g.promptLP != nil && q.index == 0
+		for j := 0; j < q.fed; j++ {
+			p := q.kv + j
+			last := p == len(q.hist)-1
+			idx := b.Add(q.hist[p], p, q.id, last || (all && p < g.promptLen()))
+			if last {
+				q.out = idx
+			}
+		}
+		s.stepSeqs = append(s.stepSeqs, q)
+	}
+}
+
+// tuneChunk learns from a step that took dt: the decode-only step time,
+// and the prefill time per token (the step's time beyond a decode-only
+// step's, per prefill token). A step that decodes gets a prefill budget of
+// what fits in max(decode step, minStretch) more: a prompt arriving at
+// most doubles the running streams' inter-token gap, or adds minStretch.
+func (s *scheduler) tuneChunk(dt time.Duration) {
+	ewma := func(avg, x time.Duration) time.Duration {
+		if avg == 0 {
+			return x
+		}
+		return avg + (x-avg)/8
+	}
+	switch {
+	case s.stepPrefill == 0:
+		s.decodeCost = ewma(s.decodeCost, dt)
+		return
+	case s.stepDecodes == 0:
+		s.tokenCost = ewma(s.tokenCost, dt/time.Duration(s.stepPrefill))
+	case s.decodeCost > 0:
+		s.tokenCost = ewma(s.tokenCost, max(dt-s.decodeCost, 0)/time.Duration(s.stepPrefill))
+	}
+	if s.tokenCost > 0 {
+		s.chunk = max(minChunk, int(max(s.decodeCost, minStretch)/s.tokenCost))
 	}
 }
 
@@ -398,6 +577,25 @@ func (s *scheduler) build() {
 // prompt logprobs, and a sampled token where its chunk reached the end.
 func (s *scheduler) afterDecode() {
 	s.stepAt = time.Now()
+	// Sample first, every sequence of the step, with one clock read pair
+	// around all the draws. A fresh request's other choices share choice
+	// 0's prompt and draw their first token from the same logits.
+	t0 := threadCPU()
+	for _, q := range s.stepSeqs {
+		g := q.g
+		if q.out < 0 || g.state != stateRunning || g.broken {
+			continue
+		}
+		q.tok = q.sampler.Sample(s.e.ctx, q.out, s.cand)
+		if q.index == 0 && len(q.gen) == 0 && len(g.seqs) > 1 {
+			for i := 1; i < len(g.seqs); i++ {
+				if o := &g.seqs[i]; o.shadow && o.id >= 0 {
+					o.first0, o.drawn = o.sampler.Sample(s.e.ctx, q.out, s.cand), true
+				}
+			}
+		}
+	}
+	s.compute += threadCPU() - t0
 	for _, q := range s.stepSeqs {
 		if q.g.state == stateRunning && !q.g.broken {
 			s.advance(q)
@@ -444,21 +642,19 @@ func (s *scheduler) advance(q *seq) {
 	if q.out < 0 {
 		return
 	}
-	tok := s.sample(q, q.out)
+	tok := q.tok
 	if q.index == 0 && len(q.gen) == 0 && len(g.seqs) > 1 {
-		// A fresh request's other choices share this prompt's KV and
-		// draw their first token from the same logits, before choice
-		// 0's token is taken (it may end choice 0 and free its
-		// sequence).
+		// A fresh request's other choices share this prompt's KV (their
+		// first tokens were drawn with choice 0's), before choice 0's
+		// token is taken (it may end choice 0 and free its sequence).
 		for i := 1; i < len(g.seqs); i++ {
 			o := &g.seqs[i]
 			if !o.shadow || o.id < 0 {
 				continue
 			}
-			e.ctx.SeqCopy(q.id, o.id, 0, g.promptLen())
+			e.ctx.CopyPrefix(q.id, o.id, g.promptLen())
 			o.shadow, o.kv = false, g.promptLen()
 			s.kvUsed += o.kv
-			o.first0, o.drawn = s.sample(o, q.out), true
 		}
 		s.accept(q, tok, q.out)
 		for i := 1; i < len(g.seqs); i++ {
@@ -507,14 +703,6 @@ func (s *scheduler) publish() {
 	st.compute.Store(int64(s.compute))
 }
 
-// sample draws q's next token from batch output idx.
-func (s *scheduler) sample(q *seq, idx int) int32 {
-	t0 := threadCPU()
-	tok := q.sampler.Sample(s.e.ctx, idx, s.cand)
-	s.compute += threadCPU() - t0
-	return tok
-}
-
 // threadCPU is the calling thread's CPU time.
 func threadCPU() time.Duration {
 	var ts unix.Timespec
@@ -522,14 +710,4 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
-}
-
-func itoa(n int) string {
-	if n < 0 {
-		return "-" + itoa(-n)
-	}
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }

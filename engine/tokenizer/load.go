@@ -241,6 +241,7 @@ func (t *Tokenizer) build(f *hfFile) error {
 			lstrip: a.LStrip, rstrip: a.RStrip, normalized: a.Normalized, special: a.Special})
 	}
 	t.buildTables(vocab, added)
+	t.setSPDecoder()
 	if !isNull(f.PostProcessor) {
 		if err := t.addPostProcessor(f.PostProcessor); err != nil {
 			return err

@@ -24,6 +24,9 @@ type scratch struct {
 	buf    []byte
 	spans  []span
 	iter   norm.Iter
+
+	spmSyms []spmSym
+	spmHeap []spmBigram
 }
 
 // piece is a pre-token: its text, and whether it starts at the input's

@@ -27,7 +27,10 @@ var ErrUnsupported = errors.New("tokenizer: unsupported")
 
 // Tokenizer encodes text to token ids and decodes ids to text.
 type Tokenizer struct {
-	model       bpe
+	model bpe
+	// spm, when set, replaces model, pre-tokenization and the normalizers'
+	// output is its input (GGUF "llama" vocabularies).
+	spm         *spmModel
 	normalizers []normalizer
 	pretok      []preTokenizer
 	// rawAdded matches added tokens with normalized false on the input;
@@ -37,6 +40,11 @@ type Tokenizer struct {
 	postPre, postSuf []int32
 	decoders         []decoderStep
 	byteLevelDecoder bool // decoders is [ByteLevel]
+	// spDecoder: decoders is SentencePiece's Replace..., ByteFallback,
+	// Fuse, Strip... (Gemma, Llama 2), decoded from the pieces table;
+	// byteOf[id] is a byte fallback token's byte, or -1.
+	spDecoder bool
+	byteOf    []int16
 
 	// Per id: the text Hugging Face's id_to_token gives (added tokens
 	// first), the bytes the token stands for (pieces[pieceOff[id]:
@@ -101,7 +109,7 @@ func (t *Tokenizer) encode(sc *scratch, dst []int32, text string) []int32 {
 	var st matchState
 	for {
 		prev := st.offset
-		ms, me, id, ok := t.rawAdded.next(text, &st)
+		ms, _, id, ok := t.rawAdded.next(text, &st)
 		if !ok {
 			break
 		}
@@ -109,7 +117,6 @@ func (t *Tokenizer) encode(sc *scratch, dst []int32, text string) []int32 {
 			dst = t.encodeSegment(sc, dst, text[prev:ms], prev == 0)
 		}
 		dst = append(dst, id)
-		_ = me
 	}
 	if st.offset < len(text) {
 		dst = t.encodeSegment(sc, dst, text[st.offset:], st.offset == 0)
@@ -147,6 +154,9 @@ func (t *Tokenizer) encodeSegment(sc *scratch, dst []int32, s string, first bool
 func (t *Tokenizer) encodeNormalized(sc *scratch, dst []int32, s string, first bool) []int32 {
 	if s == "" {
 		return dst
+	}
+	if t.spm != nil {
+		return t.spm.encode(sc, dst, s)
 	}
 	if len(t.pretok) == 0 {
 		return t.model.encodeWord(sc, dst, s)
@@ -249,6 +259,11 @@ func (t *Tokenizer) Decode(dst []byte, ids []int32, skipSpecial bool) []byte {
 		t.put(sc)
 		return dst
 	}
+	if t.spDecoder {
+		dst = t.decodeSP(sc, dst, ids, skipSpecial)
+		t.put(sc)
+		return dst
+	}
 	toks := sc.toks[:0]
 	for _, id := range ids {
 		if id < 0 || int(id) >= len(t.tokText) || t.tokText[id] == "" {
@@ -268,6 +283,9 @@ func (t *Tokenizer) Decode(dst []byte, ids []int32, skipSpecial bool) []byte {
 // appendLossy appends b with each maximal invalid UTF-8 subsequence
 // replaced by U+FFFD, as Rust's String::from_utf8_lossy does.
 func appendLossy(dst, b []byte) []byte {
+	if utf8.Valid(b) {
+		return append(dst, b...)
+	}
 	for len(b) > 0 {
 		r, w := utf8.DecodeRune(b)
 		if r != utf8.RuneError || w > 1 {

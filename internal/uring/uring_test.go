@@ -5,16 +5,21 @@ package uring
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
 // newRing returns a ring, or skips where io_uring is unavailable (the
-// fallback is tested by netio).
+// fallback is tested by netio); with VAJRA_REQUIRE_IO_URING set (.ci/run
+// sets it on a kernel that has io_uring) it fails instead.
 func newRing(t testing.TB, entries uint32) *Ring {
 	t.Helper()
 	if err := Probe(); err != nil {
+		if os.Getenv("VAJRA_REQUIRE_IO_URING") != "" {
+			t.Fatalf("io_uring unavailable and VAJRA_REQUIRE_IO_URING is set: %v", err)
+		}
 		t.Skipf("io_uring unavailable here: %v", err)
 	}
 	r, err := New(entries)

@@ -17,23 +17,180 @@ package capi
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include -O2
 #cgo LDFLAGS: -ldl
+#include <math.h>
+#include <string.h>
 #include "wrappers.h"
 
-// vj_sample applies the samplers in order to the logits of batch output i
-// (as llama_sampler_sample does for a chain), then feeds the chosen token to
-// each of them. The last sampler (greedy or dist) selects.
-static llama_token vj_sample(struct llama_context *ctx, int32_t i, struct llama_sampler **list, int n, llama_token_data *cur, int32_t n_vocab) {
-	const float *logits = vjw_llama_get_logits_ith(ctx, i);
-	if (!logits) return -1;
+// vj_fill writes the logits into the candidate array, token t at index t.
+static void vj_fill(const float *logits, llama_token_data *cur, int32_t n_vocab) {
 	for (llama_token t = 0; t < n_vocab; t++) {
 		cur[t].id = t; cur[t].logit = logits[t]; cur[t].p = 0.0f;
 	}
+}
+
+// vj_run applies samplers list[from:n] to cur; the selected token or -1.
+static llama_token vj_run(struct llama_sampler **list, int from, int n, llama_token_data *cur, int32_t n_vocab) {
 	llama_token_data_array arr = { cur, (size_t)n_vocab, -1, false };
-	for (int k = 0; k < n; k++) vjw_llama_sampler_apply(list[k], &arr);
+	for (int k = from; k < n; k++) vjw_llama_sampler_apply(list[k], &arr);
 	if (arr.selected < 0 || arr.selected >= (int64_t)arr.size) return -1;
-	llama_token tok = arr.data[arr.selected].id;
+	return arr.data[arr.selected].id;
+}
+
+// vj_sample draws a token from the logits of batch output i, as
+// llama_sampler_sample does for a chain, then feeds it to each sampler
+// (grammar and penalties advance). The last sampler (greedy or dist)
+// selects. mode 1: the chain is greedy alone, an argmax over the logits
+// (no candidate array is written). mode 2: list[0] is a grammar, applied
+// as llama.cpp's common sampler does: the rest of the chain draws, the
+// grammar checks that one token, and only when it rejects it is the whole
+// chain run again with the grammar first.
+static llama_token vj_sample(struct llama_context *ctx, int32_t i, struct llama_sampler **list, int n, llama_token_data *cur, int32_t n_vocab, int mode) {
+	const float *logits = vjw_llama_get_logits_ith(ctx, i);
+	if (!logits) return -1;
+	if (mode == 1) {
+		llama_token best = 0;
+		float bv = logits[0];
+		for (llama_token t = 1; t < n_vocab; t++) {
+			if (logits[t] > bv) { bv = logits[t]; best = t; }
+		}
+		return best;
+	}
+	llama_token tok;
+	if (mode == 2 && n > 1) {
+		vj_fill(logits, cur, n_vocab);
+		tok = vj_run(list, 1, n, cur, n_vocab);
+		if (tok >= 0) {
+			llama_token_data one = { tok, 1.0f, 0.0f };
+			llama_token_data_array a1 = { &one, 1, -1, false };
+			vjw_llama_sampler_apply(list[0], &a1);
+			if (!(one.logit > -INFINITY)) tok = -1;
+		}
+		if (tok < 0) {
+			vj_fill(logits, cur, n_vocab);
+			tok = vj_run(list, 0, n, cur, n_vocab);
+		}
+	} else {
+		vj_fill(logits, cur, n_vocab);
+		tok = vj_run(list, 0, n, cur, n_vocab);
+	}
+	if (tok < 0) return -1;
 	for (int k = 0; k < n; k++) vjw_llama_sampler_accept(list[k], tok);
 	return tok;
+}
+
+// vj_pen is Vajra's penalty sampler: llama.cpp's repetition, frequency
+// and presence penalties over the last last_n accepted tokens, with the
+// same arithmetic, but applied to the distinct tokens of the window only
+// (llama.cpp's looks every vocabulary entry up in a hash map, per token).
+// count and at (a token's index in distinct) are allocated at the first
+// accept.
+typedef struct {
+	int32_t n_vocab, last_n;
+	float rep, freq, pres;
+	int32_t *count, *at;   // per vocabulary entry
+	llama_token *ring;     // the window, oldest at head once full
+	llama_token *distinct; // the tokens with count > 0
+	int32_t n_ring, head, n_distinct;
+} vj_pen;
+
+static const char *vj_pen_name(const struct llama_sampler *s) { (void)s; return "vajra-penalties"; }
+
+static void vj_pen_accept(struct llama_sampler *s, llama_token t) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	if (t < 0 || t >= p->n_vocab) return;
+	if (!p->count) {
+		p->count = calloc((size_t)p->n_vocab, sizeof(int32_t));
+		p->at = calloc((size_t)p->n_vocab, sizeof(int32_t));
+		if (!p->count || !p->at) { free(p->count); free(p->at); p->count = p->at = NULL; return; }
+	}
+	if (p->n_ring == p->last_n) {
+		llama_token old = p->ring[p->head];
+		if (--p->count[old] == 0) {
+			int32_t i = p->at[old];
+			llama_token moved = p->distinct[--p->n_distinct];
+			p->distinct[i] = moved;
+			p->at[moved] = i;
+		}
+		p->ring[p->head] = t;
+		p->head = (p->head + 1) % p->last_n;
+	} else {
+		p->ring[p->n_ring++] = t;
+	}
+	if (p->count[t]++ == 0) {
+		p->at[t] = p->n_distinct;
+		p->distinct[p->n_distinct++] = t;
+	}
+}
+
+static void vj_pen_apply(struct llama_sampler *s, llama_token_data_array *cur) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	if (!p->count) return;
+	for (int32_t k = 0; k < p->n_distinct; k++) {
+		llama_token t = p->distinct[k];
+		llama_token_data *d = NULL;
+		if ((size_t)t < cur->size && cur->data[t].id == t) {
+			d = &cur->data[t];
+		} else {
+			for (size_t i = 0; i < cur->size; i++) {
+				if (cur->data[i].id == t) { d = &cur->data[i]; break; }
+			}
+			if (!d) continue;
+		}
+		int32_t c = p->count[t];
+		if (d->logit <= 0) d->logit *= p->rep; else d->logit /= p->rep;
+		d->logit -= (float)c * p->freq + (float)(c > 0) * p->pres;
+	}
+	cur->sorted = false;
+}
+
+static void vj_pen_reset(struct llama_sampler *s) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	if (p->count) {
+		memset(p->count, 0, (size_t)p->n_vocab * sizeof(int32_t));
+	}
+	p->n_ring = p->head = p->n_distinct = 0;
+}
+
+static void vj_pen_free(struct llama_sampler *s) {
+	vj_pen *p = (vj_pen *)s->ctx;
+	free(p->count); free(p->at); free(p->ring); free(p->distinct); free(p);
+}
+
+static struct llama_sampler_i vj_pen_iface = {
+	.name = vj_pen_name, .accept = vj_pen_accept, .apply = vj_pen_apply,
+	.reset = vj_pen_reset, .clone = NULL, .free = vj_pen_free,
+};
+
+static struct llama_sampler *vj_penalties(int32_t n_vocab, int32_t last_n, float rep, float freq, float pres) {
+	vj_pen *p = calloc(1, sizeof(vj_pen));
+	if (!p) return NULL;
+	p->n_vocab = n_vocab; p->last_n = last_n > 0 ? last_n : 1;
+	p->rep = rep; p->freq = freq; p->pres = pres;
+	p->ring = malloc((size_t)p->last_n * sizeof(llama_token));
+	p->distinct = malloc((size_t)p->last_n * sizeof(llama_token));
+	if (!p->ring || !p->distinct) { free(p->ring); free(p->distinct); free(p); return NULL; }
+	return vjw_llama_sampler_init(&vj_pen_iface, p);
+}
+
+// vj_pen_check applies llama.cpp's penalty sampler and vj_penalties, both
+// fed toks, to logits (n_vocab entries, in ours and theirs): for the
+// parity test.
+static int vj_pen_check(int32_t n_vocab, int32_t last_n, float rep, float freq, float pres, const llama_token *toks, int n, float *ours, float *theirs, llama_token_data *cur) {
+	struct llama_sampler *a = vj_penalties(n_vocab, last_n, rep, freq, pres);
+	struct llama_sampler *b = vjw_llama_sampler_init_penalties(n_vocab, last_n, rep, freq, pres);
+	if (!a || !b) return -1;
+	for (int i = 0; i < n; i++) { vjw_llama_sampler_accept(a, toks[i]); vjw_llama_sampler_accept(b, toks[i]); }
+	struct llama_sampler *ab[2] = { a, b };
+	float *out[2] = { ours, theirs };
+	for (int k = 0; k < 2; k++) {
+		for (llama_token t = 0; t < n_vocab; t++) { cur[t].id = t; cur[t].logit = out[k][t]; cur[t].p = 0; }
+		llama_token_data_array arr = { cur, (size_t)n_vocab, -1, false };
+		vjw_llama_sampler_apply(ab[k], &arr);
+		for (size_t i = 0; i < arr.size; i++) out[k][arr.data[i].id] = arr.data[i].logit;
+	}
+	vjw_llama_sampler_free(a);
+	vjw_llama_sampler_free(b);
+	return 0;
 }
 
 static int vj_batch_push(struct llama_batch *b, llama_token t, llama_pos p, llama_seq_id s, int8_t logits) {
@@ -49,6 +206,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -189,6 +347,18 @@ func (m *Model) Free() {
 // TrainContext is the context length the model was trained with.
 func (m *Model) TrainContext() int { return int(C.vjw_llama_model_n_ctx_train(m.p)) }
 
+// KVBytesPerToken is the KV cache's size per token with llama.cpp's
+// default F16 K and V: every layer's keys and values of the KV heads.
+func (m *Model) KVBytesPerToken() int {
+	layers := int(C.vjw_llama_model_n_layer(m.p))
+	embd, heads := int(C.vjw_llama_model_n_embd(m.p)), int(C.vjw_llama_model_n_head(m.p))
+	kv := int(C.vjw_llama_model_n_head_kv(m.p))
+	if heads <= 0 || kv <= 0 {
+		kv, heads = 1, 1
+	}
+	return layers * 2 * 2 * kv * (embd / heads)
+}
+
 // Params is the model's parameter count.
 func (m *Model) Params() uint64 { return uint64(C.vjw_llama_model_n_params(m.p)) }
 
@@ -292,9 +462,10 @@ func (m *Model) Piece(dst []byte, t Token, special bool) []byte {
 
 // Context is an inference context: the KV cache and the compute buffers.
 type Context struct {
-	p   *C.struct_llama_context
-	mem C.llama_memory_t
-	m   *Model
+	p       *C.struct_llama_context
+	mem     C.llama_memory_t
+	m       *Model
+	unified bool
 }
 
 // ContextParams are the context options Vajra sets.
@@ -326,7 +497,7 @@ func NewContext(m *Model, cp ContextParams) (*Context, error) {
 	if c == nil {
 		return nil, errors.New("llama.cpp could not create a context (too large a KV cache for memory?)")
 	}
-	return &Context{p: c, mem: C.vjw_llama_get_memory(c), m: m}, nil
+	return &Context{p: c, mem: C.vjw_llama_get_memory(c), m: m, unified: cp.KVUnified}, nil
 }
 
 // Free releases the context.
@@ -335,6 +506,11 @@ func (c *Context) Free() {
 		C.vjw_llama_free(c.p)
 		c.p = nil
 	}
+}
+
+// SetThreads sets the compute threads of the next Decode calls.
+func (c *Context) SetThreads(n int) {
+	C.vjw_llama_set_n_threads(c.p, C.int32_t(n), C.int32_t(n))
 }
 
 // Size is the context's KV cells, BatchSize its n_batch, SeqMax its
@@ -353,13 +529,36 @@ func (c *Context) SeqRemove(seq int, p0, p1 int) bool {
 }
 
 // SeqCopy makes dst share src's cells in [p0, p1): no KV is copied in a
-// unified cache, the cells gain a sequence id. Ids out of range do nothing
-// (llama.cpp asserts on them, which ends the process).
+// unified cache, the cells gain a sequence id. With a stream per sequence
+// only a whole copy (p0 <= 0, p1 < 0) is possible: see CopyPrefix. Ids out
+// of range and a partial copy across streams do nothing (llama.cpp asserts
+// on them, which ends the process).
 func (c *Context) SeqCopy(src, dst int, p0, p1 int) {
 	if n := c.SeqMax(); src < 0 || dst < 0 || src >= n || dst >= n {
 		return
 	}
+	if !c.unified && (p0 > 0 || p1 >= 0) {
+		return
+	}
 	C.vjw_llama_memory_seq_cp(c.mem, C.llama_seq_id(src), C.llama_seq_id(dst), C.llama_pos(p0), C.llama_pos(p1))
+}
+
+// Unified reports whether the sequences share one KV buffer (cells are
+// shared by copies) or each has a stream of its own (copies move data).
+func (c *Context) Unified() bool { return c.unified }
+
+// CopyPrefix makes dst (whose cells must be empty) hold src's first n
+// positions. In a unified cache the cells are shared, nothing is copied;
+// with a stream per sequence llama.cpp copies only whole streams, so src's
+// whole stream is copied (at the next Decode, before its compute) and dst
+// then drops the positions from n on.
+func (c *Context) CopyPrefix(src, dst, n int) {
+	if c.unified {
+		c.SeqCopy(src, dst, 0, n)
+		return
+	}
+	c.SeqCopy(src, dst, -1, -1)
+	c.SeqRemove(dst, n, -1)
 }
 
 // SeqPosMax is the largest position of seq, or -1.
@@ -428,6 +627,7 @@ func (b *Batch) Add(t Token, pos, seq int, logits bool) int {
 type Sampler struct {
 	list []*C.struct_llama_sampler
 	rep  *C.struct_llama_sampler // the repetition penalty, or nil
+	mode C.int                   // vj_sample's: 1 greedy alone, 2 grammar first
 }
 
 // SamplerParams are the per-request sampling settings, in vLLM's terms.
@@ -480,13 +680,27 @@ func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
 	}
 	lastN := C.int32_t(max(sp.PenaltyLastN, 1))
 	if sp.RepeatPenalty > 0 && sp.RepeatPenalty != 1 {
-		s.rep = C.vjw_llama_sampler_init_penalties(nv, lastN, C.float(sp.RepeatPenalty), 0, 0)
+		if s.rep = C.vj_penalties(nv, lastN, C.float(sp.RepeatPenalty), 0, 0); s.rep == nil {
+			s.Free()
+			return nil, errors.New("out of memory for the penalty sampler")
+		}
 		add(s.rep)
 	}
 	if sp.FrequencyPenalty != 0 || sp.PresencePenalty != 0 {
-		add(C.vjw_llama_sampler_init_penalties(nv, lastN, 1, C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty)))
+		p := C.vj_penalties(nv, lastN, 1, C.float(sp.FrequencyPenalty), C.float(sp.PresencePenalty))
+		if p == nil {
+			s.Free()
+			return nil, errors.New("out of memory for the penalty sampler")
+		}
+		add(p)
+	}
+	if sp.Grammar != "" {
+		s.mode = 2
 	}
 	if sp.Temperature <= 0 {
+		if len(s.list) == 0 {
+			s.mode = 1
+		}
 		add(C.vjw_llama_sampler_init_greedy())
 		return s, nil
 	}
@@ -540,7 +754,26 @@ func (s *Sampler) Sample(c *Context, i int, cand *Candidates) Token {
 	if len(s.list) == 0 {
 		return -1
 	}
-	return Token(C.vj_sample(c.p, C.int32_t(i), &s.list[0], C.int(len(s.list)), cand.p, C.int32_t(cand.n)))
+	return Token(C.vj_sample(c.p, C.int32_t(i), &s.list[0], C.int(len(s.list)), cand.p, C.int32_t(cand.n), s.mode))
+}
+
+// PenaltyParity applies llama.cpp's own penalty sampler and Vajra's (see
+// vj_pen), both fed toks, to copies of logits, and returns both results;
+// for tests (the two must agree).
+func PenaltyParity(m *Model, lastN int, rep, freq, pres float32, toks []Token, logits []float32) (ours, theirs []float32, err error) {
+	n := m.VocabSize()
+	if len(logits) != n || len(toks) == 0 {
+		return nil, nil, errors.New("PenaltyParity: logits must have one entry per vocabulary token, toks at least one")
+	}
+	ours, theirs = slices.Clone(logits), slices.Clone(logits)
+	cand := NewCandidates(m)
+	defer cand.Free()
+	if C.vj_pen_check(C.int32_t(n), C.int32_t(lastN), C.float(rep), C.float(freq), C.float(pres),
+		(*C.llama_token)(unsafe.Pointer(&toks[0])), C.int(len(toks)),
+		(*C.float)(unsafe.Pointer(&ours[0])), (*C.float)(unsafe.Pointer(&theirs[0])), cand.p) != 0 {
+		return nil, nil, errors.New("PenaltyParity: out of memory")
+	}
+	return ours, theirs, nil
 }
 
 // Free releases the samplers.

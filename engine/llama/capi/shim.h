@@ -27,6 +27,10 @@
 	X(llama, llama_model_get_vocab) \
 	X(llama, llama_model_n_ctx_train) \
 	X(llama, llama_model_n_params) \
+	X(llama, llama_model_n_layer) \
+	X(llama, llama_model_n_embd) \
+	X(llama, llama_model_n_head) \
+	X(llama, llama_model_n_head_kv) \
 	X(llama, llama_model_desc) \
 	X(llama, llama_model_chat_template) \
 	X(llama, llama_model_meta_val_str) \
@@ -55,6 +59,7 @@
 	X(llama, llama_vocab_get_text) \
 	X(llama, llama_tokenize) \
 	X(llama, llama_token_to_piece) \
+	X(llama, llama_sampler_init) \
 	X(llama, llama_sampler_free) \
 	X(llama, llama_sampler_apply) \
 	X(llama, llama_sampler_reset) \
@@ -67,7 +72,12 @@
 	X(llama, llama_sampler_init_temp) \
 	X(llama, llama_sampler_init_penalties) \
 	X(llama, llama_sampler_init_logit_bias) \
-	X(llama, llama_sampler_init_grammar)
+	X(llama, llama_sampler_init_grammar) \
+	X(llama, llama_pooling_type) \
+	X(llama, llama_get_embeddings_seq) \
+	X(llama, llama_get_embeddings_ith) \
+	X(llama, llama_model_size) \
+	X(llama, llama_vocab_type)
 
 #define VJ_DECL(lib, f) extern __typeof__(f) *vj_##f;
 VJ_FUNCS(VJ_DECL)

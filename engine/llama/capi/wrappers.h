@@ -20,6 +20,10 @@ static inline void vjw_llama_model_free(struct llama_model * model) { vj_llama_m
 static inline const struct llama_vocab * vjw_llama_model_get_vocab(const struct llama_model * model) { return vj_llama_model_get_vocab(model); }
 static inline int32_t vjw_llama_model_n_ctx_train(const struct llama_model * model) { return vj_llama_model_n_ctx_train(model); }
 static inline uint64_t vjw_llama_model_n_params(const struct llama_model * model) { return vj_llama_model_n_params(model); }
+static inline int32_t vjw_llama_model_n_layer(const struct llama_model * model) { return vj_llama_model_n_layer(model); }
+static inline int32_t vjw_llama_model_n_embd(const struct llama_model * model) { return vj_llama_model_n_embd(model); }
+static inline int32_t vjw_llama_model_n_head(const struct llama_model * model) { return vj_llama_model_n_head(model); }
+static inline int32_t vjw_llama_model_n_head_kv(const struct llama_model * model) { return vj_llama_model_n_head_kv(model); }
 static inline int32_t vjw_llama_model_desc(const struct llama_model * model, char * buf, size_t buf_size) { return vj_llama_model_desc(model, buf, buf_size); }
 static inline const char * vjw_llama_model_chat_template(const struct llama_model * model, const char * name) { return vj_llama_model_chat_template(model, name); }
 static inline int32_t vjw_llama_model_meta_val_str(const struct llama_model * model, const char * key, char * buf, size_t buf_size) { return vj_llama_model_meta_val_str(model, key, buf, buf_size); }
@@ -48,6 +52,7 @@ static inline bool vjw_llama_vocab_get_add_bos(const struct llama_vocab * vocab)
 static inline const char * vjw_llama_vocab_get_text(const struct llama_vocab * vocab, llama_token token) { return vj_llama_vocab_get_text(vocab, token); }
 static inline int32_t vjw_llama_tokenize(const struct llama_vocab * vocab, const char * text, int32_t text_len, llama_token * tokens, int32_t n_tokens_max, bool add_special, bool parse_special) { return vj_llama_tokenize(vocab, text, text_len, tokens, n_tokens_max, add_special, parse_special); }
 static inline int32_t vjw_llama_token_to_piece(const struct llama_vocab * vocab, llama_token token, char * buf, int32_t length, int32_t lstrip, bool special) { return vj_llama_token_to_piece(vocab, token, buf, length, lstrip, special); }
+static inline struct llama_sampler * vjw_llama_sampler_init(struct llama_sampler_i * iface, llama_sampler_context_t ctx) { return vj_llama_sampler_init(iface, ctx); }
 static inline void vjw_llama_sampler_free(struct llama_sampler * smpl) { vj_llama_sampler_free(smpl); }
 static inline void vjw_llama_sampler_apply(struct llama_sampler * smpl, llama_token_data_array * cur_p) { vj_llama_sampler_apply(smpl, cur_p); }
 static inline void vjw_llama_sampler_reset(struct llama_sampler * smpl) { vj_llama_sampler_reset(smpl); }
@@ -61,3 +66,8 @@ static inline struct llama_sampler * vjw_llama_sampler_init_temp(float t) { retu
 static inline struct llama_sampler * vjw_llama_sampler_init_penalties(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq, float penalty_present) { return vj_llama_sampler_init_penalties(n_vocab, penalty_last_n, penalty_repeat, penalty_freq, penalty_present); }
 static inline struct llama_sampler * vjw_llama_sampler_init_logit_bias(int32_t n_vocab, int32_t n_logit_bias, const llama_logit_bias * logit_bias) { return vj_llama_sampler_init_logit_bias(n_vocab, n_logit_bias, logit_bias); }
 static inline struct llama_sampler * vjw_llama_sampler_init_grammar(const struct llama_vocab * vocab, const char * grammar_str, const char * grammar_root) { return vj_llama_sampler_init_grammar(vocab, grammar_str, grammar_root); }
+static inline enum llama_pooling_type vjw_llama_pooling_type(const struct llama_context * ctx) { return vj_llama_pooling_type(ctx); }
+static inline float * vjw_llama_get_embeddings_seq(struct llama_context * ctx, llama_seq_id seq_id) { return vj_llama_get_embeddings_seq(ctx, seq_id); }
+static inline float * vjw_llama_get_embeddings_ith(struct llama_context * ctx, int32_t i) { return vj_llama_get_embeddings_ith(ctx, i); }
+static inline uint64_t vjw_llama_model_size(const struct llama_model * model) { return vj_llama_model_size(model); }
+static inline enum llama_vocab_type vjw_llama_vocab_type(const struct llama_vocab * vocab) { return vj_llama_vocab_type(vocab); }

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/vajra-go/vajra/engine/llama/gguf"
 )
@@ -42,6 +44,9 @@ type Config struct {
 	F16 bool
 	// Name is general.name (default "vajra-tiny").
 	Name string
+	// Meta adds string metadata keys (tokenizer.chat_template.tool_use,
+	// ...), written in key order so that the bytes stay the same.
+	Meta map[string]string
 }
 
 // Defaults of Config.
@@ -199,6 +204,9 @@ func build(cfg Config) (*gguf.Writer, error) {
 	set("tokenizer.ggml.padding_token_id", uint32(TokenEndOfText))
 	set("tokenizer.ggml.add_bos_token", false)
 	set("tokenizer.chat_template", ChatTemplate)
+	for _, k := range slices.Sorted(maps.Keys(cfg.Meta)) {
+		set(k, cfg.Meta[k])
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -233,3 +233,18 @@ func TestCloseEndsEveryCall(t *testing.T) {
 	testworker.WaitFor(t, 5*time.Second, "worker's streams ended", func() bool { return s.Running() == 0 })
 	testworker.WaitFor(t, 5*time.Second, "client goroutines gone", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+func TestRegistered(t *testing.T) {
+	s := testworker.Start(t, testworker.Config{})
+	c, err := remote.Dial("sglang://"+s.Addr, remote.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*Client); !ok {
+		t.Fatalf("sglang:// dials a %T", c)
+	}
+	if info, err := c.Info(context.Background()); err != nil || info.Slots != 32 || !info.PromptLogprobs {
+		t.Fatalf("info %+v %v", info, err)
+	}
+}

@@ -19,11 +19,12 @@ vocab += len(tok_cfg.get("added_tokens_decoder", {}))
 torch.manual_seed(1)
 cfg = LlamaConfig(
     vocab_size=vocab,
-    hidden_size=64,
-    intermediate_size=128,
+    # vLLM's CPU attention takes head sizes of 32 and up (not 16).
+    hidden_size=128,
+    intermediate_size=256,
     num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
+    num_attention_heads=2,
+    num_key_value_heads=1,
     max_position_embeddings=2048,
     bos_token_id=128000,
     eos_token_id=[128001, 128009],

@@ -70,8 +70,12 @@ func Dial(url string, o Options) (*Client, error) {
 	return c, nil
 }
 
-// Open is Dial with the default options, as remote.Register takes it.
-func Open(url string) (remote.Client, error) { return Dial(url, Options{}) }
+func init() { remote.Register(Scheme, Open) }
+
+// Open is Dial as remote.Register takes it.
+func Open(url string, o remote.DialOptions) (remote.Client, error) {
+	return Dial(url, Options{ConnectTimeout: o.ConnectTimeout})
+}
 
 func (c *Client) abort(ctx context.Context, id string) error {
 	_, err := c.api.Abort(ctx, &vllmpb.AbortRequest{RequestIds: []string{id}})
@@ -196,7 +200,18 @@ func (c *Client) Info(ctx context.Context) (*remote.Info, error) {
 		EOSTokenIDs:      eos,
 		BOSTokenID:       r.GetBosTokenId(),
 		Embeddings:       !r.GetIsGeneration(),
+		PromptLogprobs:   true,
+		Slots:            c.slots(ctx),
 	}, nil
+}
+
+// slots is the worker's max running requests (GetLoads), 0 when unknown.
+func (c *Client) slots(ctx context.Context) int {
+	l, err := c.Load(ctx)
+	if err != nil {
+		return 0
+	}
+	return l.Capacity
 }
 
 // Health implements remote.Client (HealthCheck).

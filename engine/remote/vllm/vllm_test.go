@@ -428,7 +428,7 @@ func TestInfoHealthLoadEmbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.ServedModelName != "tiny" || info.MaxContextLength != 2048 || fmt.Sprint(info.EOSTokenIDs) != "[128001 128009]" ||
-		info.VocabSize != 128256 || info.BOSTokenID != 1 || info.Embeddings {
+		info.VocabSize != 128256 || info.BOSTokenID != 1 || info.Embeddings || !info.PromptLogprobs || info.Slots != 64 {
 		t.Errorf("info %+v", info)
 	}
 	if err := c.Health(ctx); err != nil {
@@ -481,5 +481,99 @@ func TestCloseEndsEveryCall(t *testing.T) {
 	testworker.WaitFor(t, 5*time.Second, "client goroutines gone", func() bool { return runtime.NumGoroutine() <= before })
 	if _, err := c.Generate(context.Background(), gen("late", 1, 1), testworker.NewRecorder()); err == nil {
 		t.Error("Generate after Close: nil error")
+	}
+}
+
+// freezer is a TCP proxy that can stop forwarding without closing
+// anything: a worker whose host vanished, as the client sees it.
+type freezer struct {
+	lis    net.Listener
+	frozen chan struct{}
+}
+
+func newFreezer(t *testing.T, to string) *freezer {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{lis: lis, frozen: make(chan struct{})}
+	t.Cleanup(func() { lis.Close() })
+	go func() {
+		for {
+			a, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", to)
+			if err != nil {
+				a.Close()
+				continue
+			}
+			t.Cleanup(func() { a.Close(); b.Close() })
+			go f.pipe(a, b)
+			go f.pipe(b, a)
+		}
+	}()
+	return f
+}
+
+func (f *freezer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		select {
+		case <-f.frozen:
+			<-make(chan struct{}) // swallow everything from now on
+		default:
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// TestSilentWorkerDetected: a worker that stops answering without closing
+// its connection is dropped by keepalive (a ping after 10 s of silence,
+// grpc-go's floor, unanswered for 2 s) and its streams end with an error.
+func TestSilentWorkerDetected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 12 s")
+	}
+	s := testworker.Start(t, testworker.Config{Step: 10 * time.Millisecond})
+	f := newFreezer(t, s.Addr)
+	c := dial(t, f.lis.Addr().String())
+	rx := testworker.NewRecorder()
+	if _, err := c.Generate(context.Background(), gen("silent", 1, 100000), rx); err != nil {
+		t.Fatal(err)
+	}
+	testworker.WaitFor(t, 5*time.Second, "tokens", func() bool { return rx.Count(0) >= 2 })
+	close(f.frozen)
+	frozen := time.Now()
+	end := rx.Wait(t, 15*time.Second)
+	var we *remote.WorkerError
+	if !errors.As(end.Err, &we) || we.Status != 503 {
+		t.Errorf("End.Err %v, want a 503 *remote.WorkerError", end.Err)
+	}
+	t.Logf("the silent worker's stream ended %v after it went silent", time.Since(frozen).Round(time.Millisecond))
+}
+
+func TestRegistered(t *testing.T) {
+	s := testworker.Start(t, testworker.Config{})
+	c, err := remote.Dial("vllm://"+s.Addr, remote.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*Client); !ok {
+		t.Fatalf("vllm:// dials a %T", c)
+	}
+	if err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Dial("vllm://host-without-port", remote.DialOptions{}); err == nil {
+		t.Error("a URL without a port: nil error")
 	}
 }

@@ -21,6 +21,11 @@ It writes, deterministically (a seeded generator, no clock, no hash order):
     decoded_skip decode(ids, skip_special_tokens=True), or null when equal
                  to decoded
   prompt-<kind>.txt    8 KB prompts for the speed comparison
+  variants.json        tokenizers made from a real one by replacing
+                       top-level fields of its tokenizer.json, to cover
+                       components the four do not use (GPT-2's split regex,
+                       Digits, ByteLevel add_prefix_space, Metaspace)
+  golden-<variant>.jsonl.gz  as above, for the first VARIANT_STRINGS strings
 """
 import gzip
 import json
@@ -30,8 +35,28 @@ import sys
 
 import tokenizers
 
-NAMES = ["qwen3", "llama3", "gemma3"]
+NAMES = ["qwen3", "llama3", "gemma3", "llama2"]
 N_STRINGS = 6000
+VARIANT_STRINGS = 2000
+
+# name -> base tokenizer and the top-level fields of its tokenizer.json
+# replaced. engine/tokenizer's TestGoldenVariants builds the same ones.
+VARIANTS = {
+    "gpt2regex": {"base": "llama3", "set": {
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+    }},
+    "digits-prefix": {"base": "qwen3", "set": {
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": False},
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]},
+    }},
+    "metaspace": {"base": "llama2", "set": {
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True},
+        "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True},
+    }},
+}
 
 WORDS = (
     "the of and to in is was that for on with as by at from it be this are "
@@ -202,10 +227,22 @@ def main():
     for kind, p in prompts().items():
         with open(os.path.join(dst, f"prompt-{kind}.txt"), "w", encoding="utf-8", newline="") as f:
             f.write(p)
-    for name in NAMES:
-        tok = tokenizers.Tokenizer.from_file(os.path.join(src, name, "package", "models", "tokenizer.json"))
+    with open(os.path.join(dst, "variants.json"), "w", encoding="utf-8") as f:
+        json.dump(VARIANTS, f, ensure_ascii=False, indent=1, sort_keys=True)
+        f.write("\n")
+    jobs = [(name, None) for name in NAMES] + sorted(VARIANTS.items())
+    for name, variant in jobs:
+        subset = texts
+        if variant is None:
+            tok = tokenizers.Tokenizer.from_file(os.path.join(src, name, "package", "models", "tokenizer.json"))
+        else:
+            with open(os.path.join(src, variant["base"], "package", "models", "tokenizer.json"), encoding="utf-8") as f:
+                d = json.load(f)
+            d.update(variant["set"])
+            tok = tokenizers.Tokenizer.from_str(json.dumps(d))
+            subset = texts[:VARIANT_STRINGS]
         rows = []
-        for t in texts:
+        for t in subset:
             ids = tok.encode(t, add_special_tokens=False).ids
             ids_sp = tok.encode(t, add_special_tokens=True).ids
             dec = tok.decode(ids, skip_special_tokens=False)

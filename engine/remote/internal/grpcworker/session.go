@@ -42,6 +42,8 @@ type Options struct {
 	MaxBackoff time.Duration
 	// AbortTimeout bounds an Abort RPC (default 2 s).
 	AbortTimeout time.Duration
+	// ConnectTimeout bounds one connection attempt (default 5 s).
+	ConnectTimeout time.Duration
 	// DialOptions are appended to the session's own (tests).
 	DialOptions []grpc.DialOption
 }
@@ -94,6 +96,9 @@ func Dial(worker, hostport string, o Options) (*Session, error) {
 	if o.AbortTimeout <= 0 {
 		o.AbortTimeout = 2 * time.Second
 	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 5 * time.Second
+	}
 	bo := backoff.DefaultConfig
 	bo.MaxDelay = o.MaxBackoff
 	opts := []grpc.DialOption{
@@ -101,7 +106,7 @@ func Dial(worker, hostport string, o Options) (*Session, error) {
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time: o.KeepaliveTime, Timeout: o.KeepaliveTimeout,
 		}),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 2 * time.Second}),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: o.ConnectTimeout}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
 		grpc.WithDisableServiceConfig(),
 	}

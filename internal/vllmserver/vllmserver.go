@@ -1,0 +1,236 @@
+// Package vllmserver runs a real vLLM (the CPU build `make vllm` installs
+// into .vllm) for tests and benchmarks: `vllm serve` on a tiny
+// random-weight Llama in Hugging Face format with the real Llama 3
+// tokenizer (engine/remote/vllm/tinymodel.py, written once into
+// .vllm/models), on a loopback port, killed (its whole process group)
+// when the test ends.
+//
+// Tests that need it skip when the venv is missing, unless
+// VAJRA_REQUIRE_VLLM is set.
+package vllmserver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ServedName is the model name the server is started with.
+const ServedName = "tiny"
+
+// Root is the module root: the nearest directory above the working one
+// with a go.mod.
+func Root() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for ; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", errors.New("no go.mod above the working directory")
+		}
+	}
+}
+
+// Find returns the venv's bin directory: $VAJRA_VLLM_BIN, else .vllm/bin
+// under the module root.
+func Find() (string, error) {
+	bin := os.Getenv("VAJRA_VLLM_BIN")
+	if bin == "" {
+		root, err := Root()
+		if err != nil {
+			return "", err
+		}
+		bin = filepath.Join(root, ".vllm", "bin")
+	}
+	if _, err := os.Stat(filepath.Join(bin, "vllm")); err != nil {
+		return "", errors.New("vLLM is not installed: run `make vllm` (a CPU build into .vllm), or set VAJRA_VLLM_BIN")
+	}
+	return bin, nil
+}
+
+// Need returns the venv's bin directory, or skips tb (fails it with
+// VAJRA_REQUIRE_VLLM set).
+func Need(tb testing.TB) string {
+	tb.Helper()
+	bin, err := Find()
+	if err != nil {
+		if os.Getenv("VAJRA_REQUIRE_VLLM") != "" {
+			tb.Fatal(err)
+		}
+		tb.Skip(err)
+	}
+	return bin
+}
+
+// Model writes the tiny model once (into .vllm/models/tiny-llama3) and
+// returns its folder.
+func Model(tb testing.TB, bin string) string {
+	tb.Helper()
+	root, err := Root()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tok := TokenizerDir(tb)
+	model := filepath.Join(root, ".vllm", "models", "tiny-llama3")
+	if _, err := os.Stat(filepath.Join(model, "model.safetensors")); err != nil {
+		out, err := exec.Command(filepath.Join(bin, "python"), filepath.Join(root, "engine", "remote", "vllm", "tinymodel.py"), tok, model).CombinedOutput()
+		if err != nil {
+			tb.Fatalf("tinymodel.py: %v\n%s", err, out)
+		}
+	}
+	return model
+}
+
+// TokenizerDir is the folder of the real Llama 3 tokenizer (`make
+// tokenizers`).
+func TokenizerDir(tb testing.TB) string {
+	tb.Helper()
+	root, err := Root()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tok := filepath.Join(root, ".tokenizers", "llama3", "package", "models")
+	if _, err := os.Stat(filepath.Join(tok, "tokenizer.json")); err != nil {
+		tb.Fatal("the Llama 3 tokenizer is missing: run `make tokenizers`")
+	}
+	return tok
+}
+
+// Server is one `vllm serve` process group.
+type Server struct {
+	Addr string // HOST:PORT
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  bytes.Buffer
+	once sync.Once
+	done chan struct{}
+}
+
+// Start starts `vllm serve` on the tiny model, with --grpc when grpc is
+// set (vLLM's OpenAI server otherwise), on a free loopback port. It does
+// not wait for it to be up (see Wait).
+func Start(tb testing.TB, grpc bool, extra ...string) *Server {
+	tb.Helper()
+	bin := Need(tb)
+	model := Model(tb, bin)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := lis.Addr().(*net.TCPAddr).Port
+	lis.Close()
+	args := []string{"serve", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--served-model-name", ServedName,
+		"--max-model-len", "2048", "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "16"}
+	if grpc {
+		args = append(args, "--grpc")
+	}
+	args = append(args, extra...)
+	cmd := exec.Command(filepath.Join(bin, "vllm"), args...)
+	cmd.Env = append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = (*logWriter)(s), (*logWriter)(s)
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(s.done) }()
+	tb.Cleanup(func() {
+		s.Kill()
+		if tb.Failed() {
+			tb.Logf("vllm serve's log:\n%s", s.Log())
+		}
+	})
+	return s
+}
+
+type logWriter Server
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.log.Write(p)
+}
+
+// Log returns what the server printed.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// Done is closed when the process has exited.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Wait polls up until it holds, failing tb when the server exits first or
+// d passes (start-up takes minutes on two shared cores).
+func (s *Server) Wait(tb testing.TB, d time.Duration, up func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !up() {
+		select {
+		case <-s.done:
+			tb.Fatalf("vllm serve exited:\n%s", tail(s.Log(), 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("vllm serve not up within %v", d)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// Kill kills the process group (SIGKILL: vLLM's engine core and worker
+// are processes of their own) and waits. Idempotent.
+func (s *Server) Kill() {
+	s.once.Do(func() {
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	})
+}
+
+// CPU is the CPU time (user and system) of every live process in the
+// group so far.
+func (s *Server) CPU() time.Duration {
+	pgid := s.cmd.Process.Pid
+	ents, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)  // utime, field 14
+		st, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+		ticks += u + st
+	}
+	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
+}
