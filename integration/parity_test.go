@@ -170,7 +170,7 @@ func text(v any) any {
 // directory) instead of .llama/linux-x64: the same release built
 // elsewhere (node-llama-cpp's prebuilt CPU variants against a -march=native
 // build) computes logits that differ in the last bits, which flips
-// greedy near-ties after a few tokens (measured: 11 of 36 cases diverge
+// greedy near-ties after a few tokens (measured: 12 of 36 cases diverge
 // with the prebuilt libraries, none with llama-server's). A process loads
 // one build, and the libraries find each other only through
 // LD_LIBRARY_PATH, read at exec: hence the child.
