@@ -5,9 +5,9 @@ go 1.26.8
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/ardanlabs/jinja v1.8.0
-	github.com/buger/jsonparser v1.1.2
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/bufbuild/protocompile v0.14.1
+	github.com/buger/jsonparser v1.1.2
 	github.com/coder/websocket v1.8.15
 	github.com/mailru/easyjson v0.9.2
 	github.com/openai/openai-go/v3 v3.99.0

@@ -72,7 +72,8 @@ func TestBackgroundProgressMessagesAreNotReused(t *testing.T) {
 	defer system.Shutdown()
 	c := &progressCatcher{got: make(chan [2]any, 4)}
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
-	ss := &session{owner: &Sessions{store: &ResponseStore{root: system.Root, pid: pid}}}
+	ss := &session{}
+	ss.owner = &Sessions{store: &ResponseStore{root: system.Root, pid: pid}}
 	d := &responsesDialect{id: "resp_p", meta: openai.ResponseMeta{ID: "resp_p", Model: "m"}}
 	b := &background{d: d, shared: true}
 	b.live.rec = &storedResponse{id: d.id}

@@ -89,7 +89,7 @@ var parityPrompts = []string{
 	"import numpy as np\n",
 }
 
-func postJSON(t *testing.T, url string, body any) map[string]any {
+func postObject(t *testing.T, url string, body any) map[string]any {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
@@ -209,7 +209,7 @@ func TestLlamaServerParity(t *testing.T) {
 		if c.tools != nil {
 			body["tools"] = c.tools
 		}
-		v, l := postJSON(t, vbase+"/v1/chat/completions", body), postJSON(t, lbase+"/v1/chat/completions", body)
+		v, l := postObject(t, vbase+"/v1/chat/completions", body), postObject(t, lbase+"/v1/chat/completions", body)
 		cases++
 		diff("chat text", c.name, text(dig(v, "choices", 0, "message", "content")), text(dig(l, "choices", 0, "message", "content")))
 		diff("chat token bytes", c.name, trimPartial(logprobBytes(v)), trimPartial(logprobBytes(l)))
@@ -224,12 +224,12 @@ func TestLlamaServerParity(t *testing.T) {
 		if c.tools != nil {
 			tb["tools"] = c.tools
 		}
-		rendered, _ := postJSON(t, lbase+"/apply-template", tb)["prompt"].(string)
-		ltok := postJSON(t, lbase+"/tokenize", map[string]any{"content": rendered, "add_special": true, "parse_special": true})["tokens"]
+		rendered, _ := postObject(t, lbase+"/apply-template", tb)["prompt"].(string)
+		ltok := postObject(t, lbase+"/tokenize", map[string]any{"content": rendered, "add_special": true, "parse_special": true})["tokens"]
 		tb["model"] = realModelName
-		vtok := postJSON(t, vbase+"/tokenize", tb)["tokens"]
+		vtok := postObject(t, vbase+"/tokenize", tb)["tokens"]
 		if !reflect.DeepEqual(vtok, ltok) {
-			vtext := postJSON(t, lbase+"/detokenize", map[string]any{"tokens": vtok})["content"]
+			vtext := postObject(t, lbase+"/detokenize", map[string]any{"tokens": vtok})["content"]
 			t.Errorf("template %s:\n  vajra        %q\n  llama-server %q", c.name, vtext, rendered)
 		}
 
@@ -246,7 +246,7 @@ func TestLlamaServerParity(t *testing.T) {
 			}
 		}
 		mb["messages"] = msgs
-		v, l = postJSON(t, vbase+"/v1/messages", mb), postJSON(t, lbase+"/v1/messages", mb)
+		v, l = postObject(t, vbase+"/v1/messages", mb), postObject(t, lbase+"/v1/messages", mb)
 		cases++
 		diff("messages text", c.name, text(dig(v, "content", 0, "text")), text(dig(l, "content", 0, "text")))
 		diff("messages stop_reason", c.name, dig(v, "stop_reason"), dig(l, "stop_reason"))
@@ -259,7 +259,7 @@ func TestLlamaServerParity(t *testing.T) {
 	for i, p := range parityPrompts {
 		name := fmt.Sprintf("prompt %d %q", i, strings.SplitN(p, "\n", 2)[0])
 		body := map[string]any{"model": realModelName, "prompt": p, "max_tokens": parityMaxTokens, "temperature": 0, "cache_prompt": false}
-		v, l := postJSON(t, vbase+"/v1/completions", body), postJSON(t, lbase+"/v1/completions", body)
+		v, l := postObject(t, vbase+"/v1/completions", body), postObject(t, lbase+"/v1/completions", body)
 		cases++
 		diff("completions text", name, text(dig(v, "choices", 0, "text")), text(dig(l, "choices", 0, "text")))
 		diff("completions finish_reason", name, dig(v, "choices", 0, "finish_reason"), dig(l, "choices", 0, "finish_reason"))
