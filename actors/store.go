@@ -144,6 +144,9 @@ type storedResponse struct {
 	// output (without instructions), for the next previous_response_id.
 	history []engine.Message
 	size    int64
+	// leaseUntil, read from a shared store (Unix milliseconds), is when a
+	// running background response's owner lease lapses; 0 when none.
+	leaseUntil int64
 
 	// LRU links, touched by the store actor only.
 	prev, next *storedResponse
@@ -298,7 +301,14 @@ func (st *ResponseStore) Stats() StoreStats {
 type liveResponse struct {
 	rec *storedResponse
 	pid *actor.PID
+	// last is the latest record written to a shared store (queued, then
+	// each progress), rewritten at every leaseTick to renew its lease.
+	last *storedResponse
 }
+
+// leaseTick asks the store actor to renew the leases of the live entries
+// in the shared store (redisStore.renewLeases sends it).
+type leaseTick struct{}
 
 // put sends rec to the store. Safe for concurrent use (also from the
 // engine's goroutine): the put is queued before the caller's response goes
@@ -339,14 +349,25 @@ func (st *ResponseStore) Receive(ctx actor.Context) {
 			ctx.Send(m.ack.replyTo, &m.ack.reply)
 		}
 	case *storeLive:
-		st.live[m.rec.id] = liveResponse{rec: m.rec, pid: m.pid}
+		st.live[m.rec.id] = liveResponse{rec: m.rec, pid: m.pid, last: m.rec}
 		st.nlive.Store(int64(len(st.live)))
 		if st.redis != nil {
 			st.redis.put(m.rec, m.ack) // the fleet sees it queued
 		}
 	case *storeProgress:
-		if _, ok := st.live[m.rec.id]; ok && st.redis != nil {
+		if l, ok := st.live[m.rec.id]; ok && st.redis != nil {
+			l.last = m.rec
+			st.live[m.rec.id] = l
 			st.redis.put(m.rec, nil)
+		}
+	case *leaseTick:
+		// The fleet's other nodes take a response whose lease lapsed for
+		// one whose node died: renew every live one's (its last record,
+		// written again with a fresh lease).
+		for _, l := range st.live {
+			if st.redis != nil {
+				st.redis.put(l.last, nil)
+			}
 		}
 	case *storeFinish:
 		if st.redis != nil {

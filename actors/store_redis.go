@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,9 +182,58 @@ func newRedisStore(system *actor.ActorSystem, cfg StoreConfig, log *zap.Logger, 
 		st.wg.Add(1)
 		go st.work(st.jobs[i])
 	}
-	st.wg.Add(1)
+	st.wg.Add(2)
 	go st.subscribe()
+	go st.renewLeases()
 	return st, nil
+}
+
+// The owner lease of a running background response: every record of one
+// the owner writes (queued, progress) carries lease_until, now + leaseTTL,
+// and the store actor writes each live one's last record again every
+// leaseRenew. A node that reads a running record whose lease lapsed takes
+// its owner for dead (killed, or cut off from Redis) and answers it as
+// failed, with the output saved so far (lapsed): GET, DELETE and cancel
+// then work as for any ended response, from every node.
+const (
+	leaseTTL   = 5 * time.Second
+	leaseRenew = leaseTTL / 3
+)
+
+// renewLeases ticks the store actor every leaseRenew until stop.
+func (st *redisStore) renewLeases() {
+	defer st.wg.Done()
+	t := time.NewTicker(leaseRenew)
+	defer t.Stop()
+	for {
+		select {
+		case <-st.quit:
+			return
+		case <-t.C:
+			st.root.Send(st.store, &leaseTick{})
+		}
+	}
+}
+
+// lapsed returns rec as every node answers it once its owner's lease
+// lapsed: failed, its error saying so, the output saved so far kept; rec
+// itself when it is not a running record with a lapsed lease.
+func lapsed(rec *storedResponse, now time.Time) *storedResponse {
+	if !rec.background || openai.ResponseStatusFinal(rec.status) || rec.leaseUntil == 0 || now.UnixMilli() <= rec.leaseUntil {
+		return rec
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(rec.body, &obj); err != nil {
+		obj = map[string]json.RawMessage{"id": json.RawMessage(strconv.Quote(rec.id)), "object": json.RawMessage(`"response"`)}
+	}
+	obj["status"] = json.RawMessage(`"` + openai.ResponseFailed + `"`)
+	obj["error"] = json.RawMessage(`{"code":"server_error","message":"The node that ran this background response stopped before it ended; the output it saved is kept."}`)
+	body, _ := json.Marshal(obj)
+	out := *rec
+	out.prev, out.next = nil, nil
+	out.status, out.body, out.leaseUntil = openai.ResponseFailed, body, 0
+	out.size = recordSize(&out)
+	return &out
 }
 
 // queue is the worker queue of response id: the same one for every job of
@@ -340,6 +390,16 @@ func (st *redisStore) work(jobs chan *storeJob) {
 			continue
 		}
 		err := st.save(j.put)
+		final := j.put.background && openai.ResponseStatusFinal(j.put.status)
+		// A background response's final record is all that is left of it:
+		// retried (bounded, about 1.5 s) before it is given up.
+		for try := 0; final && errors.Is(err, errStoreUnavailable) && try < len(finalRetries); try++ {
+			select {
+			case <-time.After(finalRetries[try]):
+			case <-st.quit:
+			}
+			err = st.save(j.put)
+		}
 		if err != nil {
 			st.saveFailed(j.put.id, err)
 		} else if j.put.background && openai.ResponseStatusFinal(j.put.status) {
@@ -349,12 +409,19 @@ func (st *redisStore) work(jobs chan *storeJob) {
 	}
 }
 
+// finalRetries are the waits before each retry of a failed final save.
+var finalRetries = [...]time.Duration{100 * time.Millisecond, 400 * time.Millisecond, time.Second}
+
 // commandTimeout bounds one command beyond the client's own socket
 // timeouts (which ParseURL's dial_timeout/read_timeout set).
 const commandTimeout = 5 * time.Second
 
 func (st *redisStore) save(rec *storedResponse) error {
-	doc, err := encodeRecord(rec)
+	var lease int64
+	if rec.background && !openai.ResponseStatusFinal(rec.status) {
+		lease = time.Now().Add(leaseTTL).UnixMilli()
+	}
+	doc, err := encodeRecordLease(rec, lease)
 	if err != nil {
 		return err
 	}
@@ -447,7 +514,7 @@ func (st *redisStore) load(op storeOpKind, id string) (*storedResponse, error) {
 		st.log.Error("a stored response does not decode; treated as absent", zap.String("id", id), zap.Error(err))
 		return nil, nil
 	}
-	return rec, nil
+	return lapsed(rec, time.Now()), nil
 }
 
 // cancelElsewhere relays a cancel of a background response another node
@@ -597,6 +664,9 @@ type recordJSON struct {
 	FirstSeq int           `json:"first_seq,omitempty"`
 	Input    []itemJSON    `json:"input,omitempty"`
 	History  []messageJSON `json:"history,omitempty"`
+	// LeaseUntil: a running background response's owner lease (Unix
+	// milliseconds); a reader takes the owner for dead past it.
+	LeaseUntil int64 `json:"lease_until,omitempty"`
 }
 
 type itemJSON struct {
@@ -636,9 +706,13 @@ const recordVersion = 1
 
 // encodeRecord renders rec as the JSON document Redis keeps. Once per
 // stored response, off the hot path.
-func encodeRecord(rec *storedResponse) ([]byte, error) {
+func encodeRecord(rec *storedResponse) ([]byte, error) { return encodeRecordLease(rec, 0) }
+
+// encodeRecordLease is encodeRecord with the owner lease lease_until
+// (Unix milliseconds; 0 for none).
+func encodeRecordLease(rec *storedResponse, lease int64) ([]byte, error) {
 	doc := recordJSON{V: recordVersion, ID: rec.id, Status: rec.status, Background: rec.background, Body: rec.body,
-		Events: rec.events, FirstSeq: rec.firstSeq}
+		Events: rec.events, FirstSeq: rec.firstSeq, LeaseUntil: lease}
 	for i := range rec.input {
 		it := &rec.input[i]
 		j := itemJSON{Type: it.Type, ID: it.ID, Status: it.Status, Role: it.Role, CallID: it.CallID,
@@ -669,7 +743,7 @@ func decodeRecord(b []byte) (*storedResponse, error) {
 		return nil, fmt.Errorf("record version %d, this node reads %d", doc.V, recordVersion)
 	}
 	rec := &storedResponse{id: doc.ID, status: doc.Status, background: doc.Background, body: []byte(doc.Body),
-		events: doc.Events, firstSeq: doc.FirstSeq}
+		events: doc.Events, firstSeq: doc.FirstSeq, leaseUntil: doc.LeaseUntil}
 	for _, j := range doc.Input {
 		it := openai.ResponseItem{Type: j.Type, ID: j.ID, Status: j.Status, Role: j.Role, CallID: j.CallID,
 			Name: j.Name, Arguments: j.Arguments, Output: j.Output}

@@ -417,8 +417,10 @@ func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("a save queued behind a relayed cancel on its worker waited %v", d)
 	}
-	if r := asker.wait(); r.err != nil || r.rec == nil || r.rec.status != "in_progress" {
-		t.Fatalf("the cancel nobody answered: %+v, want the record in progress", r)
+	// Answered at the bound: the record as it is then, still in progress,
+	// or failed once the owner's lease (as long as the bound) lapsed.
+	if r := asker.wait(); r.err != nil || r.rec == nil || (r.rec.status != "in_progress" && r.rec.status != "failed") {
+		t.Fatalf("the cancel nobody answered: %+v, want the record in progress or lapsed", r)
 	}
 
 	// An owner that answers: it saves the cancelled record when the cancel
