@@ -68,7 +68,9 @@ type Config struct {
 	InterTokenTimeout time.Duration
 	// HealthInterval is how often a healthy worker is probed (0: default).
 	HealthInterval time.Duration
-	// Picker chooses the worker of each request (nil: LeastLoaded).
+	// Picker chooses the worker of each request (nil: LeastLoaded); a
+	// Router (engine/route) also gets each request's outcome and decides
+	// its retries.
 	Picker Picker
 	// Logger gets worker state changes (never per token); nil: none.
 	Logger *zap.Logger
@@ -81,6 +83,7 @@ type Engine struct {
 	log     *zap.Logger
 	workers []*Worker
 	picker  Picker
+	router  Router // picker, when it is one
 
 	model     atomic.Pointer[model]
 	modelOnce sync.Mutex // serializes loading the model state
@@ -142,6 +145,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.picker == nil {
 		e.picker = &LeastLoaded{}
 	}
+	e.router, _ = e.picker.(Router)
 	for _, u := range cfg.Workers {
 		c, err := Dial(u, cfg.Dial)
 		if err != nil {
