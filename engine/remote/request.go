@@ -20,17 +20,17 @@ import (
 // belongs to the client's receive goroutine (which serializes Tokens and
 // End) once Generate was called.
 type request struct {
-	e    *Engine
-	w    *Worker
-	sel  Selection
-	req  *engine.Request
-	g    Generate
-	q    Query
+	e   *Engine
+	w   *Worker
+	sel Selection
+	req *engine.Request
+	g   Generate
+	q   Query
 	// tried are the workers that refused r before its first byte.
 	tried  [4]*Worker
 	ntried int
-	p    *prepared
-	sink engine.Sink
+	p      *prepared
+	sink   engine.Sink
 
 	call     atomic.Pointer[callBox]
 	aborting atomic.Bool
