@@ -23,6 +23,7 @@ type Worker struct {
 	load     atomic.Pointer[Load]
 	info     atomic.Pointer[Info]
 	loadAt   atomic.Int64  // when load was stored, Unix ns
+	draining atomic.Bool   // removed from the configuration: no new requests
 	kick     chan struct{} // wakes the prober after a failed call
 }
 
@@ -42,6 +43,10 @@ func (w *Worker) URL() string { return w.url }
 // Healthy reports the last probe's verdict (false after a failed call
 // until a probe succeeds).
 func (w *Worker) Healthy() bool { return w.healthy.Load() }
+
+// Draining reports that the worker was removed from the configuration:
+// it takes no new request, and its running ones finish.
+func (w *Worker) Draining() bool { return w.draining.Load() }
 
 // InFlight is the number of the engine's requests running on w.
 func (w *Worker) InFlight() int { return int(w.inflight.Load()) }
@@ -153,7 +158,7 @@ func (e *Engine) pick(q *Query, tried []*Worker) Selection {
 	var buf [8]*Worker
 	ws := buf[:0]
 	for _, w := range e.workers {
-		if w.healthy.Load() && !slices.Contains(tried, w) {
+		if w.healthy.Load() && !w.draining.Load() && !slices.Contains(tried, w) {
 			ws = append(ws, w)
 		}
 	}
