@@ -131,6 +131,22 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT; repeatable, or comma-separated (YAML: workers: [...])")
 	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")
+	// Routing among the workers (engine/route; its defaults, repeated
+	// here: the binary uses the root package's API only).
+	rt := &cfg.Routing
+	fs.StringVar(&rt.Policy, "routing-policy", "cache_aware", "how a request's worker is chosen: cache_aware (the worker holding the prompt's prefix, unless load says otherwise), least_load, power_of_two or round_robin")
+	fs.Float64Var(&rt.CacheThreshold, "routing-cache-threshold", 0.3, "cache_aware: the least fraction of the prompt a worker must hold for it to be preferred to the least loaded")
+	fs.IntVar(&rt.BalanceAbs, "routing-balance-abs-threshold", 16, "cache_aware: route by load alone when the most and least loaded workers differ by more than this many requests ...")
+	fs.Float64Var(&rt.BalanceRel, "routing-balance-rel-threshold", 1.5, "cache_aware: ... and the most loaded has more than this factor times the least loaded's requests")
+	fs.IntVar(&rt.BlockTokens, "routing-block-tokens", 64, "cache_aware: prompts are compared by whole blocks of this many tokens")
+	fs.IntVar(&rt.CacheBlocks, "routing-cache-blocks", 16384, "cache_aware: prompt blocks remembered per worker (least recently sent dropped first)")
+	fs.DurationVar(&rt.CacheTTL, "routing-cache-ttl", 10*time.Minute, "cache_aware: a prompt block not sent for this long no longer counts (the worker has likely evicted it)")
+	fs.IntVar(&rt.Breaker.Failures, "worker-circuit-failures", 5, "open a worker's circuit (no requests) after this many consecutive failed requests (negative: no circuit breaker)")
+	fs.DurationVar(&rt.Breaker.CoolDown, "worker-circuit-cooldown", 5*time.Second, "how long an open circuit stays open before a trial request")
+	fs.IntVar(&rt.Retry.Max, "worker-max-retries", 2, "retries on another worker of a request refused before its first byte (connection refused, 429, 503; negative: none)")
+	fs.DurationVar(&rt.Retry.Backoff, "worker-retry-backoff", 20*time.Millisecond, "the wait before a first retry, doubling per retry, jittered")
+	fs.DurationVar(&rt.Retry.MaxBackoff, "worker-retry-max-backoff", 500*time.Millisecond, "the longest wait before a retry")
+	fs.Float64Var(&rt.Retry.Ratio, "worker-retry-budget", 0.2, "retries may add at most this fraction of the requests to the load (plus 10 per second)")
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,

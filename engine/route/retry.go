@@ -10,7 +10,7 @@ import (
 // RetryConfig bounds the retries of requests refused before their first
 // byte.
 type RetryConfig struct {
-	// Max is the number of retries of one request (0: none).
+	// Max is the number of retries of one request.
 	Max int
 	// Backoff is the wait before the first retry, doubling for each
 	// next one up to MaxBackoff; each wait is drawn at random from its

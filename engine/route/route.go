@@ -46,6 +46,14 @@ const (
 	DefaultBalanceAbs     = 16
 	DefaultBalanceRel     = 1.5
 	DefaultLoadFresh      = 3 * time.Second
+
+	DefaultBreakerFailures = 5
+	DefaultBreakerCoolDown = 5 * time.Second
+	DefaultMaxRetries      = 2
+	DefaultRetryBackoff    = 20 * time.Millisecond
+	DefaultRetryMaxBackoff = 500 * time.Millisecond
+	DefaultRetryBudget     = 0.2
+	DefaultRetryMinPerSec  = 10
 )
 
 // Config configures a Router. Zero fields take the defaults above.
@@ -69,9 +77,11 @@ type Config struct {
 	BalanceRel float64
 	// LoadFresh is how old a worker's own load report may be to count.
 	LoadFresh time.Duration
-	// Breaker configures each worker's circuit breaker.
+	// Breaker configures each worker's circuit breaker (zero fields: the
+	// defaults; Failures < 0: no breaker).
 	Breaker BreakerConfig
-	// Retry bounds the retries of refused requests.
+	// Retry bounds the retries of refused requests (zero fields: the
+	// defaults; Max < 0: no retry).
 	Retry RetryConfig
 	// Now is the clock (nil: time.Now); tests pass a fake one.
 	Now func() time.Time
@@ -111,6 +121,35 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	b := &c.Breaker
+	switch {
+	case b.Failures == 0:
+		b.Failures = DefaultBreakerFailures
+	case b.Failures < 0:
+		b.Failures = 0 // no breaker
+	}
+	if b.CoolDown <= 0 {
+		b.CoolDown = DefaultBreakerCoolDown
+	}
+	rt := &c.Retry
+	switch {
+	case rt.Max == 0:
+		rt.Max = DefaultMaxRetries
+	case rt.Max < 0:
+		rt.Max = 0
+	}
+	if rt.Backoff == 0 {
+		rt.Backoff = DefaultRetryBackoff
+	}
+	if rt.MaxBackoff == 0 {
+		rt.MaxBackoff = DefaultRetryMaxBackoff
+	}
+	if rt.Ratio == 0 {
+		rt.Ratio = DefaultRetryBudget
+	}
+	if rt.MinPerSecond == 0 {
+		rt.MinPerSecond = DefaultRetryMinPerSec
 	}
 	return c, nil
 }
@@ -378,8 +417,16 @@ type WorkerStats struct {
 	CachedBlocks         int    `json:"cached_blocks"`
 	// Load is the worker's own last report, LoadAge its age in seconds
 	// (-1: none yet).
-	Load    remote.Load `json:"load"`
-	LoadAge float64     `json:"load_age_seconds"`
+	Load    LoadReport `json:"load"`
+	LoadAge float64    `json:"load_age_seconds"`
+}
+
+// LoadReport is remote.Load with JSON names.
+type LoadReport struct {
+	Running  int     `json:"running"`
+	Waiting  int     `json:"waiting"`
+	KVUsage  float64 `json:"kv_usage"`
+	Capacity int     `json:"capacity"`
 }
 
 // Stats reports ws (the engine's workers, in order) with the router's
@@ -394,7 +441,7 @@ func (r *Router) Stats(ws []*remote.Worker) []WorkerStats {
 			InFlight: w.InFlight(), Requests: st.requests.Load(), Errors: st.errors.Load(),
 			PromptTokens: st.promptN.Load(), EstimatedHitTokens: st.matchedN.Load(),
 			ReportedPromptTokens: st.reportN.Load(), CachedTokens: st.cachedN.Load(),
-			Load: w.Load(), LoadAge: -1,
+			Load: LoadReport(w.Load()), LoadAge: -1,
 		}
 		switch {
 		case w.Draining():
