@@ -161,6 +161,9 @@ type Router struct {
 	budget *budget
 
 	mu     sync.Mutex // serializes adding a worker's state
+	// pickMu serializes cache_aware's decisions (a few µs each): two
+	// requests of one hot prefix routed at once see each other's load.
+	pickMu sync.Mutex
 	states atomic.Pointer[map[*remote.Worker]*wstate]
 }
 
@@ -175,6 +178,9 @@ type wstate struct {
 
 	requests atomic.Uint64
 	errors   atomic.Uint64
+	// pending counts the requests routed here and not Done: the engine's
+	// in-flight count trails it by the time from Route to the send.
+	pending atomic.Int64
 	// promptN and matchedN: prompt tokens routed here and how many of
 	// them the router estimated the worker held; reportN and cachedN the
 	// same as the worker reported them (cached_tokens).
@@ -281,6 +287,9 @@ func (r *Router) Route(ws []*remote.Worker, q *remote.Query) remote.Selection {
 	}
 	pick.br.acquire(ns)
 	pick.requests.Add(1)
+	if r.cfg.Policy != CacheAware {
+		pick.pending.Add(1)
+	}
 	pick.promptN.Add(uint64(len(q.Prompt)))
 	pick.matchedN.Add(uint64(matched))
 	return remote.Selection{Decode: pick.w, Matched: matched}
@@ -296,6 +305,8 @@ func (r *Router) cacheAware(cand []*wstate, q *remote.Query, now time.Time) (*ws
 	ns := now.UnixNano()
 	var hb [maxBlocks]uint64
 	hs := hashBlocks(hb[:0], q.Prompt, r.cfg.BlockTokens)
+	r.pickMu.Lock()
+	defer r.pickMu.Unlock()
 	var loads, caps, match [maxCand]int
 	lo, hi := int(^uint(0)>>1), 0
 	best := -1
@@ -329,6 +340,7 @@ func (r *Router) cacheAware(cand []*wstate, q *remote.Query, now time.Time) (*ws
 	}
 	st := cand[pick]
 	st.cache.insert(hs, ns)
+	st.pending.Add(1)
 	return st, min(match[pick]*r.cfg.BlockTokens, len(q.Prompt))
 }
 
@@ -347,11 +359,12 @@ func (r *Router) least(loads, match []int) int {
 	return best
 }
 
-// load is a worker's load in requests: Vajra's own in flight, or the
+// load is a worker's load in requests: Vajra's own in flight (routed and
+// not done, or the engine's count when higher), or the
 // worker's report (running and waiting, which counts other clients' too)
 // when that is fresh and higher.
 func (r *Router) load(st *wstate, now time.Time) int {
-	l := st.w.InFlight()
+	l := max(st.w.InFlight(), int(st.pending.Load()))
 	if st.w.LoadAge(now) <= r.cfg.LoadFresh {
 		rep := st.w.Load()
 		l = max(l, rep.Running+rep.Waiting)
@@ -374,6 +387,7 @@ func (r *Router) Done(sel remote.Selection, q *remote.Query, o remote.Outcome) {
 		return
 	}
 	st := r.state(sel.Decode)
+	st.pending.Add(-1)
 	ns := r.cfg.Now().UnixNano()
 	switch o.Result {
 	case remote.OutcomeFailed:

@@ -54,6 +54,13 @@ func tokens(seed uint64, n int) []int32 {
 	return out
 }
 
+// pick routes q and ends the request at once (as a finished request).
+func pick(r *Router, ws []*remote.Worker, q *remote.Query) remote.Selection {
+	sel := r.Route(ws, q)
+	r.Done(sel, q, remote.Outcome{})
+	return sel
+}
+
 func index(ws []*remote.Worker, w *remote.Worker) int {
 	for i, x := range ws {
 		if x == w {
@@ -73,7 +80,7 @@ func TestCacheAwareKeepsConversations(t *testing.T) {
 	perWorker := make([]int, 3)
 	for c := range first {
 		p := tokens(uint64(c), 600)
-		sel := r.Route(ws, &remote.Query{Prompt: p, N: 1})
+		sel := pick(r, ws, &remote.Query{Prompt: p, N: 1})
 		first[c] = index(ws, sel.Decode)
 		perWorker[first[c]]++
 		if sel.Matched != 0 {
@@ -88,7 +95,7 @@ func TestCacheAwareKeepsConversations(t *testing.T) {
 	for turn := 1; turn <= 4; turn++ {
 		for c := range first {
 			p := append(tokens(uint64(c), 600), tokens(uint64(1000+c*10+turn), 100*turn)...)
-			sel := r.Route(ws, &remote.Query{Prompt: p, N: 1})
+			sel := pick(r, ws, &remote.Query{Prompt: p, N: 1})
 			if got := index(ws, sel.Decode); got != first[c] {
 				t.Fatalf("conversation %d turn %d went to worker %d, started on %d", c, turn, got, first[c])
 			}
@@ -112,9 +119,10 @@ func TestCacheAwareSpreadsWhenSaturated(t *testing.T) {
 	ws := workers(3, 2)
 	hot := tokens(1, 800)
 	got := make([]int, 3)
+	var running []remote.Selection
 	for i := 0; i < 6; i++ {
-		sel := r.Route(ws, &remote.Query{Prompt: hot, N: 1})
-		sel.Decode.TestAddInFlight(1) // the request runs on
+		sel := r.Route(ws, &remote.Query{Prompt: hot, N: 1}) // the request runs on
+		running = append(running, sel)
 		got[index(ws, sel.Decode)]++
 	}
 	for i, n := range got {
@@ -123,10 +131,10 @@ func TestCacheAwareSpreadsWhenSaturated(t *testing.T) {
 		}
 	}
 	// With the slots free again, the prefix goes back to a holder.
-	for _, w := range ws {
-		w.TestAddInFlight(-w.InFlight())
+	for _, sel := range running {
+		r.Done(sel, &remote.Query{}, remote.Outcome{})
 	}
-	sel := r.Route(ws, &remote.Query{Prompt: hot, N: 1})
+	sel := pick(r, ws, &remote.Query{Prompt: hot, N: 1})
 	if sel.Matched < 768 {
 		t.Fatalf("matched %d after the spill, want a holder (>= 768)", sel.Matched)
 	}
@@ -138,14 +146,14 @@ func TestCacheAwareImbalance(t *testing.T) {
 	r, _ := newRouter(t, Config{BalanceAbs: 8, BalanceRel: 1.5})
 	ws := workers(2, 0)
 	p := tokens(3, 300)
-	sel := r.Route(ws, &remote.Query{Prompt: p, N: 1})
+	sel := pick(r, ws, &remote.Query{Prompt: p, N: 1})
 	holder := sel.Decode
 	holder.TestAddInFlight(8)
-	if sel = r.Route(ws, &remote.Query{Prompt: p, N: 1}); sel.Decode != holder {
+	if sel = pick(r, ws, &remote.Query{Prompt: p, N: 1}); sel.Decode != holder {
 		t.Fatal("a difference of 8 (not above BalanceAbs) moved the prefix")
 	}
 	holder.TestAddInFlight(1)
-	if sel = r.Route(ws, &remote.Query{Prompt: p, N: 1}); sel.Decode == holder {
+	if sel = pick(r, ws, &remote.Query{Prompt: p, N: 1}); sel.Decode == holder {
 		t.Fatal("a difference of 9 > BalanceAbs and 9 > 1.5*0 kept the prefix on its loaded worker")
 	}
 }
@@ -156,17 +164,17 @@ func TestCacheAwareThreshold(t *testing.T) {
 	r, _ := newRouter(t, Config{CacheThreshold: 0.5})
 	ws := workers(2, 0)
 	sys := tokens(4, 128)
-	sel := r.Route(ws, &remote.Query{Prompt: sys})
+	sel := pick(r, ws, &remote.Query{Prompt: sys})
 	holder := sel.Decode
 	holder.TestAddInFlight(1)
 	// 128 of 192 held (2/3): the holder, though busier.
 	mid := append(append([]int32{}, sys...), tokens(6, 64)...)
-	if sel = r.Route(ws, &remote.Query{Prompt: mid}); sel.Decode != holder {
+	if sel = pick(r, ws, &remote.Query{Prompt: mid}); sel.Decode != holder {
 		t.Fatal("two thirds of the prompt held lost to load 1 against 0")
 	}
 	// 128 of 384 tokens held (1/3 < 0.5): the idle worker.
 	long := append(append([]int32{}, sys...), tokens(5, 256)...)
-	if sel = r.Route(ws, &remote.Query{Prompt: long}); sel.Decode == holder {
+	if sel = pick(r, ws, &remote.Query{Prompt: long}); sel.Decode == holder {
 		t.Fatal("a third of the prompt held beat the threshold of 0.5")
 	}
 }
@@ -176,13 +184,13 @@ func TestCacheAgesOut(t *testing.T) {
 	r, clk := newRouter(t, Config{CacheTTL: time.Minute})
 	ws := workers(2, 0)
 	p := tokens(7, 256)
-	sel := r.Route(ws, &remote.Query{Prompt: p})
+	sel := pick(r, ws, &remote.Query{Prompt: p})
 	clk.Add(59 * time.Second)
-	if s := r.Route(ws, &remote.Query{Prompt: p}); s.Matched != 256 || s.Decode != sel.Decode {
+	if s := pick(r, ws, &remote.Query{Prompt: p}); s.Matched != 256 || s.Decode != sel.Decode {
 		t.Fatalf("within the TTL: matched %d", s.Matched)
 	}
 	clk.Add(61 * time.Second)
-	if s := r.Route(ws, &remote.Query{Prompt: p}); s.Matched != 0 {
+	if s := pick(r, ws, &remote.Query{Prompt: p}); s.Matched != 0 {
 		t.Fatalf("past the TTL: matched %d, want 0", s.Matched)
 	}
 }
@@ -234,14 +242,14 @@ func TestLeastLoad(t *testing.T) {
 	ws[2].TestAddInFlight(1)
 	ws[2].TestSetLoad(remote.Load{Running: 3, Waiting: 2}, clk.Now())
 	for i := 0; i < 10; i++ {
-		if w := r.Route(ws, &remote.Query{}).Decode; w != ws[1] {
+		if w := pick(r, ws, &remote.Query{}).Decode; w != ws[1] {
 			t.Fatalf("picked %s, want w1 (loads 2, 1, 5)", w.URL())
 		}
 	}
 	clk.Add(3 * time.Second) // w2's report is stale: load 1, ties with w1
 	seen := map[*remote.Worker]int{}
 	for i := 0; i < 10; i++ {
-		seen[r.Route(ws, &remote.Query{}).Decode]++
+		seen[pick(r, ws, &remote.Query{}).Decode]++
 	}
 	if seen[ws[0]] != 0 || seen[ws[1]] == 0 || seen[ws[2]] == 0 {
 		t.Fatalf("after the report aged: %v", seen)
@@ -255,7 +263,7 @@ func TestPowerOfTwo(t *testing.T) {
 	ws[0].TestAddInFlight(10)
 	seen := map[*remote.Worker]int{}
 	for i := 0; i < 300; i++ {
-		seen[r.Route(ws, &remote.Query{}).Decode]++
+		seen[pick(r, ws, &remote.Query{}).Decode]++
 	}
 	if seen[ws[0]] != 0 || seen[ws[1]] < 50 || seen[ws[2]] < 50 {
 		t.Fatalf("power of two over loads 10, 0, 0: %v", seen)
@@ -269,7 +277,7 @@ func TestRoundRobin(t *testing.T) {
 	ws[0].TestAddInFlight(100) // load does not matter
 	got := make([]int, 3)
 	for i := 0; i < 30; i++ {
-		got[index(ws, r.Route(ws, &remote.Query{Prompt: tokens(1, 200)}).Decode)]++
+		got[index(ws, pick(r, ws, &remote.Query{Prompt: tokens(1, 200)}).Decode)]++
 	}
 	if got[0] != 10 || got[1] != 10 || got[2] != 10 {
 		t.Fatalf("round robin: %v", got)
@@ -388,7 +396,7 @@ func TestRetry(t *testing.T) {
 	}
 	ws := workers(1, 0)
 	for i := 0; i < 10; i++ {
-		r.Route(ws, &remote.Query{})
+		pick(r, ws, &remote.Query{})
 	}
 	n := 0
 	for i := 0; i < 10; i++ {
@@ -413,8 +421,9 @@ func TestRouteAllocs(t *testing.T) {
 	r, _ := newRouter(t, Config{})
 	ws := workers(3, 0)
 	p := tokens(9, 2048)
-	r.Route(ws, &remote.Query{Prompt: p})
-	if a := testing.AllocsPerRun(200, func() { r.Route(ws, &remote.Query{Prompt: p}) }); a != 0 {
+	q := &remote.Query{Prompt: p}
+	pick(r, ws, q)
+	if a := testing.AllocsPerRun(200, func() { pick(r, ws, q) }); a != 0 {
 		t.Fatalf("%v allocations per cache-aware pick", a)
 	}
 }
@@ -436,7 +445,7 @@ func BenchmarkRoute(b *testing.B) {
 			const prefixes = 10000
 			prompts := make([][]int32, 64)
 			for i := 0; i < prefixes; i++ {
-				r.Route(ws, &remote.Query{Prompt: tokens(uint64(i), 512)})
+				pick(r, ws, &remote.Query{Prompt: tokens(uint64(i), 512)})
 			}
 			for i := range prompts {
 				prompts[i] = append(tokens(uint64(i*97), 512), tokens(uint64(prefixes+i), 512)...)
@@ -444,7 +453,8 @@ func BenchmarkRoute(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r.Route(ws, &remote.Query{Prompt: prompts[i%len(prompts)]})
+				q := &remote.Query{Prompt: prompts[i%len(prompts)]}
+				r.Done(r.Route(ws, q), q, remote.Outcome{})
 			}
 		})
 	}
