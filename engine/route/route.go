@@ -160,7 +160,7 @@ type Router struct {
 	rr     atomic.Uint64
 	budget *budget
 
-	mu     sync.Mutex // serializes adding a worker's state
+	mu sync.Mutex // serializes adding a worker's state
 	// pickMu serializes cache_aware's decisions (a few µs each): two
 	// requests of one hot prefix routed at once see each other's load.
 	pickMu sync.Mutex
