@@ -195,7 +195,7 @@ func (r *request) nextAttempt(err error) (time.Duration, bool) {
 	if rt := r.e.router; rt != nil {
 		return rt.Retry(&r.q, r.q.Attempt)
 	}
-	return 0, r.q.Attempt < len(r.e.workers)
+	return 0, r.q.Attempt < len(r.e.list())
 }
 
 // retryEnd takes a call its worker refused before the first byte (the
@@ -519,7 +519,9 @@ func endOf(end *End, i int) ChoiceEnd {
 // release drops the request from the worker's and engine's counts, once
 // per call when it has ended, and tells the Router how it went.
 func (r *request) release(o Outcome) {
-	r.w.inflight.Add(-1)
+	if r.w.inflight.Add(-1) == 0 && r.w.draining.Load() {
+		r.e.retire(r.w)
+	}
 	r.e.running.Add(-1)
 	r.e.untrack(r)
 	if rt := r.e.router; rt != nil {

@@ -168,3 +168,72 @@ func TestRetryStartRefused(t *testing.T) {
 		t.Fatalf("err %v", res.Err)
 	}
 }
+
+// newFakeURLs registers n fake workers and returns them with their URLs.
+func newFakeURLs(n int) ([]*fakeClient, []string) {
+	var fs []*fakeClient
+	var urls []string
+	for i := 0; i < n; i++ {
+		u := "fake://s" + string(rune('a'+fakeSeq.Add(1)%26)) + time.Now().Format("150405.000000000")
+		f := &fakeClient{url: u, ctx: 256, gens: make(chan *fakeCall, 64)}
+		fakeMu.Lock()
+		fakeClients[u] = f
+		fakeMu.Unlock()
+		fs, urls = append(fs, f), append(urls, u)
+	}
+	return fs, urls
+}
+
+// TestSetWorkersDrains: a worker removed by a reload takes no new
+// request while its running stream finishes, then is closed and
+// forgotten; an added worker serves once its probe passed.
+func TestSetWorkersDrains(t *testing.T) {
+	fs, urls := newFakeURLs(3)
+	e, err := New(Config{Workers: urls[:2], Tokenizer: byteTok{}, HealthInterval: 20 * time.Millisecond, Picker: &stubRouter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	rec, _, c := start(t, e, fs[0], chat("hi", 5))
+	c.tokens(0, ids("a")...)
+	if err := e.SetWorkers([]string{urls[1], urls[2]}); err != nil {
+		t.Fatal(err)
+	}
+	ws := e.Workers()
+	if len(ws) != 3 || !ws[2].Draining() || ws[2].URL() != urls[0] {
+		t.Fatalf("after the reload: %d workers, last %s draining %v", len(ws), ws[2].URL(), ws[2].Draining())
+	}
+	// New requests: never the drained worker (the stub takes the first offered).
+	eventually(t, "the added worker healthy", func() bool { return e.Workers()[1].Healthy() })
+	for i := 0; i < 3; i++ {
+		rec2, _, c2 := start(t, e, fs[1], chat("hi", 5))
+		c2.tokens(0, ids("b")...)
+		c2.end(&End{})
+		if res := rec2.wait(t); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	select {
+	case <-fs[0].gens:
+		t.Fatal("a new request went to the removed worker")
+	default:
+	}
+	// The running stream finishes.
+	c.tokens(0, ids("z")...)
+	c.end(&End{})
+	if res := rec.wait(t); res.Err != nil || res.Choices[0].Text != "az" {
+		t.Fatalf("the draining stream: err %v text %q", res.Err, res.Choices[0].Text)
+	}
+	if !ws[2].retiredDone() {
+		t.Fatal("the drained worker was not retired")
+	}
+	if err := e.SetWorkers([]string{urls[1], urls[2]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.Workers()); n != 2 {
+		t.Fatalf("%d workers after the drained one ended, want 2", n)
+	}
+	if err := e.SetWorkers([]string{"nope://x"}); err == nil || len(e.Workers()) != 2 {
+		t.Fatalf("a bad URL: %v, %d workers", err, len(e.Workers()))
+	}
+}

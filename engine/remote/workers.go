@@ -2,9 +2,11 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,6 +27,12 @@ type Worker struct {
 	loadAt   atomic.Int64  // when load was stored, Unix ns
 	draining atomic.Bool   // removed from the configuration: no new requests
 	kick     chan struct{} // wakes the prober after a failed call
+	stop     chan struct{} // closed when the worker is retired
+	retired  sync.Once
+}
+
+func newWorker(u string, c Client) *Worker {
+	return &Worker{url: u, client: c, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // LoadAge is how old the worker's last load report is (a large value
@@ -157,7 +165,7 @@ func (p *LeastLoaded) Pick(ws []*Worker) *Worker {
 func (e *Engine) pick(q *Query, tried []*Worker) Selection {
 	var buf [8]*Worker
 	ws := buf[:0]
-	for _, w := range e.workers {
+	for _, w := range e.list() {
 		if w.healthy.Load() && !w.draining.Load() && !slices.Contains(tried, w) {
 			ws = append(ws, w)
 		}
@@ -234,6 +242,8 @@ func (e *Engine) watch(w *Worker) {
 		select {
 		case <-e.done:
 			return
+		case <-w.stop:
+			return
 		case <-t.C:
 		case <-w.kick:
 			wait = 0
@@ -258,4 +268,92 @@ func templateSource(s string) (string, error) {
 		return "", fmt.Errorf("--chat-template: %w", err)
 	}
 	return string(b), nil
+}
+
+// SetWorkers makes urls the engine's workers (a configuration reload): a
+// new URL is dialed, probed and serves once healthy; a removed one drains
+// (it takes no new request, its running ones finish, then its connection
+// closes); one in both keeps its state. Safe for concurrent use; it fails,
+// changing nothing, when a new URL does not dial.
+func (e *Engine) SetWorkers(urls []string) error {
+	if len(urls) == 0 {
+		return errors.New("remote: no worker")
+	}
+	e.wsMu.Lock()
+	defer e.wsMu.Unlock()
+	if e.closed.Load() {
+		return errors.New("remote: the engine is closed")
+	}
+	old := e.list()
+	keep := map[string]*Worker{}
+	for _, w := range old {
+		if !w.draining.Load() {
+			keep[w.url] = w
+		}
+	}
+	var next, added []*Worker
+	want := map[string]bool{}
+	for _, u := range urls {
+		if want[u] {
+			continue
+		}
+		want[u] = true
+		if w := keep[u]; w != nil {
+			next = append(next, w)
+			continue
+		}
+		c, err := Dial(u, e.cfg.Dial)
+		if err != nil {
+			for _, w := range added {
+				_ = w.client.Close()
+			}
+			return err
+		}
+		w := newWorker(u, c)
+		next, added = append(next, w), append(added, w)
+	}
+	var removed []*Worker
+	for _, w := range old {
+		if !want[w.url] || w.draining.Load() {
+			if w.draining.Load() && w.retiredDone() {
+				continue // drained and closed: forgotten
+			}
+			if !w.draining.Swap(true) {
+				removed = append(removed, w)
+			}
+			next = append(next, w) // listed while it drains
+		}
+	}
+	e.wsp.Store(&next)
+	for _, w := range added {
+		e.wg.Add(1)
+		go func() { e.probe(w); e.watch(w) }()
+		e.log.Info("worker added", zap.String("worker", w.url))
+	}
+	for _, w := range removed {
+		e.log.Info("worker removed: draining", zap.String("worker", w.url), zap.Int("in_flight", w.InFlight()))
+		if w.inflight.Load() == 0 {
+			e.retire(w)
+		}
+	}
+	return nil
+}
+
+// retire closes a drained worker's connection and stops its prober, once.
+func (e *Engine) retire(w *Worker) {
+	w.retired.Do(func() {
+		close(w.stop)
+		_ = w.client.Close()
+		e.log.Info("worker drained", zap.String("worker", w.url))
+	})
+}
+
+// retiredDone reports whether w was retired.
+func (w *Worker) retiredDone() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
 }
