@@ -79,12 +79,12 @@ type Config struct {
 // Engine is an engine.Engine over remote workers. Every exported method is
 // safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	log     *zap.Logger
-	wsp     atomic.Pointer[[]*Worker] // the workers: replaced whole by SetWorkers
-	wsMu    sync.Mutex                // serializes SetWorkers
-	picker  Picker
-	router  Router // picker, when it is one
+	cfg    Config
+	log    *zap.Logger
+	wsp    atomic.Pointer[[]*Worker] // the workers: replaced whole by SetWorkers
+	wsMu   sync.Mutex                // serializes SetWorkers
+	picker Picker
+	router Router // picker, when it is one
 
 	model     atomic.Pointer[model]
 	modelOnce sync.Mutex // serializes loading the model state

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
