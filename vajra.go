@@ -298,6 +298,17 @@ func New(cfg Config) (*Server, error) {
 	return srv, nil
 }
 
+// SetWorkers replaces the remote engine's workers (a configuration
+// reload): new ones are dialed, removed ones drain. It fails when the
+// server does not run the remote engine, or a new worker does not dial.
+func (s *Server) SetWorkers(urls []string) error {
+	re, ok := s.eng.(*remote.Engine)
+	if !ok {
+		return errors.New("vajra: the server runs no remote engine (--worker)")
+	}
+	return re.SetWorkers(urls)
+}
+
 // workersJSON renders GET /workers for a routed remote engine (nil
 // otherwise: 404).
 func workersJSON(rt *route.Router, eng engine.Engine) func() []byte {

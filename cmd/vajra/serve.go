@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -401,16 +403,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start", zap.Error(err))
 		return 1
 	}
+	var hup chan os.Signal
+	if st.configFile != "" && len(cfg.Remote.Workers) > 0 {
+		// SIGHUP re-reads the config file's workers (reloadWorkers).
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	fmt.Fprintf(stdout, "vajra serving on http://%s\n", srv.Addr())
-	select {
-	case <-ctx.Done():
-	case <-srv.Done():
-		// The network engine died on an error of its own (not an accept
-		// error: netio refuses what it cannot accept and goes on):
-		// exit non-zero so that the node is restarted.
-		log.Error("network layer stopped", zap.Error(srv.Err()))
-		_ = srv.Stop(context.Background())
-		return 1
+	for running := true; running; {
+		select {
+		case <-hup:
+			reloadWorkers(srv, args, log)
+		case <-ctx.Done():
+			running = false
+		case <-srv.Done():
+			// The network engine died on an error of its own (not an accept
+			// error: netio refuses what it cannot accept and goes on):
+			// exit non-zero so that the node is restarted.
+			log.Error("network layer stopped", zap.Error(srv.Err()))
+			_ = srv.Stop(context.Background())
+			return 1
+		}
 	}
 	log.Info("shutting down: draining", zap.Duration("timeout", st.shutdown))
 	sctx, cancel := context.WithTimeout(context.Background(), st.shutdown)
@@ -419,6 +433,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Warn("shutdown", zap.Error(err))
 	}
 	return 0
+}
+
+// reloadWorkers applies the workers of a re-read configuration (SIGHUP):
+// the command line's and the environment's settings still win over the
+// file's, as at start; a removed worker drains.
+func reloadWorkers(srv *vajra.Server, args []string, log *zap.Logger) {
+	st, err := parseServe(args, os.LookupEnv, io.Discard)
+	if err == nil {
+		err = srv.SetWorkers(st.cfg.Remote.Workers)
+	}
+	if err != nil {
+		log.Error("SIGHUP: the workers were not reloaded", zap.Error(err))
+		return
+	}
+	log.Info("SIGHUP: workers reloaded", zap.Strings("workers", st.cfg.Remote.Workers))
 }
 
 // newLogger builds the zap logger of `vajra serve`.

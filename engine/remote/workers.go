@@ -339,13 +339,29 @@ func (e *Engine) SetWorkers(urls []string) error {
 	return nil
 }
 
-// retire closes a drained worker's connection and stops its prober, once.
+// retire closes a drained worker's connection and stops its prober, once,
+// and drops it from the list (on a goroutine of its own: SetWorkers calls
+// it holding wsMu).
 func (e *Engine) retire(w *Worker) {
 	w.retired.Do(func() {
 		close(w.stop)
 		_ = w.client.Close()
 		e.log.Info("worker drained", zap.String("worker", w.url))
+		go e.forget(w)
 	})
+}
+
+func (e *Engine) forget(w *Worker) {
+	e.wsMu.Lock()
+	defer e.wsMu.Unlock()
+	old := e.list()
+	next := make([]*Worker, 0, len(old))
+	for _, x := range old {
+		if x != w {
+			next = append(next, x)
+		}
+	}
+	e.wsp.Store(&next)
 }
 
 // retiredDone reports whether w was retired.
