@@ -38,6 +38,12 @@ type Config struct {
 	// previous_response_id (the store's read path too), then a new one.
 	Store bool
 	Chain int
+	// SharedPrefixTokens > 0 starts every prompt with one of
+	// PrefixGroups shared prefixes of this many words (the request's
+	// number picks the group in turn), then PromptTokens words of its
+	// own: the workload of prefix-cache-aware routing (-shared-prefix).
+	SharedPrefixTokens int
+	PrefixGroups       int
 
 	ITL time.Duration // the engine's inter-token latency, subtracted from gaps
 
@@ -188,6 +194,12 @@ func (c *Config) validate() error {
 		return bad("-max-tokens %d outside [1, %d]", c.MaxTokens, 1<<20)
 	case c.PromptTokens < 1 || c.PromptTokens > 1<<20:
 		return bad("-prompt-tokens %d outside [1, %d]", c.PromptTokens, 1<<20)
+	case c.SharedPrefixTokens < 0 || c.SharedPrefixTokens > 1<<20:
+		return bad("-shared-prefix %d outside [0, %d]", c.SharedPrefixTokens, 1<<20)
+	case c.SharedPrefixTokens > 0 && (c.PrefixGroups < 1 || c.PrefixGroups > 1<<16):
+		return bad("-prefix-groups %d outside [1, %d]", c.PrefixGroups, 1<<16)
+	case c.SharedPrefixTokens > 0 && (c.Dialect == DialectRealtime || c.Chain > 0):
+		return bad("-shared-prefix is for requests that each carry their prompt (not realtime, not -chain)")
 	case c.Dialect == DialectRealtime && !c.Stream:
 		return bad("realtime is always streamed; drop -stream=false")
 	case (c.Store || c.Chain != 0) && c.Dialect != DialectResponses:

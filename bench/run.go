@@ -28,6 +28,10 @@ type runner struct {
 	// hdr and prompt build a chained request (-chain) per worker.
 	hdr      [][2]string
 	prompt   string
+	// -shared-prefix: the shared prefixes, and the requests built so far
+	// (the next one's group).
+	prefixes []string
+	shared   atomic.Uint64
 	rtItem   []byte // realtime: conversation.item.create
 	rtCreate []byte // realtime: response.create
 	wsURL    string
@@ -50,6 +54,8 @@ type worker struct {
 	// requests of the current conversation have run.
 	prevID  string
 	chained int
+	// -shared-prefix: the stream's requests so far.
+	sent int
 }
 
 // Run runs one benchmark and returns its result. It refuses non-loopback
@@ -105,6 +111,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		body := requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, cfg.Store, "")
 		r.req = buildRequest("POST", t.host, t.basePath+cfg.Dialect.path(), hdr, body)
 		r.hdr, r.prompt = hdr, prompt
+		for g := 0; g < cfg.PrefixGroups && cfg.SharedPrefixTokens > 0; g++ {
+			r.prefixes = append(r.prefixes, fmt.Sprintf("Shared context %d. %s", g, BuildPrompt(cfg.SharedPrefixTokens)))
+		}
 	}
 	return r.run(ctx)
 }
@@ -630,6 +639,14 @@ func (r *runner) progress(ctx context.Context) {
 // with -chain the next turn of its conversation.
 func (w *worker) request() []byte {
 	r := w.r
+	if len(r.prefixes) > 0 {
+		// One of the shared prefixes in turn, then the request's own words.
+		w.sent++
+		n := r.shared.Add(1)
+		prompt := r.prefixes[int(n%uint64(len(r.prefixes)))] + fmt.Sprintf("\nRequest %d-%p: ", w.sent, w) + r.prompt
+		body := requestBodyStored(r.cfg.Dialect, r.cfg.Model, prompt, r.cfg.MaxTokens, r.cfg.Stream, r.cfg.Store, "")
+		return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
+	}
 	if r.cfg.Chain == 0 || w.prevID == "" {
 		return r.req
 	}
