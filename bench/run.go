@@ -26,8 +26,8 @@ type runner struct {
 	rec *recorder
 	req []byte // the raw HTTP request, shared read-only by all workers
 	// hdr and prompt build a chained request (-chain) per worker.
-	hdr      [][2]string
-	prompt   string
+	hdr    [][2]string
+	prompt string
 	// -shared-prefix: the shared prefixes, and the requests built so far
 	// (the next one's group).
 	prefixes []string
