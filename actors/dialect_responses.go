@@ -154,6 +154,22 @@ func (d *responsesDialect) saveResult(ss *session, res *engine.Result) {
 	ss.releaseBody()
 }
 
+// appendSaveFailed replaces the terminal event of a stream's last frames
+// with response.failed, code response_store_unavailable, at the same
+// sequence_number (saveFailer): the response the client asked to store
+// could not be saved.
+func (d *responsesDialect) appendSaveFailed(frames []byte, ss *session, err error) []byte {
+	rest, seq, ok := openai.CutTerminalEvent(frames, ss.framing)
+	if !ok {
+		seq = d.nextSeq
+		if n, found := openai.LastSequenceNumber(frames); found {
+			seq = n + 1
+		}
+	}
+	ae := storeUnavailable(err)
+	return openai.AppendResponseFailedCode(rest, &d.meta, ss.framing, seq, ae.Code, ae.Message)
+}
+
 func (d *responsesDialect) appendStreamError(dst []byte, ss *session, e *engine.Error) []byte {
 	return openai.AppendResponseFailed(dst, &d.meta, ss.framing, d.nextSeq, e)
 }

@@ -318,6 +318,13 @@ type errorEnder interface {
 	errorEnded(ss *session, res *engine.Result)
 }
 
+// saveFailer is a dialect that stores responses: appendSaveFailed turns a
+// stream's last frames (its terminal event) into the failure of a save
+// the client asked for (see saved).
+type saveFailer interface {
+	appendSaveFailed(frames []byte, ss *session, err error) []byte
+}
+
 // forward moves what the engine delivered to the connection, untouched.
 func (ss *session) forward(ctx actor.Context) {
 	if ss.bg != nil && ss.bg.running {
@@ -433,19 +440,32 @@ func (ss *session) withhold(what withheldEnd, status int) bool {
 }
 
 // saved runs when the store acknowledged the save, or reported that it
-// failed (the store logged and counted that; the response still ends, with
-// its terminal event): the end kept back goes out and the session stops.
+// failed (the store logged and counted that): the end kept back goes out
+// and the session stops. A client that asked for storing is never told
+// its response was stored when it was not: on a failed save a stream's
+// terminal event becomes response.failed with code
+// response_store_unavailable (saveFailer), and a non-streamed 200 becomes
+// the 503 of that code; an error response stays as it was.
 func (ss *session) saved(ctx actor.Context) {
 	ss.saving = false
 	if ss.stopped { // the client left meanwhile: nothing to send
 		return
 	}
 	w := ss.save
+	failed := w.ack.reply.err
 	switch w.withheld {
 	case withheldStream:
+		if f, ok := ss.d.(saveFailer); ok && failed != nil {
+			ss.out = f.appendSaveFailed(ss.out, ss, failed)
+		}
 		ss.conn.EndStream(ss.out)
 	case withheldResponse:
-		ss.conn.Respond(w.withheldStatus, contentTypeJSON, nil, ss.body)
+		status := w.withheldStatus
+		if failed != nil && status == 200 {
+			ae := storeUnavailable(failed)
+			status, ss.body = ae.Status, ss.d.appendError(ss.takeBody(), ae)
+		}
+		ss.conn.Respond(status, contentTypeJSON, nil, ss.body)
 		ss.releaseBody()
 	}
 	w.withheld = withheldNone

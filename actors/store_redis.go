@@ -88,8 +88,11 @@ type redisStore struct {
 	// fail at once instead of each waiting out a dial timeout, and one
 	// prober goroutine (probing) pings every probeInterval until Redis
 	// answers again.
-	up       atomic.Bool
-	probing  atomic.Bool
+	up      atomic.Bool
+	probing atomic.Bool
+	// upHook, set by tests before the store is used, runs in the prober
+	// right after it marked the store up.
+	upHook   func()
 	quit     chan struct{}
 	stored   atomic.Uint64
 	deleted  atomic.Uint64
@@ -437,12 +440,12 @@ func (st *redisStore) probe() {
 		return
 	}
 	go func() {
-		defer st.probing.Store(false)
 		t := time.NewTicker(probeInterval)
 		defer t.Stop()
 		for {
 			select {
 			case <-st.quit:
+				st.probing.Store(false)
 				return
 			case <-t.C:
 			}
@@ -450,8 +453,18 @@ func (st *redisStore) probe() {
 			err := st.client.Ping(ctx).Err()
 			cancel()
 			if err == nil {
+				// The prober is done before the store is marked up: a
+				// command failing from then on (Redis lost again at once)
+				// finds no prober running and starts one (done). The other
+				// order left a gap in which that failure marked the store
+				// down with no prober left, refusing every request until
+				// a restart.
+				st.probing.Store(false)
 				st.up.Store(true)
 				st.log.Info("Redis is reachable again")
+				if st.upHook != nil {
+					st.upHook()
+				}
 				return
 			}
 		}

@@ -3,7 +3,10 @@ package actors
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,5 +280,103 @@ func TestRedisStoreTLSAndUnixSocket(t *testing.T) {
 	}
 	if _, err := newRedisStore(system, StoreConfig{URL: plain.URL(), CAFile: tlsSrv.CAFile()}, zap.NewNop(), nil); err == nil {
 		t.Fatal("a CA file with a redis:// URL was accepted")
+	}
+}
+
+// TestRedisStoreFailureRightAfterRecovery: a command that fails the moment
+// the prober has marked the store up (Redis lost again at once) must leave
+// a prober running, so that the store comes back when Redis does. Before,
+// the prober reset its flag only after marking the store up: the failure
+// in between marked the store down with no prober left, and every request
+// was refused until the process restarted.
+func TestRedisStoreFailureRightAfterRecovery(t *testing.T) {
+	f := newRedisFixture(t, StoreConfig{})
+	var once atomic.Bool
+	f.st.upHook = func() {
+		if once.CompareAndSwap(false, true) {
+			// What a worker does when its command fails on a lost server.
+			f.st.done(opGet, errors.New("dial tcp: connection refused"), time.Now())
+		}
+	}
+	f.srv.Stop()
+	if r := f.ask(storeGet, "resp_1"); !errors.Is(r.err, errStoreUnavailable) {
+		t.Fatalf("get with Redis down: %+v", r)
+	}
+	f.srv.Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := f.ask(storeGet, "resp_1")
+		if r.err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis has been back for 5 s and the store still refuses: %v (up %v, probing %v)",
+				r.err, f.st.up.Load(), f.st.probing.Load())
+		}
+		time.Sleep(probeInterval / 5) // polling the store's answer, bounded
+	}
+	if !once.Load() {
+		t.Fatal("the hook never ran: the test proved nothing")
+	}
+}
+
+// TestRedisStoreFlappingUnderLoad: Redis stopped and started several
+// times within a second while sessions save and read; within a few
+// seconds of its last return every store request succeeds.
+func TestRedisStoreFlappingUnderLoad(t *testing.T) {
+	f := newRedisFixture(t, StoreConfig{})
+	const workers = 8
+	var stop atomic.Bool
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		c := &replyClient{replies: make(chan storeReply, 1)}
+		pid := f.st.root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1_000_000 && !stop.Load(); i++ {
+				id := "resp_" + strconv.Itoa(w) + "_" + strconv.Itoa(i)
+				if i%2 == 0 {
+					f.st.put(record(id, "{}"), &storeRequest{replyTo: pid})
+				} else {
+					f.st.ask(&storeRequest{op: storeGet, id: id, replyTo: pid})
+				}
+				select {
+				case r := <-c.replies:
+					if r.err != nil {
+						failed.Add(1)
+					} else {
+						ok.Add(1)
+					}
+				case <-time.After(15 * time.Second):
+					t.Error("a store request got no answer")
+					return
+				}
+			}
+		}()
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+	t0 := time.Now()
+	for range 5 {
+		f.srv.Stop()
+		f.srv.Restart()
+	}
+	t.Logf("5 stops and restarts in %v; %d answered, %d refused so far", time.Since(t0), ok.Load(), failed.Load())
+	// Within a few seconds every request succeeds: a window of 200 in a row.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		before := failed.Load()
+		base := ok.Load()
+		for ok.Load() < base+200 && failed.Load() == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond) // polling the counters, bounded
+		}
+		if failed.Load() == before && ok.Load() >= base+200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis has been back 5 s and requests still fail (up %v, probing %v; %d refused)",
+				f.st.up.Load(), f.st.probing.Load(), failed.Load())
+		}
 	}
 }

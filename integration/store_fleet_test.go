@@ -157,24 +157,31 @@ func TestFleetRedisDownAndBack(t *testing.T) {
 	if !asError(err, &apiErr) || apiErr.StatusCode != 503 {
 		t.Fatalf("previous_response_id with Redis down: %v", err)
 	}
-	// A stored stream still ends with its terminal event; the failed save
-	// is counted.
+	// A stored stream still ends with a terminal event, which says that
+	// the response failed: it could not be stored. The failed save is
+	// counted.
 	stream := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{
 		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4),
 	})
-	completed := false
+	var last responses.ResponseStreamEventUnion
 	for stream.Next() {
-		typ := stream.Current().Type
-		completed = completed || typ == "response.completed" || typ == "response.incomplete"
+		last = stream.Current()
 	}
-	if stream.Err() != nil || !completed {
-		t.Fatalf("stream with Redis down: %v, completed %v", stream.Err(), completed)
+	if stream.Err() != nil || last.Type != "response.failed" || last.Response.Error.Code != "response_store_unavailable" {
+		t.Fatalf("stored stream with Redis down: %v, ended with %s", stream.Err(), last.RawJSON())
 	}
-	if n := wiretest.Value(wiretest.Scrape(t, strings.TrimPrefix(base, "http://")), "vajra_response_store_save_failures_total"); n != 1 {
-		t.Fatalf("save failures counted: %v", n)
+	// A non-streamed stored create is told it was not stored: 503.
+	_, err = c.Responses.New(ctx, responses.ResponseNewParams{
+		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4),
+	})
+	if !asError(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Code != "response_store_unavailable" {
+		t.Fatalf("stored create with Redis down: %v", err)
 	}
-	if logs.FilterMessageSnippet("could not be stored").Len() != 1 {
-		t.Fatalf("the failed save was not logged: %v", logs.All())
+	if n := wiretest.Value(wiretest.Scrape(t, strings.TrimPrefix(base, "http://")), "vajra_response_store_save_failures_total"); n != 2 {
+		t.Fatalf("save failures counted: %v, want 2", n)
+	}
+	if logs.FilterMessageSnippet("could not be stored").Len() != 2 {
+		t.Fatalf("the failed saves were not logged: %v", logs.All())
 	}
 
 	r.Restart()
@@ -183,12 +190,14 @@ func TestFleetRedisDownAndBack(t *testing.T) {
 		res, err := c.Responses.New(ctx, responses.ResponseNewParams{
 			Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4),
 		})
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			// Answered 200: stored. A GET must find it.
+			if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err != nil {
+				t.Fatalf("a create answered 200 after Redis came back is not there: %v", err)
+			}
+			break
 		}
-		if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err == nil {
-			break // stored and read back: recovered
-		} else if !asError(err, &apiErr) || apiErr.StatusCode != 503 || time.Now().After(deadline) {
+		if !asError(err, &apiErr) || apiErr.StatusCode != 503 || time.Now().After(deadline) {
 			t.Fatalf("after Redis came back: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond) // the store's prober runs every 250 ms
@@ -373,8 +382,10 @@ func TestFleetRedisLostMidRun(t *testing.T) {
 	if _, err := create(false); err != nil {
 		t.Fatalf("store: false with Redis lost: %v", err)
 	}
-	if res, err := create(true); err != nil || res.Status == "" {
-		t.Fatalf("a stored create with Redis lost still answers: %v", err)
+	// A stored create is answered only once saved: with Redis lost, 503
+	// (never a 200 with a response that a GET cannot find).
+	if _, err := create(true); !asError(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Code != "response_store_unavailable" {
+		t.Fatalf("a stored create with Redis lost: %v, want 503 response_store_unavailable", err)
 	}
 	if resp, err := http.Get(base + "/health"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/health with Redis lost: %v %v", err, resp)
@@ -385,17 +396,16 @@ func TestFleetRedisLostMidRun(t *testing.T) {
 	r.Restart()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// Until the prober has seen Redis again, a stored create answers
+		// 503; once one answers 200, a GET finds it (never a 404).
 		res, err := create(true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Until the prober has seen Redis again, a GET answers 503; and a
-		// create whose save the node refused while it still saw Redis down
-		// (the response ends all the same, its save counted as failed) is
-		// not there to GET once Redis is back: 404. Either way, try again.
-		if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err == nil {
+		if err == nil {
+			if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err != nil {
+				t.Fatalf("a stored create answered 200 is not there: %v", err)
+			}
 			break
-		} else if !asError(err, &apiErr) || (apiErr.StatusCode != 503 && apiErr.StatusCode != 404) || time.Now().After(deadline) {
+		}
+		if !asError(err, &apiErr) || apiErr.StatusCode != 503 || time.Now().After(deadline) {
 			t.Fatalf("after Redis came back: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond) // the store's prober runs every 250 ms

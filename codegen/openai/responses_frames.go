@@ -417,3 +417,81 @@ func LastSequenceNumber(frames []byte) (int, bool) {
 	}
 	return n, digits > 0
 }
+
+// CutTerminalEvent returns frames without their last event when it is a
+// Responses stream's terminal one (response.completed, response.incomplete
+// or response.failed, with the chunked body's last-chunk after it), and
+// that event's sequence_number; ok is false when frames do not end with
+// one. A session uses it to replace the end it held back (a store that
+// failed to save the response turns it into response.failed). Whole
+// events only, as a stream's deliveries hold them.
+func CutTerminalEvent(frames []byte, framing codegen.Framing) (rest []byte, seq int, ok bool) {
+	typeKey := []byte(`{"type":"response.`)
+	i := bytes.LastIndex(frames, typeKey)
+	if i < 0 {
+		return frames, 0, false
+	}
+	typ := frames[i+len(typeKey)-len("response."):]
+	if q := bytes.IndexByte(typ, '"'); q < 0 {
+		return frames, 0, false
+	} else {
+		typ = typ[:q]
+	}
+	switch string(typ) {
+	case "response.completed", "response.incomplete", "response.failed":
+	default:
+		return frames, 0, false
+	}
+	seq, ok = LastSequenceNumber(frames[i:])
+	if !ok {
+		return frames, 0, false
+	}
+	start := i
+	switch framing {
+	case codegen.FramingWebSocket:
+		// An unmasked text frame's header: 2, 4 or 10 bytes.
+		switch {
+		case start >= 2 && frames[start-2] == 0x81 && frames[start-1] < 126:
+			start -= 2
+		case start >= 4 && frames[start-4] == 0x81 && frames[start-3] == 126:
+			start -= 4
+		case start >= 10 && frames[start-10] == 0x81 && frames[start-9] == 127:
+			start -= 10
+		default:
+			return frames, 0, false
+		}
+	default:
+		prefix := []byte("event: " + string(typ) + "\ndata: ")
+		if !bytes.HasSuffix(frames[:start], prefix) {
+			return frames, 0, false
+		}
+		start -= len(prefix)
+		if framing == codegen.FramingChunked {
+			// The chunk's header: hex digits, CRLF.
+			if start < 3 || frames[start-1] != '\n' || frames[start-2] != '\r' {
+				return frames, 0, false
+			}
+			start -= 2
+			for start > 0 && isHex(frames[start-1]) {
+				start--
+			}
+		}
+	}
+	return frames[:start], seq, true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+// AppendResponseFailedCode is AppendResponseFailed with the error object's
+// code and message given (a failure that is not the engine's, such as
+// response_store_unavailable).
+func AppendResponseFailedCode(dst []byte, meta *ResponseMeta, framing codegen.Framing, seq int, code, message string) []byte {
+	r := BuildResponse(meta, &engine.Result{Err: &engine.Error{Kind: engine.KindInternal, Message: message}})
+	r.Status = ResponseFailed
+	r.Error = &ResponseErrorObject{Code: code, Message: message}
+	dst, mark := codegen.BeginEvent(dst, framing, "response.failed")
+	dst = append(dst, `,"response":`...)
+	dst = AppendResponse(dst, r)
+	dst = endEvent(dst, framing, mark, seq)
+	return codegen.AppendLastChunk(dst, framing)
+}

@@ -47,6 +47,13 @@ type Engine struct {
 	wakeCh  chan struct{}
 	done    chan struct{}
 
+	// gate keeps the model and the context alive while a caller is in an
+	// entry point that reaches llama.cpp (Prepare, Start, Tokenize): see
+	// enter. kvCells is the context's size, read at load so that Stats
+	// never calls into C.
+	gate    gate
+	kvCells int
+
 	waitingN atomic.Int64
 	entropy  atomic.Uint64
 
@@ -129,6 +136,8 @@ func New(cfg Config) (*Engine, error) {
 		done:   make(chan struct{}),
 		addBOS: m.AddBOS(),
 	}
+	e.kvCells = c.Size()
+	e.gate.init()
 	e.loadVocab()
 	if err := e.loadTemplate(); err != nil {
 		c.Free()
@@ -215,7 +224,12 @@ func (e *Engine) MaxModelLen() int { return e.cfg.MaxModelLen }
 // Tokenize returns the model's token ids of text, with the BOS token when
 // the model adds one, special-token text parsed as its token (as vLLM's
 // /tokenize with add_special_tokens).
+// After Close it returns nil.
 func (e *Engine) Tokenize(s string) []int {
+	if !e.gate.enter() {
+		return nil
+	}
+	defer e.gate.leave()
 	toks, err := e.model.Tokenize(nil, s, true, true)
 	if err != nil {
 		return nil
@@ -243,9 +257,10 @@ func intsOf(toks []int32) []int {
 	return out
 }
 
-// Stats returns the figures published by the last step. Lock-free.
+// Stats returns the figures published by the last step. Lock-free, and
+// safe after Close (it reads only Go memory).
 func (e *Engine) Stats() engine.Stats {
-	total := e.ctx.Size() / statBlock
+	total := e.kvCells / statBlock
 	used := int(e.st.kvUsed.Load()) / statBlock
 	return engine.Stats{
 		Running:          int(e.st.running.Load()),
@@ -274,8 +289,15 @@ func (e *Engine) ComputeCPU() time.Duration { return time.Duration(e.st.compute.
 const statBlock = 16
 
 // Close aborts every session and stops the scheduler, then frees the
-// context and the model. Idempotent.
+// context and the model. It first shuts the gate: a call of Prepare,
+// Start or Tokenize made after that fails with KindClosed (Tokenize
+// returns nil), and one already inside (a Prepare on a caller's prepare
+// pool, a Start building its samplers) is waited for, so nothing reaches
+// freed memory. Stats, Detokenize, MaxModelLen and ComputeCPU read Go
+// memory only and stay safe. Idempotent; concurrent Closes all return
+// once the engine is freed.
 func (e *Engine) Close() error {
+	e.gate.shut()
 	e.mu.Lock()
 	first := !e.closing
 	e.closing = true
@@ -303,6 +325,10 @@ func (e *Engine) wake() {
 
 // Start admits a prepared request; see engine.Engine.
 func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, error) {
+	if !e.gate.enter() {
+		return nil, errClosed()
+	}
+	defer e.gate.leave()
 	if req.Stream && req.Formatter == nil {
 		return nil, &engine.Error{Kind: engine.KindInternal, Message: "streamed request without a Formatter"}
 	}
@@ -324,13 +350,73 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 	if e.closing {
 		e.mu.Unlock()
 		g.free()
-		return nil, &engine.Error{Kind: engine.KindClosed, Message: "engine is shut down"}
+		return nil, errClosed()
 	}
 	e.waitingN.Add(1)
 	e.inbox = append(e.inbox, g)
 	e.mu.Unlock()
 	e.wake()
 	return g, nil
+}
+
+func errClosed() error {
+	return &engine.Error{Kind: engine.KindClosed, Message: "engine is shut down"}
+}
+
+// gate counts the callers inside the engine's entry points; Close shuts it
+// and waits for the count to reach zero before it frees the C memory. One
+// atomic add on the way in and one on the way out, per request (never per
+// token): no lock on any path.
+type gate struct {
+	// n is the number of callers inside, plus gateShut once shut.
+	n       atomic.Int64
+	drained chan struct{} // closed once shut and empty
+	once    atomic.Bool   // drained is closed
+}
+
+const gateShut = 1 << 40
+
+func (g *gate) init() { g.drained = make(chan struct{}) }
+
+// enter admits a caller, or reports false once the gate is shut. A caller
+// admitted must call leave.
+func (g *gate) enter() bool {
+	if g.n.Add(1) >= gateShut {
+		g.leave()
+		return false
+	}
+	return true
+}
+
+// leave lets a caller out; the last one out of a shut gate wakes shut.
+func (g *gate) leave() {
+	if g.n.Add(-1) == gateShut {
+		g.drain()
+	}
+}
+
+func (g *gate) drain() {
+	if g.once.CompareAndSwap(false, true) {
+		close(g.drained)
+	}
+}
+
+// shut refuses every later enter and waits for the callers inside to
+// leave. Safe to call more than once, and concurrently.
+func (g *gate) shut() {
+	for {
+		n := g.n.Load()
+		if n >= gateShut {
+			break
+		}
+		if g.n.CompareAndSwap(n, n+gateShut) {
+			if n == 0 {
+				g.drain()
+			}
+			break
+		}
+	}
+	<-g.drained
 }
 
 func (e *Engine) overloaded() error {

@@ -22,10 +22,16 @@ trap 'rm -rf "$tmp"' EXIT
 tar xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle
 git clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/src"
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S "$tmp/src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release \
+# The compiler's warnings go to a log, shown only when the build fails.
+log="$tmp/build.log"
+if ! { cmake -S "$tmp/src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release \
 	-DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
-	-DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON >/dev/null
-cmake --build "$tmp/build" --target llama-server -j "$jobs" >/dev/null
+	-DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON &&
+	cmake --build "$tmp/build" --target llama-server -j "$jobs"; } >"$log" 2>&1; then
+	tail -50 "$log" >&2
+	echo "building llama-server failed" >&2
+	exit 1
+fi
 rm -rf "$dir"
 mkdir -p "$dir/bin"
 cp "$tmp"/build/bin/llama-server "$dir/bin/"

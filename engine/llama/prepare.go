@@ -23,7 +23,12 @@ type prepared struct {
 // Prepare renders the prompt (the chat template for Messages), tokenizes
 // it with the model's tokenizer and checks it against the context; see
 // engine.Engine. It runs on the caller's goroutine, off the scheduler.
+// After Close it fails with KindClosed.
 func (e *Engine) Prepare(req *engine.Request) error {
+	if !e.gate.enter() {
+		return errClosed()
+	}
+	defer e.gate.leave()
 	if err := e.validate(req); err != nil {
 		return err
 	}

@@ -46,12 +46,16 @@ type Config struct {
 	Workers []string
 	// Dial is passed to every protocol client.
 	Dial DialOptions
-	// Tokenizer, when set (--tokenizer), tokenizes and detokenizes;
-	// otherwise the first worker that answers provides one: its tokenizer
-	// files through TokenizerFromFiles, or its own (TokenizerSource).
-	Tokenizer Tokenizer
+	// Tokenizer, when set, tokenizes and detokenizes; else TokenizerPath
+	// (--tokenizer: a tokenizer.json, a model folder or a GGUF file) is
+	// loaded; else the first worker that answers provides one: its
+	// tokenizer files through TokenizerFromFiles (vLLM's and SGLang's
+	// GetTokenizer), or its own (TokenizerSource: llama-server).
+	Tokenizer     Tokenizer
+	TokenizerPath string
 	// TokenizerFromFiles builds a Tokenizer from the files a worker sends
-	// (Client.TokenizerFiles); nil: such workers need Tokenizer.
+	// (Client.TokenizerFiles); nil: the package's TokenizerFromFiles
+	// (engine/tokenizer).
 	TokenizerFromFiles func(files map[string][]byte) (Tokenizer, error)
 	// ChatTemplate overrides the tokenizer's (or the worker's) chat
 	// template: a file name or the template text.
@@ -106,8 +110,11 @@ var _ engine.Engine = (*Engine)(nil)
 // model is what the engine knows of the model its workers serve, loaded
 // from the first worker that answers (or from the configuration).
 type model struct {
-	tok            Tokenizer
-	tmpl           *chattemplate.Template
+	tok  Tokenizer
+	tmpl *chattemplate.Template
+	// toolTmpl is the tokenizer's "tool_use" template, for requests with
+	// tools, as transformers picks it; nil when none.
+	toolTmpl       *chattemplate.Template
 	bosText        string
 	maxLen         int
 	vocab          int
@@ -141,6 +148,16 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Tokenizer == nil && cfg.TokenizerPath != "" {
+		t, err := LoadTokenizer(cfg.TokenizerPath)
+		if err != nil {
+			return nil, fmt.Errorf("--tokenizer: %w", err)
+		}
+		cfg.Tokenizer = t
+	}
+	if cfg.TokenizerFromFiles == nil {
+		cfg.TokenizerFromFiles = TokenizerFromFiles
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, picker: cfg.Picker, done: make(chan struct{}), live: map[*request]struct{}{}}
 	if e.picker == nil {
@@ -260,7 +277,11 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 		m.vocab = info.VocabSize
 	}
 	m.eos = make([]bool, m.vocab)
-	for _, id := range info.EOSTokenIDs {
+	eos := info.EOSTokenIDs
+	if t, ok := tok.(interface{ EOSIDs() []int32 }); ok {
+		eos = append(append([]int32(nil), eos...), t.EOSIDs()...)
+	}
+	for _, id := range eos {
 		if id >= 0 && int(id) < m.vocab {
 			m.eos[id] = true
 		}
@@ -290,6 +311,13 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 		m.tmpl = chattemplate.ChatML(opts)
 	} else if m.tmpl, err = chattemplate.Parse(src, opts); err != nil {
 		return fmt.Errorf("the chat template does not parse: %w", err)
+	}
+	if t, ok := tok.(interface{ toolTemplate() string }); ok && e.cfg.ChatTemplate == "" {
+		if ts := t.toolTemplate(); ts != "" {
+			if m.toolTmpl, err = chattemplate.Parse(ts, opts); err != nil {
+				return fmt.Errorf("the tool_use chat template does not parse: %w", err)
+			}
+		}
 	}
 	e.model.Store(m)
 	e.log.Info("remote model ready", zap.String("worker", w.url), zap.String("model", m.name),

@@ -125,7 +125,7 @@ func TestWorkerBrokeMidStream(t *testing.T) {
 	f.down.Store(true)
 	c.end(&End{Err: &WorkerError{Worker: f.url, Message: "the stream broke", Err: errors.New("EOF")}})
 	res := rec.wait(t)
-	if res.Err == nil || res.Err.Kind != engine.KindInternal || !strings.HasSuffix(string(rec.frames), "x") {
+	if res.Err == nil || res.Err.Kind != engine.KindClosed || !strings.HasSuffix(string(rec.frames), "x") {
 		t.Fatalf("err %v frames %q", res.Err, rec.frames)
 	}
 	if res.Choices[0].Text != "ab" {
@@ -300,4 +300,55 @@ func TestShutdown(t *testing.T) {
 	if err := e.Prepare(chat("hi", 5)); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("Prepare after Close: %v", err)
 	}
+}
+
+// TestRetryBeforeFirstToken: a call its worker refuses (or whose worker
+// is gone) before any token goes to another healthy worker; the client
+// sees one stream.
+func TestRetryBeforeFirstToken(t *testing.T) {
+	_, a := newFake(t, Config{}, false)
+	_, b := newFake(t, Config{}, false)
+	e, err := New(Config{Workers: []string{a.url, b.url}, Tokenizer: byteTok{}, HealthInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rec := newRecorder()
+	req := chat("hi", 5)
+	req.Formatter = rec
+	if err := e.Prepare(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(req, rec); err != nil {
+		t.Fatal(err)
+	}
+	var first *fakeCall
+	var second *fakeClient
+	select {
+	case first = <-a.gens:
+		second = b
+	case first = <-b.gens:
+		second = a
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Generate")
+	}
+	first.end(&End{Err: &WorkerError{Worker: "x", Retryable: true, Message: "unreachable", Err: errors.New("refused")}})
+	var c *fakeCall
+	select {
+	case c = <-second.gens:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request was not retried on the other worker")
+	}
+	if string(c.g.Prompt) != string(first.g.Prompt) || c.g.MaxTokens != 5 {
+		t.Fatalf("retried %+v", c.g)
+	}
+	c.tokens(0, ids("ok")...)
+	c.end(&End{})
+	res := rec.wait(t)
+	if res.Err != nil || res.Choices[0].Text != "ok" || strings.Count(string(rec.frames), "s") != 1 {
+		t.Fatalf("err %v text %q frames %q", res.Err, res.Choices[0].Text, rec.frames)
+	}
+	eventually(t, "in-flight back to 0", func() bool {
+		return e.Stats().Running == 0 && e.Workers()[0].InFlight() == 0 && e.Workers()[1].InFlight() == 0
+	})
 }

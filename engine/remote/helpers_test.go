@@ -158,8 +158,14 @@ var fakeSeq atomic.Int64
 // newFake makes a fake worker and an engine over it.
 func newFake(tb testing.TB, cfg Config, down bool) (*Engine, *fakeClient) {
 	tb.Helper()
+	return newFakeCtx(tb, cfg, down, 256)
+}
+
+// newFakeCtx is newFake with a worker of context length ctx.
+func newFakeCtx(tb testing.TB, cfg Config, down bool, ctx int) (*Engine, *fakeClient) {
+	tb.Helper()
 	u := "fake://w" + string(rune('a'+fakeSeq.Add(1)%26)) + time.Now().Format("150405.000000000")
-	f := &fakeClient{url: u, ctx: 256, gens: make(chan *fakeCall, 64)}
+	f := &fakeClient{url: u, ctx: ctx, gens: make(chan *fakeCall, 64)}
 	f.down.Store(down)
 	fakeMu.Lock()
 	fakeClients[u] = f

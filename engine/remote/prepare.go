@@ -55,7 +55,11 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	var err error
 	switch {
 	case len(req.Messages) > 0:
-		s, off, rerr := m.tmpl.RenderRequest(req)
+		tmpl := m.tmpl
+		if m.toolTmpl != nil && len(req.Tools) > 0 && req.ToolChoice.Mode != engine.ToolChoiceNone {
+			tmpl = m.toolTmpl
+		}
+		s, off, rerr := tmpl.RenderRequest(req)
 		if rerr != nil {
 			return rerr
 		}
@@ -77,7 +81,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		return invalid("prompt", "the prompt is empty")
 	}
 	if err != nil {
-		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker could not tokenize the prompt; retry later"}
+		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker could not tokenize the prompt (" + err.Error() + "); retry later"}
 	}
 	if len(p.prompt) == 0 {
 		return invalid("prompt", "the prompt is empty")

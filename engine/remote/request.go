@@ -83,7 +83,8 @@ type choice struct {
 	events []text.Event
 	piece  []byte
 
-	gen  []int // generated ids
+	gen  []int // generated ids (those the worker named)
+	n    int   // generated tokens
 	lps  []engine.TokenLogprob
 	tops []engine.TopLogprob // arena for lps' alternatives, append-only
 	strs []byte              // arena for logprob token strings, append-only
@@ -365,9 +366,17 @@ func (r *request) Tokens(ck *Chunk) {
 	}
 	m := r.p.m
 	sp := &r.req.Sampling
+	if ck.Missing > 0 {
+		// Tokens the worker did not name: counted; their text comes with
+		// the chunk's last token.
+		r.usage.CompletionTokens += ck.Missing
+		c.n += ck.Missing
+	}
+	last := len(ck.TokenIDs) - 1
 	for i, id := range ck.TokenIDs {
 		own := false // the engine ends the choice where the worker would not
 		r.usage.CompletionTokens++
+		c.n++
 		c.gen = append(c.gen, int(id))
 		if c.lps != nil {
 			c.lps = append(c.lps, c.logprob(m, ck, i, sp.TopLogprobs))
@@ -381,7 +390,12 @@ func (r *request) Tokens(ck *Chunk) {
 			c.finish, c.stopTokenID = engine.FinishStop, int(id)
 		default:
 			c.piece = c.piece[:0]
-			if !m.tok.IsSpecial(id) {
+			switch {
+			case ck.Text != nil:
+				if i == last {
+					c.piece = append(c.piece, ck.Text...)
+				}
+			case !m.tok.IsSpecial(id):
 				c.piece = m.tok.AppendPiece(c.piece, id)
 			}
 			if c.forced != nil {
@@ -399,7 +413,7 @@ func (r *request) Tokens(ck *Chunk) {
 				c.finish, c.stopString = engine.FinishStop, c.parser.StopString()
 			}
 		}
-		if c.finish == "" && len(c.gen) >= r.p.maxTokens {
+		if c.finish == "" && c.n >= r.p.maxTokens {
 			c.finish = engine.FinishLength
 		}
 		if c.finish != "" {
@@ -460,6 +474,15 @@ func (r *request) endCall(end *End) {
 	if end.PromptTokens > 0 {
 		r.usage.PromptTokens = end.PromptTokens
 	}
+	counted := 0
+	for _, ce := range end.Choices {
+		counted += ce.CompletionTokens
+	}
+	if counted > r.usage.CompletionTokens {
+		// Tokens the worker generated and never streamed (llama-server's
+		// held incomplete UTF-8 at the end).
+		r.usage.CompletionTokens = counted
+	}
 	if end.CachedTokens > 0 || !r.cachedIn {
 		r.usage.CachedTokens = end.CachedTokens
 	}
@@ -470,10 +493,10 @@ func (r *request) endCall(end *End) {
 	case reason == reasonClosed:
 		err = &engine.Error{Kind: engine.KindClosed, Message: "the engine is shut down"}
 	case reason == reasonTimeoutFirst:
-		err = &engine.Error{Kind: engine.KindInternal, Message: "the engine worker " + r.w.url +
+		err = &engine.Error{Kind: engine.KindClosed, Message: "the engine worker " + r.w.url +
 			" sent no token within " + r.e.cfg.FirstTokenTimeout.String() + " (--worker-first-token-timeout); the request was aborted on it"}
 	case reason == reasonTimeoutInter:
-		err = &engine.Error{Kind: engine.KindInternal, Message: "the engine worker " + r.w.url +
+		err = &engine.Error{Kind: engine.KindClosed, Message: "the engine worker " + r.w.url +
 			" sent nothing for " + r.e.cfg.InterTokenTimeout.String() + " (--worker-inter-token-timeout); the request was aborted on it"}
 	case end.Err != nil && r.live == 0:
 		// Every choice had ended: the output is whole.
@@ -534,8 +557,9 @@ func (r *request) release(o Outcome) {
 const abortedByClient = "the request was aborted"
 
 // workerError maps a worker's failure to the engine error the dialects
-// render: overloaded (429), unavailable (503), refused (400) or a failure
-// of the worker (500).
+// render: overloaded (429), unavailable (503: the worker or the way to it
+// is gone, its stream broke), refused (400) or a failure the worker
+// reported (500, whose details the dialects keep to the log).
 func workerError(err error) *engine.Error {
 	var we *WorkerError
 	if !errors.As(err, &we) {
@@ -546,8 +570,8 @@ func workerError(err error) *engine.Error {
 		return &engine.Error{Kind: engine.KindOverloaded, Message: "the engine worker is overloaded: " + we.Message}
 	case we.Status == 400 || we.Status == 422:
 		return &engine.Error{Kind: engine.KindInvalid, Message: "the engine worker refused the request: " + we.Message}
-	case we.Status == 503 && we.Retryable:
-		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker is unavailable: " + we.Message}
+	case we.Status == 503 || we.Status == 0:
+		return &engine.Error{Kind: engine.KindClosed, Message: "the engine worker " + we.Worker + " is unavailable: " + we.Message}
 	}
 	return &engine.Error{Kind: engine.KindInternal, Message: we.Error()}
 }

@@ -148,6 +148,14 @@ type Chunk struct {
 	CachedTokens int
 	// PromptLogprobs for the prompt (with echo), in the first chunk only.
 	PromptLogprobs []engine.TokenLogprob
+	// Missing counts tokens the worker generated before TokenIDs but did
+	// not name (llama-server streams no id for a token whose text ends in
+	// an incomplete UTF-8 character: the next event carries only the last
+	// token's id). Text is then the text of all of them, as the worker
+	// detokenized it, which the engine uses instead of the pieces of
+	// TokenIDs. Both are zero otherwise.
+	Missing int
+	Text    []byte
 }
 
 // TopLogprob is one alternative token with its logprob.

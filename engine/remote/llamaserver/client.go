@@ -118,6 +118,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+		// These POSTs change nothing on the worker: net/http may retry
+		// them on a fresh connection when a pooled one turns out closed.
+		req.Header["X-Idempotency-Key"] = nil
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -350,6 +353,9 @@ func (s *stream) read() (remote.ChoiceEnd, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	// A stream whose pooled connection turns out closed before the worker
+	// read anything may be sent again on a fresh one.
+	req.Header["X-Idempotency-Key"] = nil
 	resp, err := c.tr.RoundTrip(req)
 	if err != nil {
 		if s.ctx.Err() != nil {
@@ -370,7 +376,8 @@ func (s *stream) read() (remote.ChoiceEnd, error) {
 		p     = newParser()
 		ev    event
 		chunk = remote.Chunk{Choice: s.index}
-		got   int
+		got   int    // tokens seen, named or not
+		text  []byte // unescaped content, for events with missing ids
 	)
 	for {
 		// One event per "\n\n"; each event's data line is one JSON object.
@@ -389,8 +396,16 @@ func (s *stream) read() (remote.ChoiceEnd, error) {
 				return ce, &remote.WorkerError{Worker: c.url, Status: max(ev.errCode, 500), Message: msg}
 			}
 			if len(ev.tokens) > 0 {
-				got += len(ev.tokens)
 				chunk.TokenIDs, chunk.Logprobs, chunk.Top = ev.tokens, ev.logprobs, ev.top
+				chunk.Missing, chunk.Text = 0, nil
+				if gap := ev.predicted - got - len(ev.tokens); gap > 0 {
+					// llama-server held tokens that ended inside a UTF-8
+					// character and names only the last one: the content
+					// is the text of them all.
+					text = appendUnescaped(text[:0], ev.content)
+					chunk.Missing, chunk.Text = gap, text
+				}
+				got += len(ev.tokens) + chunk.Missing
 				if len(chunk.Logprobs) != len(chunk.TokenIDs) {
 					chunk.Logprobs, chunk.Top = nil, nil
 				}
@@ -501,7 +516,11 @@ func appendBody(dst []byte, g *remote.Generate, i int) []byte {
 	}
 	dst = append(dst, `,"repeat_penalty":`...)
 	dst = appendFloat(dst, rp)
-	dst = append(dst, `,"repeat_last_n":-1,"presence_penalty":`...)
+	// The penalties look at the whole context, as vLLM's do (llama-server
+	// takes no -1 here).
+	dst = append(dst, `,"repeat_last_n":`...)
+	dst = strconv.AppendInt(dst, int64(len(g.Prompt)+g.MaxTokens), 10)
+	dst = append(dst, `,"presence_penalty":`...)
 	dst = appendFloat(dst, sp.PresencePenalty)
 	dst = append(dst, `,"frequency_penalty":`...)
 	dst = appendFloat(dst, sp.FrequencyPenalty)

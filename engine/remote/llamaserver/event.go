@@ -3,6 +3,7 @@ package llamaserver
 import (
 	"errors"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/vajra-go/vajra/engine/remote"
@@ -21,6 +22,7 @@ import (
 // "tokens_evaluated" and "timings" {"cache_n": prompt tokens reused}. An
 // error after the status line is {"error":{"code":500,"message":…,"type":…}}.
 type event struct {
+	content   []byte // the raw (escaped) JSON string; a view of the input
 	tokens    []int32
 	logprobs  []float32
 	top       [][]remote.TopLogprob
@@ -44,7 +46,7 @@ const (
 )
 
 func (ev *event) reset() {
-	ev.tokens = ev.tokens[:0]
+	ev.tokens, ev.content = ev.tokens[:0], nil
 	ev.logprobs = ev.logprobs[:0]
 	ev.top = ev.top[:0]
 	ev.stop, ev.stopType, ev.hasError = false, stopNone, false
@@ -346,6 +348,8 @@ func newParser() *parser {
 	p.eventMember = func(key []byte) {
 		ev := p.ev
 		switch string(key) {
+		case "content":
+			ev.content = s.str()
 		case "tokens":
 			s.array(p.tokenElem)
 		case "stop":
@@ -397,4 +401,70 @@ func (p *parser) parse(b []byte, ev *event) error {
 		return errSyntax
 	}
 	return nil
+}
+
+// appendUnescaped appends the JSON string body s (without its quotes)
+// decoded to dst: the escapes of RFC 8259 section 7, surrogate pairs
+// joined, a lone surrogate as U+FFFD.
+func appendUnescaped(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'n':
+			dst = append(dst, '\n')
+		case 't':
+			dst = append(dst, '\t')
+		case 'r':
+			dst = append(dst, '\r')
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			r, n := hex4(s[i+1:])
+			if n < 0 {
+				dst = append(dst, "\uFFFD"...)
+				continue
+			}
+			i += 4
+			if r >= 0xD800 && r < 0xDC00 && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+				if lo, m := hex4(s[i+3:]); m >= 0 && lo >= 0xDC00 && lo < 0xE000 {
+					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+					i += 6
+				}
+			}
+			if r >= 0xD800 && r < 0xE000 {
+				r = 0xFFFD
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // " \ /
+			dst = append(dst, s[i])
+		}
+	}
+	return dst
+}
+
+func hex4(b []byte) (rune, int) {
+	if len(b) < 4 {
+		return 0, -1
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, -1
+		}
+	}
+	return r, 4
 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package llamaserver
+
+const raceEnabled = true
