@@ -70,6 +70,9 @@ type Config struct {
 	// Workers are set and Engine is nil. With no ServedModelNames the
 	// model is served under the workers' name for it.
 	Remote remote.Config
+	// WorkerHeader sends X-Vajra-Worker, the remote worker that ran the
+	// request, with each generation's response (--worker-header).
+	WorkerHeader bool
 	// Routing chooses among the remote workers (engine/route): the
 	// policy, the circuit breakers, the retries. Used when Remote.Picker
 	// is nil.
@@ -240,6 +243,7 @@ func New(cfg Config) (*Server, error) {
 		Observer:    obs,
 		// StreamInterval is per server, as in vLLM.
 		StreamInterval: cfg.StreamInterval,
+		WorkerHeader:   cfg.WorkerHeader,
 		Store:          cfg.ResponseStore,
 	})
 	if err != nil {

@@ -149,6 +149,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&rt.Retry.Max, "worker-max-retries", 2, "retries on another worker of a request refused before its first byte (connection refused, 429, 503; negative: none)")
 	fs.DurationVar(&rt.Retry.Backoff, "worker-retry-backoff", 20*time.Millisecond, "the wait before a first retry, doubling per retry, jittered")
 	fs.DurationVar(&rt.Retry.MaxBackoff, "worker-retry-max-backoff", 500*time.Millisecond, "the longest wait before a retry")
+	fs.BoolVar(&cfg.WorkerHeader, "worker-header", false, "send X-Vajra-Worker: the URL of the worker that ran the request, with each generation's response")
 	fs.Float64Var(&rt.Retry.Ratio, "worker-retry-budget", 0.2, "retries may add at most this fraction of the requests to the load (plus 10 per second)")
 }
 

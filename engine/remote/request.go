@@ -33,6 +33,7 @@ type request struct {
 	sink   engine.Sink
 
 	call     atomic.Pointer[callBox]
+	cur      atomic.Pointer[Worker] // w, for WorkerURL on other goroutines
 	aborting atomic.Bool
 	// state: why the request is ending early (abortedBy*), set once.
 	reason atomic.Uint32
@@ -153,6 +154,7 @@ func (r *request) send() error {
 		return errNoWorker
 	}
 	r.sel, r.w = sel, w
+	r.cur.Store(w)
 	attempt := r.q.Attempt
 	w.inflight.Add(1)
 	e.running.Add(1)
@@ -293,6 +295,16 @@ func (e *Engine) newRequest(req *engine.Request, p *prepared, sink engine.Sink) 
 		}
 	}
 	return r
+}
+
+// WorkerURL is the URL of the worker running the request (the last one
+// tried, before the first byte). Call it after Start returned, or after
+// the final Result: a retry may change it in between.
+func (r *request) WorkerURL() string {
+	if w := r.cur.Load(); w != nil {
+		return w.url
+	}
+	return ""
 }
 
 // Abort stops the request and its call on the worker; see engine.Session.
