@@ -307,12 +307,13 @@ func (r *Router) cacheAware(cand []*wstate, q *remote.Query, now time.Time) (*ws
 	hs := hashBlocks(hb[:0], q.Prompt, r.cfg.BlockTokens)
 	r.pickMu.Lock()
 	defer r.pickMu.Unlock()
-	var loads, caps, match [maxCand]int
+	var loads, own, caps, match [maxCand]int
 	lo, hi := int(^uint(0)>>1), 0
 	best := -1
 	for i, st := range cand {
 		l := r.load(st, now)
 		loads[i], caps[i] = l, capacity(st.w)
+		own[i] = max(st.w.InFlight(), int(st.pending.Load()))
 		lo, hi = min(lo, l), max(hi, l)
 		match[i] = st.cache.match(hs, ns)
 		if match[i] > 0 && (best < 0 || match[i] > match[best] || match[i] == match[best] && l < loads[best]) {
@@ -325,10 +326,12 @@ func (r *Router) cacheAware(cand []*wstate, q *remote.Query, now time.Time) (*ws
 	if !imbalanced && best >= 0 && len(q.Prompt) > 0 &&
 		float64(match[best]*r.cfg.BlockTokens) >= r.cfg.CacheThreshold*float64(len(q.Prompt)) {
 		pick = best
-		if caps[best] > 0 && loads[best] >= caps[best] {
-			// Saturated: another worker with a free slot takes it.
+		if caps[best] > 0 && own[best] >= caps[best] {
+			// Saturated by Vajra's own requests (a worker's report lags:
+			// it still counts requests that just ended): another worker
+			// with a free slot takes it.
 			for i := 0; i < n; i++ {
-				if caps[i] > 0 && loads[i] < caps[i] || caps[i] == 0 && loads[i] < loads[best] {
+				if caps[i] > 0 && own[i] < caps[i] || caps[i] == 0 && own[i] < own[best] {
 					pick = -1
 					break
 				}
