@@ -21,6 +21,7 @@ import (
 	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
 	_ "github.com/vajra-go/vajra/engine/remote/sglang"      // registers sglang://
 	_ "github.com/vajra-go/vajra/engine/remote/vllm"        // registers vllm://
+	"github.com/vajra-go/vajra/engine/route"
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"
@@ -69,6 +70,13 @@ type Config struct {
 	// Workers are set and Engine is nil. With no ServedModelNames the
 	// model is served under the workers' name for it.
 	Remote remote.Config
+	// WorkerHeader sends X-Vajra-Worker, the remote worker that ran the
+	// request, with each generation's response (--worker-header).
+	WorkerHeader bool
+	// Routing chooses among the remote workers (engine/route): the
+	// policy, the circuit breakers, the retries. Used when Remote.Picker
+	// is nil.
+	Routing route.Config
 	// Engine, when set, is used instead of the embedded simulated engine.
 	// Vajra closes it on Stop.
 	Engine engine.Engine
@@ -179,9 +187,17 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	eng := cfg.Engine
+	var router *route.Router
 	if eng == nil && len(cfg.Remote.Workers) > 0 {
 		rc := cfg.Remote
 		rc.Logger = cfg.Logger.Named("remote")
+		if rc.Picker == nil {
+			rt, err := route.New(cfg.Routing)
+			if err != nil {
+				return nil, fmt.Errorf("vajra: %w", err)
+			}
+			rc.Picker, router = rt, rt
+		}
 		e, err := remote.New(rc)
 		if err != nil {
 			return nil, fmt.Errorf("vajra: engine: %w", err)
@@ -227,6 +243,7 @@ func New(cfg Config) (*Server, error) {
 		Observer:    obs,
 		// StreamInterval is per server, as in vLLM.
 		StreamInterval: cfg.StreamInterval,
+		WorkerHeader:   cfg.WorkerHeader,
 		Store:          cfg.ResponseStore,
 	})
 	if err != nil {
@@ -260,11 +277,16 @@ func New(cfg Config) (*Server, error) {
 		StreamKeepalive:       cfg.StreamKeepalive,
 		AllowedOrigins:        cfg.AllowedOrigins,
 		AccessLog:             cfg.AccessLog,
+		Workers:               workersJSON(router, eng),
 	})
 	if err != nil {
 		sessions.Close()
 		_ = eng.Close()
 		return nil, err
+	}
+	if m != nil && router != nil {
+		re := eng.(*remote.Engine)
+		m.Registry().MustRegister(router.Collector(re.Workers))
 	}
 	if m != nil {
 		// The sources that need the built server, read at scrape time.
@@ -280,6 +302,27 @@ func New(cfg Config) (*Server, error) {
 	srv.startGateway()
 	sessions.SetAdmitter(localAdmitter{n}) // the creates of Responses API WebSockets (admit.go)
 	return srv, nil
+}
+
+// SetWorkers replaces the remote engine's workers (a configuration
+// reload): new ones are dialed, removed ones drain. It fails when the
+// server does not run the remote engine, or a new worker does not dial.
+func (s *Server) SetWorkers(urls []string) error {
+	re, ok := s.eng.(*remote.Engine)
+	if !ok {
+		return errors.New("vajra: the server runs no remote engine (--worker)")
+	}
+	return re.SetWorkers(urls)
+}
+
+// workersJSON renders GET /workers for a routed remote engine (nil
+// otherwise: 404).
+func workersJSON(rt *route.Router, eng engine.Engine) func() []byte {
+	re, ok := eng.(*remote.Engine)
+	if rt == nil || !ok {
+		return nil
+	}
+	return func() []byte { return rt.WorkersJSON(re.Workers()) }
 }
 
 // remoteModelName is the name a remote engine's model is served under

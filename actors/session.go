@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -213,9 +214,29 @@ func (ss *session) launch(ctx actor.Context) {
 		return
 	}
 	if ss.ereq.Stream && !ss.streaming {
-		ss.conn.StartStream(ss.d.streamContentType(), nil)
+		ss.conn.StartStream(ss.d.streamContentType(), ss.workerHeader())
 		ss.streaming = true
 	}
+}
+
+// workerNamer is an engine Session that names the worker running it.
+type workerNamer interface{ WorkerURL() string }
+
+// workerHeader is the X-Vajra-Worker header line (Config.WorkerHeader),
+// or nil. Allocates only when the header is on.
+func (ss *session) workerHeader() []byte {
+	if !ss.owner.cfg.WorkerHeader || ss.es == nil {
+		return nil
+	}
+	wn, ok := ss.es.(workerNamer)
+	if !ok {
+		return nil
+	}
+	u := wn.WorkerURL()
+	if u == "" || strings.ContainsAny(u, "\r\n") {
+		return nil
+	}
+	return []byte("X-Vajra-Worker: " + u + "\r\n")
 }
 
 // bodyViewer is a dialect whose decoded request holds views of the body:
@@ -324,14 +345,14 @@ func (ss *session) forward(ctx actor.Context) {
 		if ss.withhold(withheldResponse, ae.Status) {
 			return
 		}
-		ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
+		ss.conn.Respond(ae.Status, contentTypeJSON, ss.workerHeader(), ss.body)
 		ss.releaseBody()
 	default:
 		ss.body = ss.d.appendResponse(ss.takeBody(), ss, final)
 		if ss.withhold(withheldResponse, 200) {
 			return
 		}
-		ss.conn.Respond(200, contentTypeJSON, nil, ss.body)
+		ss.conn.Respond(200, contentTypeJSON, ss.workerHeader(), ss.body)
 		ss.releaseBody()
 	}
 	ss.stop(ctx)

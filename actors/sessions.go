@@ -42,6 +42,10 @@ type Config struct {
 	// StreamInterval coalesces up to this many tokens per streamed frame
 	// (vLLM's --stream-interval); 0 or 1 sends one frame per token.
 	StreamInterval int
+	// WorkerHeader sends X-Vajra-Worker (the engine worker that ran the
+	// request: an engine Session with a WorkerURL method, the remote
+	// engine's) with each generation's response head.
+	WorkerHeader bool
 }
 
 // Observer receives each finished request's final Result, once, on the

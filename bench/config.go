@@ -45,6 +45,12 @@ type Config struct {
 	// TopLogprobs > 0 asks for logprobs with that many alternatives per
 	// token (Chat Completions only).
 	TopLogprobs int
+	// SharedPrefixTokens > 0 starts every prompt with one of
+	// PrefixGroups shared prefixes of this many words (the request's
+	// number picks the group in turn), then PromptTokens words of its
+	// own: the workload of prefix-cache-aware routing (-shared-prefix).
+	SharedPrefixTokens int
+	PrefixGroups       int
 
 	ITL time.Duration // the engine's inter-token latency, subtracted from gaps
 
@@ -197,6 +203,12 @@ func (c *Config) validate() error {
 		return bad("-prompt-tokens %d outside [1, %d]", c.PromptTokens, 1<<20)
 	case c.Dialect == DialectEmbeddings && c.Stream:
 		return bad("embeddings are never streamed; add -stream=false")
+	case c.SharedPrefixTokens < 0 || c.SharedPrefixTokens > 1<<20:
+		return bad("-shared-prefix %d outside [0, %d]", c.SharedPrefixTokens, 1<<20)
+	case c.SharedPrefixTokens > 0 && (c.PrefixGroups < 1 || c.PrefixGroups > 1<<16):
+		return bad("-prefix-groups %d outside [1, %d]", c.PrefixGroups, 1<<16)
+	case c.SharedPrefixTokens > 0 && (c.Dialect == DialectRealtime || c.Chain > 0):
+		return bad("-shared-prefix is for requests that each carry their prompt (not realtime, not -chain)")
 	case c.Dialect == DialectRealtime && !c.Stream:
 		return bad("realtime is always streamed; drop -stream=false")
 	case (c.Store || c.Chain != 0) && c.Dialect != DialectResponses:

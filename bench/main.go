@@ -68,6 +68,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Store, "store", false, "responses: send store: true, so that every response is saved in the server's response store")
 	fs.IntVar(&cfg.TopLogprobs, "top-logprobs", 0, "chat: ask for logprobs with this many alternatives per token (0: none)")
 	fs.BoolVar(&cfg.UniquePrompts, "unique-prompts", false, "start every request's prompt with its own number, so that no prefix cache holds it")
+	fs.IntVar(&cfg.SharedPrefixTokens, "shared-prefix", 0, "start every prompt with one of -prefix-groups shared prefixes of this many words, then -prompt-tokens words of its own (a prefix-caching workload; 0: none)")
+	fs.IntVar(&cfg.PrefixGroups, "prefix-groups", 1, "with -shared-prefix: the number of distinct shared prefixes, taken in turn")
 	fs.IntVar(&cfg.Chain, "chain", 0, "responses (with -store): each stream chains this many requests by previous_response_id, then starts over (0: none)")
 	fs.BoolVar(&cfg.RealtimeBeta, "realtime-beta", false, "realtime: send OpenAI-Beta: realtime=v1 and the beta field names")
 	fs.DurationVar(&cfg.ITL, "itl", 0, "the engine's configured inter-token latency; gap minus it is the server-added latency")

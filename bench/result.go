@@ -87,16 +87,19 @@ type TimelinePoint struct {
 
 // Result is the outcome of one run; it is what -out writes as JSON.
 type Result struct {
-	Label        string    `json:"label,omitempty"`
-	URL          string    `json:"url"`
-	Dialect      Dialect   `json:"dialect"`
-	Model        string    `json:"model"`
-	Mode         string    `json:"mode"` // "closed" or "open"
-	Concurrency  int       `json:"concurrency,omitempty"`
-	Rate         float64   `json:"rate,omitempty"`
-	Stream       bool      `json:"stream"`
-	PromptTokens int       `json:"prompt_tokens"`
-	MaxTokens    int       `json:"max_tokens"`
+	Label        string  `json:"label,omitempty"`
+	URL          string  `json:"url"`
+	Dialect      Dialect `json:"dialect"`
+	Model        string  `json:"model"`
+	Mode         string  `json:"mode"` // "closed" or "open"
+	Concurrency  int     `json:"concurrency,omitempty"`
+	Rate         float64 `json:"rate,omitempty"`
+	Stream       bool    `json:"stream"`
+	PromptTokens int     `json:"prompt_tokens"`
+	MaxTokens    int     `json:"max_tokens"`
+	// SharedPrefix and PrefixGroups: -shared-prefix, -prefix-groups.
+	SharedPrefix int       `json:"shared_prefix_tokens,omitempty"`
+	PrefixGroups int       `json:"prefix_groups,omitempty"`
 	ITLMillis    float64   `json:"itl_ms"`
 	WarmupS      float64   `json:"warmup_s"`
 	RampS        float64   `json:"ramp_s"`
@@ -136,6 +139,7 @@ func (r *runner) result(srv, self *serverWatch, end int64) *Result {
 	cfg, rec := r.cfg, r.rec
 	res := &Result{Label: cfg.Label, URL: cfg.URL, Dialect: cfg.Dialect, Model: cfg.Model, Mode: "closed",
 		Stream: cfg.Stream, PromptTokens: cfg.PromptTokens, MaxTokens: cfg.MaxTokens,
+		SharedPrefix: cfg.SharedPrefixTokens, PrefixGroups: cfg.PrefixGroups,
 		ITLMillis: float64(cfg.ITL) / 1e6, WarmupS: cfg.Warmup.Seconds(), RampS: cfg.Ramp.Seconds(),
 		StartedAt: r.clk.epoch}
 	if cfg.Rate > 0 {

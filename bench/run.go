@@ -27,8 +27,12 @@ type runner struct {
 	rec *recorder
 	req []byte // the raw HTTP request, shared read-only by all workers
 	// hdr and prompt build a chained request (-chain) per worker.
-	hdr      [][2]string
-	prompt   string
+	hdr    [][2]string
+	prompt string
+	// -shared-prefix: the shared prefixes, and the requests built so far
+	// (the next one's group).
+	prefixes []string
+	shared   atomic.Uint64
 	rtItem   []byte // realtime: conversation.item.create
 	rtCreate []byte // realtime: response.create
 	wsURL    string
@@ -52,6 +56,8 @@ type worker struct {
 	// requests of the current conversation have run.
 	prevID  string
 	chained int
+	// -shared-prefix: the stream's requests so far.
+	sent int
 }
 
 // Run runs one benchmark and returns its result. It refuses non-loopback
@@ -107,6 +113,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		body := withLogprobs(cfg.Dialect, requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, cfg.Store, ""), cfg.TopLogprobs)
 		r.req = buildRequest("POST", t.host, t.basePath+cfg.Dialect.path(), hdr, body)
 		r.hdr, r.prompt = hdr, prompt
+		for g := 0; g < cfg.PrefixGroups && cfg.SharedPrefixTokens > 0; g++ {
+			r.prefixes = append(r.prefixes, fmt.Sprintf("Shared context %d. %s", g, BuildPrompt(cfg.SharedPrefixTokens)))
+		}
 	}
 	return r.run(ctx)
 }
@@ -636,6 +645,14 @@ func (w *worker) request() []byte {
 	if r.cfg.UniquePrompts {
 		p := strconv.FormatInt(r.promptN.Add(1), 10) + " " + r.prompt
 		body := withLogprobs(r.cfg.Dialect, requestBodyStored(r.cfg.Dialect, r.cfg.Model, p, r.cfg.MaxTokens, r.cfg.Stream, r.cfg.Store, ""), r.cfg.TopLogprobs)
+		return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
+	}
+	if len(r.prefixes) > 0 {
+		// One of the shared prefixes in turn, then the request's own words.
+		w.sent++
+		n := r.shared.Add(1)
+		prompt := r.prefixes[int(n%uint64(len(r.prefixes)))] + fmt.Sprintf("\nRequest %d-%p: ", w.sent, w) + r.prompt
+		body := requestBodyStored(r.cfg.Dialect, r.cfg.Model, prompt, r.cfg.MaxTokens, r.cfg.Stream, r.cfg.Store, "")
 		return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
 	}
 	if r.cfg.Chain == 0 || w.prevID == "" {

@@ -439,3 +439,61 @@ func TestChainNeedsStoreAndResponses(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSharedPrefix: -shared-prefix starts every prompt with one of the
+// -prefix-groups shared prefixes, in turn, followed by words of its own:
+// no two prompts are equal, every group is used.
+func TestRunSharedPrefix(t *testing.T) {
+	var mu sync.Mutex
+	prompts := map[string]bool{}
+	groups := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 1 {
+			http.Error(w, "bad", 400)
+			return
+		}
+		p := req.Messages[0].Content
+		mu.Lock()
+		prompts[p] = true
+		g, _, _ := strings.Cut(p, ".")
+		groups[g]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"abc"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}`)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := quickConfig(srv.URL)
+	cfg.Stream = false
+	cfg.SharedPrefixTokens, cfg.PrefixGroups = 50, 3
+	cfg.Requests = 9
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.Errors != 0 || res.SharedPrefix != 50 {
+		t.Fatalf("err %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	total := 0
+	for _, n := range groups {
+		total += n
+	}
+	if len(prompts) != total {
+		t.Fatalf("%d distinct prompts of %d", len(prompts), total)
+	}
+	if len(groups) != 3 || groups["Shared context 0"] == 0 || groups["Shared context 2"] == 0 {
+		t.Fatalf("groups %v", groups)
+	}
+	for p := range prompts {
+		if n := len(strings.Fields(p)); n < 50+cfg.PromptTokens {
+			t.Fatalf("a prompt of %d words: %q", n, p)
+		}
+	}
+	cfg.Dialect = DialectRealtime
+	if _, err := Run(context.Background(), cfg); err == nil {
+		t.Fatal("-shared-prefix accepted for realtime")
+	}
+}

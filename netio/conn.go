@@ -268,7 +268,7 @@ func (c *conn) finishInline(rt *route, req *httpparse.Request, status int, cors 
 	c.write(c.scratch)
 	s.routeMetrics[rt].Inc(status)
 	if s.access != nil {
-		s.logAccess(rt, "", status, time.Now(), req.Method, req.Path)
+		s.logAccess(rt, "", status, time.Now(), req.Method, req.Path, nil)
 	}
 }
 

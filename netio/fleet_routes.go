@@ -27,6 +27,7 @@ func addFleetRoutes(t *routeTable) {
 	t.add("/metrics", &route{name: "metrics", method: "GET", public: true})
 	t.add("/load", &route{name: "load", method: "GET", inline: (*Server).handleLoad})
 	t.add("/version", &route{name: "version", method: "GET", inline: (*Server).handleVersion})
+	t.add("/workers", &route{name: "workers", method: "GET"})
 	t.add("/tokenize", &route{name: "tokenize", method: "POST", endpoint: actors.EndpointTokenize, utility: true})
 	t.add("/detokenize", &route{name: "detokenize", method: "POST", endpoint: actors.EndpointDetokenize, utility: true})
 }
@@ -38,6 +39,16 @@ type offloopFunc func(s *Server, body []byte) (status int, contentType string, o
 // route is off-loop when it has neither inline nor endpoint.
 var offloopRoutes = map[string]offloopFunc{
 	"metrics": (*Server).serveMetrics,
+	"workers": (*Server).serveWorkers,
+}
+
+// serveWorkers answers GET /workers: the remote engine's workers with
+// their state (Options.Workers), 404 without remote workers.
+func (s *Server) serveWorkers([]byte) (int, string, []byte) {
+	if s.opts.Workers == nil {
+		return 404, contentTypeJSON, appendErrorBody(nil, dialectOpenAI, 404, "not_found", "This server has no remote workers (--worker).")
+	}
+	return 200, contentTypeJSON, s.opts.Workers()
 }
 
 // setupFleet applies the options to the fleet routes and prepares the

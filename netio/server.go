@@ -119,6 +119,9 @@ type Options struct {
 
 	// AllowedOrigins enables CORS for these origins ("*": any).
 	AllowedOrigins []string
+	// Workers, when set, renders GET /workers (the remote engine's
+	// workers and their state, as JSON); called off the loop.
+	Workers func() []byte
 	// AccessLog, when set, gets one line per request (sample it: see
 	// cmd/vajra). Never per token.
 	AccessLog *zap.Logger

@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 	"unsafe"
@@ -25,6 +26,7 @@ type tracked struct {
 	cors   []byte // Access-Control-Allow-Origin lines, or nil
 	status int
 	ended  bool
+	worker []byte // the X-Vajra-Worker value the session sent, if any
 
 	// req is the session's Request and ridBuf the bytes of the request
 	// id, kept here so that neither costs an allocation of its own: the
@@ -48,6 +50,7 @@ func (t *tracked) setRequestID(req *httpparse.Request) string {
 // Respond implements actors.Conn.
 func (t *tracked) Respond(status int, contentType string, headers, body []byte) {
 	t.status = status
+	t.worker = workerOf(headers)
 	headers = t.headers(status, headers)
 	t.end()
 	t.x.Respond(status, contentType, headers, body)
@@ -56,6 +59,7 @@ func (t *tracked) Respond(status int, contentType string, headers, body []byte) 
 // StartStream implements actors.Conn.
 func (t *tracked) StartStream(contentType string, headers []byte) bool {
 	t.status = 200
+	t.worker = workerOf(headers)
 	return t.x.StartStream(contentType, t.headers(200, headers))
 }
 
@@ -115,13 +119,13 @@ func (t *tracked) end() {
 		status = 499 // abandoned before any status: nginx's "client closed request"
 	}
 	t.srv.routeMetrics[t.rt].Inc(status)
-	t.srv.logAccess(t.rt, t.x.requestID, status, t.start, nil, nil)
+	t.srv.logAccess(t.rt, t.x.requestID, status, t.start, nil, nil, t.worker)
 }
 
 // logAccess writes one access-log line, if the sampled logger wants it.
 // method and path are only set on the loop (inline routes); sessions log
 // the route's name. Allocates only for a line that is written.
-func (s *Server) logAccess(rt *route, requestID string, status int, start time.Time, method, path []byte) {
+func (s *Server) logAccess(rt *route, requestID string, status int, start time.Time, method, path, worker []byte) {
 	if s.access == nil {
 		return
 	}
@@ -140,6 +144,9 @@ func (s *Server) logAccess(rt *route, requestID string, status int, start time.T
 	if method != nil {
 		fields = append(fields, zap.ByteString("method", method), zap.ByteString("path", path))
 	}
+	if worker != nil {
+		fields = append(fields, zap.ByteString("worker", worker))
+	}
 	ce.Write(fields...)
 }
 
@@ -153,4 +160,22 @@ func appendRetryHeaders(dst []byte, d time.Duration) []byte {
 	dst = append(dst, "\r\nretry-after-ms: "...)
 	dst = strconv.AppendInt(dst, max(d.Milliseconds(), 1), 10)
 	return append(dst, "\r\n"...)
+}
+
+// workerHeader is the header line the session sends to name the remote
+// worker of a request (actors.Config.WorkerHeader).
+const workerHeader = "X-Vajra-Worker: "
+
+// workerOf is the X-Vajra-Worker value in headers (a view of them), or
+// nil: the access log's worker field.
+func workerOf(headers []byte) []byte {
+	i := bytes.Index(headers, []byte(workerHeader))
+	if i < 0 {
+		return nil
+	}
+	v := headers[i+len(workerHeader):]
+	if j := bytes.IndexByte(v, '\r'); j >= 0 {
+		v = v[:j]
+	}
+	return v
 }

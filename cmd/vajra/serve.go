@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -134,6 +136,23 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")
 	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
 	addLlamaServerAliases(fs) // aliases.go
+	// Routing among the workers (engine/route; its defaults, repeated
+	// here: the binary uses the root package's API only).
+	rt := &cfg.Routing
+	fs.StringVar(&rt.Policy, "routing-policy", "cache_aware", "how a request's worker is chosen: cache_aware (the worker holding the prompt's prefix, unless load says otherwise), least_load, power_of_two or round_robin")
+	fs.Float64Var(&rt.CacheThreshold, "routing-cache-threshold", 0.3, "cache_aware: the least fraction of the prompt a worker must hold for it to be preferred to the least loaded")
+	fs.IntVar(&rt.BalanceAbs, "routing-balance-abs-threshold", 16, "cache_aware: route by load alone when the most and least loaded workers differ by more than this many requests ...")
+	fs.Float64Var(&rt.BalanceRel, "routing-balance-rel-threshold", 1.5, "cache_aware: ... and the most loaded has more than this factor times the least loaded's requests")
+	fs.IntVar(&rt.BlockTokens, "routing-block-tokens", 64, "cache_aware: prompts are compared by whole blocks of this many tokens")
+	fs.IntVar(&rt.CacheBlocks, "routing-cache-blocks", 16384, "cache_aware: prompt blocks remembered per worker (least recently sent dropped first)")
+	fs.DurationVar(&rt.CacheTTL, "routing-cache-ttl", 10*time.Minute, "cache_aware: a prompt block not sent for this long no longer counts (the worker has likely evicted it)")
+	fs.IntVar(&rt.Breaker.Failures, "worker-circuit-failures", 5, "open a worker's circuit (no requests) after this many consecutive failed requests (negative: no circuit breaker)")
+	fs.DurationVar(&rt.Breaker.CoolDown, "worker-circuit-cooldown", 5*time.Second, "how long an open circuit stays open before a trial request")
+	fs.IntVar(&rt.Retry.Max, "worker-max-retries", 2, "retries on another worker of a request refused before its first byte (connection refused, 429, 503; negative: none)")
+	fs.DurationVar(&rt.Retry.Backoff, "worker-retry-backoff", 20*time.Millisecond, "the wait before a first retry, doubling per retry, jittered")
+	fs.DurationVar(&rt.Retry.MaxBackoff, "worker-retry-max-backoff", 500*time.Millisecond, "the longest wait before a retry")
+	fs.BoolVar(&cfg.WorkerHeader, "worker-header", false, "send X-Vajra-Worker: the URL of the worker that ran the request, with each generation's response")
+	fs.Float64Var(&rt.Retry.Ratio, "worker-retry-budget", 0.2, "retries may add at most this fraction of the requests to the load (plus 10 per second)")
 }
 
 // envName is the environment variable of a flag: VAJRA_ + upper case,
@@ -388,16 +407,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start", zap.Error(err))
 		return 1
 	}
+	var hup chan os.Signal
+	if st.configFile != "" && len(cfg.Remote.Workers) > 0 {
+		// SIGHUP re-reads the config file's workers (reloadWorkers).
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	fmt.Fprintf(stdout, "vajra serving on http://%s\n", srv.Addr())
-	select {
-	case <-ctx.Done():
-	case <-srv.Done():
-		// The network engine died on an error of its own (not an accept
-		// error: netio refuses what it cannot accept and goes on):
-		// exit non-zero so that the node is restarted.
-		log.Error("network layer stopped", zap.Error(srv.Err()))
-		_ = srv.Stop(context.Background())
-		return 1
+	for running := true; running; {
+		select {
+		case <-hup:
+			reloadWorkers(srv, args, log)
+		case <-ctx.Done():
+			running = false
+		case <-srv.Done():
+			// The network engine died on an error of its own (not an accept
+			// error: netio refuses what it cannot accept and goes on):
+			// exit non-zero so that the node is restarted.
+			log.Error("network layer stopped", zap.Error(srv.Err()))
+			_ = srv.Stop(context.Background())
+			return 1
+		}
 	}
 	log.Info("shutting down: draining", zap.Duration("timeout", st.shutdown))
 	sctx, cancel := context.WithTimeout(context.Background(), st.shutdown)
@@ -406,6 +437,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Warn("shutdown", zap.Error(err))
 	}
 	return 0
+}
+
+// reloadWorkers applies the workers of a re-read configuration (SIGHUP):
+// the command line's and the environment's settings still win over the
+// file's, as at start; a removed worker drains.
+func reloadWorkers(srv *vajra.Server, args []string, log *zap.Logger) {
+	st, err := parseServe(args, os.LookupEnv, io.Discard)
+	if err == nil {
+		err = srv.SetWorkers(st.cfg.Remote.Workers)
+	}
+	if err != nil {
+		log.Error("SIGHUP: the workers were not reloaded", zap.Error(err))
+		return
+	}
+	log.Info("SIGHUP: workers reloaded", zap.Strings("workers", st.cfg.Remote.Workers))
 }
 
 // newLogger builds the zap logger of `vajra serve`.

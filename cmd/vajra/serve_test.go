@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"github.com/vajra-go/vajra"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -226,5 +228,81 @@ func TestServeExitsZeroOnSignal(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "route") || !strings.Contains(logs.String(), "version") {
 		t.Errorf("no access-log line for GET /version in:\n%s", logs.String())
+	}
+}
+
+// TestServeReloadsWorkersOnSIGHUP: SIGHUP re-reads the config file's
+// workers; a removed worker drains and leaves GET /workers, an added one
+// is listed.
+func TestServeReloadsWorkersOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "vajra.yaml")
+	write := func(workers ...string) {
+		body := "port: 0\nworkers:\n"
+		for _, w := range workers {
+			body += "  - " + w + "\n"
+		}
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing listens on these ports (1, 2, 3 need root to bind): the
+	// workers stay down, which is all the reload needs.
+	write("llama-server://127.0.0.1:1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{got: make(chan struct{}, 1)}
+	var logs bytes.Buffer
+	rc := make(chan int, 1)
+	go func() { rc <- serve(ctx, []string{"--config", conf, "--shutdown-timeout", "1s"}, out, &logs) }()
+	select {
+	case <-out.got:
+	case code := <-rc:
+		t.Fatalf("serve returned %d: %s", code, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not start")
+	}
+	addr := strings.TrimSpace(strings.TrimPrefix(out.String(), "vajra serving on "))
+	urls := func() []string {
+		res, err := http.Get(addr + "/workers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body struct {
+			Workers []struct {
+				URL string `json:"url"`
+			} `json:"workers"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, w := range body.Workers {
+			out = append(out, w.URL)
+		}
+		return out
+	}
+	if got := urls(); len(got) != 1 || got[0] != "llama-server://127.0.0.1:1" {
+		t.Fatalf("/workers at start: %v", got)
+	}
+	write("llama-server://127.0.0.1:2", "llama-server://127.0.0.1:3")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := urls()
+		if len(got) == 2 && got[0] == "llama-server://127.0.0.1:2" && got[1] == "llama-server://127.0.0.1:3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/workers 5 s after SIGHUP: %v", got)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the server's state, bounded
+	}
+	cancel()
+	if code := <-rc; code != 0 {
+		t.Fatalf("exit code %d", code)
 	}
 }

@@ -72,7 +72,9 @@ type Config struct {
 	InterTokenTimeout time.Duration
 	// HealthInterval is how often a healthy worker is probed (0: default).
 	HealthInterval time.Duration
-	// Picker chooses the worker of each request (nil: LeastLoaded).
+	// Picker chooses the worker of each request (nil: LeastLoaded); a
+	// Router (engine/route) also gets each request's outcome and decides
+	// its retries.
 	Picker Picker
 	// Logger gets worker state changes (never per token); nil: none.
 	Logger *zap.Logger
@@ -81,10 +83,12 @@ type Config struct {
 // Engine is an engine.Engine over remote workers. Every exported method is
 // safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	log     *zap.Logger
-	workers []*Worker
-	picker  Picker
+	cfg    Config
+	log    *zap.Logger
+	wsp    atomic.Pointer[[]*Worker] // the workers: replaced whole by SetWorkers
+	wsMu   sync.Mutex                // serializes SetWorkers
+	picker Picker
+	router Router // picker, when it is one
 
 	model     atomic.Pointer[model]
 	modelOnce sync.Mutex // serializes loading the model state
@@ -159,22 +163,27 @@ func New(cfg Config) (*Engine, error) {
 	if e.picker == nil {
 		e.picker = &LeastLoaded{}
 	}
+	e.router, _ = e.picker.(Router)
+	var ws []*Worker
 	for _, u := range cfg.Workers {
 		c, err := Dial(u, cfg.Dial)
 		if err != nil {
-			e.closeClients()
+			for _, w := range ws {
+				_ = w.client.Close()
+			}
 			return nil, err
 		}
-		e.workers = append(e.workers, &Worker{url: u, client: c, kick: make(chan struct{}, 1)})
+		ws = append(ws, newWorker(u, c))
 	}
+	e.wsp.Store(&ws)
 	// One probe of every worker, in parallel, before serving.
 	var wg sync.WaitGroup
-	for _, w := range e.workers {
+	for _, w := range ws {
 		wg.Add(1)
 		go func() { defer wg.Done(); e.probe(w) }()
 	}
 	wg.Wait()
-	for _, w := range e.workers {
+	for _, w := range ws {
 		e.wg.Add(1)
 		go e.watch(w)
 	}
@@ -187,7 +196,7 @@ func New(cfg Config) (*Engine, error) {
 }
 
 func (e *Engine) closeClients() {
-	for _, w := range e.workers {
+	for _, w := range e.list() {
 		_ = w.client.Close()
 	}
 }
@@ -210,8 +219,12 @@ func (e *Engine) MaxModelLen() int {
 	return e.cfg.MaxModelLen
 }
 
-// Workers returns the engine's workers (for a routing layer's figures).
-func (e *Engine) Workers() []*Worker { return e.workers }
+// Workers returns the engine's workers (for a routing layer's figures):
+// the current configuration's, and those removed from it still draining.
+// The slice is shared: read only.
+func (e *Engine) Workers() []*Worker { return e.list() }
+
+func (e *Engine) list() []*Worker { return *e.wsp.Load() }
 
 // loadModel builds the model state from worker w's Info, once.
 func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
@@ -321,8 +334,8 @@ func (e *Engine) Stats() engine.Stats {
 	}
 	var kv float64
 	n := 0
-	for _, w := range e.workers {
-		if !w.healthy.Load() {
+	for _, w := range e.list() {
+		if !w.healthy.Load() || w.draining.Load() {
 			continue
 		}
 		st.Healthy = true
@@ -394,6 +407,8 @@ func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	e.wsMu.Lock() // a SetWorkers under way has started its probers
+	e.wsMu.Unlock()
 	close(e.done)
 	e.liveMu.Lock()
 	live := make([]*request, 0, len(e.live))

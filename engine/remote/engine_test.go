@@ -349,6 +349,6 @@ func TestRetryBeforeFirstToken(t *testing.T) {
 		t.Fatalf("err %v text %q frames %q", res.Err, res.Choices[0].Text, rec.frames)
 	}
 	eventually(t, "in-flight back to 0", func() bool {
-		return e.Stats().Running == 0 && e.workers[0].InFlight() == 0 && e.workers[1].InFlight() == 0
+		return e.Stats().Running == 0 && e.Workers()[0].InFlight() == 0 && e.Workers()[1].InFlight() == 0
 	})
 }

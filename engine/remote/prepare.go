@@ -135,7 +135,7 @@ func (e *Engine) unavailable() error {
 		return &engine.Error{Kind: engine.KindClosed, Message: "the engine is shut down"}
 	}
 	return &engine.Error{Kind: engine.KindClosed, Message: "no engine worker is available (" +
-		strconv.Itoa(len(e.workers)) + " configured, none healthy); retry later"}
+		strconv.Itoa(len(e.list())) + " configured, none healthy); retry later"}
 }
 
 func invalid(param, msg string) error {

@@ -20,13 +20,20 @@ import (
 // belongs to the client's receive goroutine (which serializes Tokens and
 // End) once Generate was called.
 type request struct {
-	e    *Engine
-	w    *Worker
-	req  *engine.Request
-	p    *prepared
-	sink engine.Sink
+	e   *Engine
+	w   *Worker
+	sel Selection
+	req *engine.Request
+	g   Generate
+	q   Query
+	// tried are the workers that refused r before its first byte.
+	tried  [4]*Worker
+	ntried int
+	p      *prepared
+	sink   engine.Sink
 
 	call     atomic.Pointer[callBox]
+	cur      atomic.Pointer[Worker] // w, for WorkerURL on other goroutines
 	aborting atomic.Bool
 	// state: why the request is ending early (abortedBy*), set once.
 	reason atomic.Uint32
@@ -50,14 +57,15 @@ type request struct {
 	delta    engine.Delta
 	end      engine.ChoiceEnd
 	stopIDs  []int
-	gen      Generate // what was sent, for a retry on another worker
-	retries  int
 	cachedIn bool // the worker reported cached tokens
 	ownEnd   bool // the engine ended a choice the worker would have gone on with
 }
 
 // callBox holds the Call for an atomic pointer.
-type callBox struct{ c Call }
+type callBox struct {
+	c       Call
+	attempt int
+}
 
 // Reasons a request ends before its worker ended it.
 const (
@@ -107,8 +115,7 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		p = req.Prepared.(*prepared)
 	}
 	r := e.newRequest(req, p, sink)
-	g := &r.gen
-	*g = Generate{
+	r.g = Generate{
 		ID:             "vajra-" + strconv.FormatUint(e.callSeq.Add(1), 36),
 		Prompt:         p.prompt,
 		Sampling:       &req.Sampling,
@@ -117,41 +124,150 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		PromptLogprobs: req.PromptLogprobs,
 		CachePrompt:    true,
 	}
-	var tried *Worker
-	for attempt := 0; attempt < len(e.workers); attempt++ {
-		w := e.pick(tried)
-		if w == nil {
-			break
-		}
-		r.w = w
-		w.inflight.Add(1)
-		e.running.Add(1)
-		e.track(r)
-		now := time.Now()
-		r.sent = now
-		r.sentNano.Store(now.UnixNano())
-		c, err := w.client.Generate(context.Background(), g, r)
+	r.q = Query{Prompt: p.prompt, N: len(r.choices)}
+	for {
+		err := r.send()
 		if err == nil {
-			r.call.Store(&callBox{c})
-			if r.aborting.Load() {
-				c.Abort()
-			}
 			return r, nil
 		}
-		w.inflight.Add(-1)
-		e.running.Add(-1)
-		e.untrack(r)
-		var we *WorkerError
-		if errors.As(err, &we) && we.Retryable {
-			if we.Status == 0 {
-				e.failed(w)
-			}
-			tried = w
-			continue
+		if err == errNoWorker {
+			return nil, e.unavailable()
 		}
-		return nil, workerError(err)
+		// Start does not wait out a Router's back-off (its caller must
+		// not block): the retry goes to another worker at once.
+		if _, ok := r.nextAttempt(err); !ok {
+			return nil, workerError(err)
+		}
 	}
-	return nil, e.unavailable()
+}
+
+// errNoWorker: no worker may take the request now.
+var errNoWorker = errors.New("remote: no worker")
+
+// send picks a worker for r's next attempt and sends the call: nil once a
+// worker took it, errNoWorker, or the worker's error (r released).
+func (r *request) send() error {
+	e := r.e
+	sel := e.pick(&r.q, r.tried[:r.ntried])
+	w := sel.Decode
+	if w == nil {
+		return errNoWorker
+	}
+	r.sel, r.w = sel, w
+	r.cur.Store(w)
+	attempt := r.q.Attempt
+	w.inflight.Add(1)
+	e.running.Add(1)
+	e.track(r)
+	now := time.Now()
+	r.sent = now
+	r.sentNano.Store(now.UnixNano())
+	c, err := w.client.Generate(context.Background(), &r.g, r)
+	if err != nil {
+		r.release(Outcome{Result: OutcomeFailed, Status: statusOf(err)})
+		return err
+	}
+	box := &callBox{c: c, attempt: attempt}
+	for {
+		// The call may have ended, and a retry started, before Generate
+		// returned (llama-server): a later attempt's call stays.
+		old := r.call.Load()
+		if old != nil && old.attempt > attempt || r.call.CompareAndSwap(old, box) {
+			break
+		}
+	}
+	if r.aborting.Load() {
+		c.Abort()
+	}
+	return nil
+}
+
+// nextAttempt records that r's worker refused it and says whether r may
+// go to another worker, and after how long.
+func (r *request) nextAttempt(err error) (time.Duration, bool) {
+	var we *WorkerError
+	if !errors.As(err, &we) || !we.Retryable || r.ntried == len(r.tried) {
+		return 0, false
+	}
+	if we.Status == 0 {
+		r.e.failed(r.w)
+	}
+	r.tried[r.ntried] = r.w
+	r.ntried++
+	r.q.Attempt++
+	if rt := r.e.router; rt != nil {
+		return rt.Retry(&r.q, r.q.Attempt)
+	}
+	return 0, r.q.Attempt < len(r.e.list())
+}
+
+// retryEnd takes a call its worker refused before the first byte (the
+// refusal came in End: llama-server) to another worker, after the
+// Router's back-off. It reports whether it did; r is released then.
+func (r *request) retryEnd(end *End) bool {
+	if end.Err == nil || r.done || r.started || !r.first.IsZero() || r.reason.Load() != reasonNone ||
+		r.aborting.Load() || r.e.closed.Load() {
+		return false
+	}
+	wait, ok := r.nextAttempt(end.Err)
+	if !ok {
+		return false
+	}
+	r.release(Outcome{Result: OutcomeFailed, Status: statusOf(end.Err)})
+	time.AfterFunc(wait, r.resend)
+	return true
+}
+
+// resend is a retry's next attempt, on a timer's goroutine: no call of r
+// is in flight, so it may end r itself.
+func (r *request) resend() {
+	for {
+		if r.reason.Load() != reasonNone || r.aborting.Load() || r.e.closed.Load() {
+			r.reason.CompareAndSwap(reasonNone, reasonClosed)
+			r.endCall(&End{})
+			return
+		}
+		err := r.send()
+		if err == nil {
+			return
+		}
+		if err == errNoWorker {
+			r.finish(r.e.unavailable().(*engine.Error))
+			return
+		}
+		wait, ok := r.nextAttempt(err)
+		if !ok {
+			r.finish(workerError(err))
+			return
+		}
+		if wait > 0 {
+			time.AfterFunc(wait, r.resend)
+			return
+		}
+	}
+}
+
+// statusOf is a worker error's status (0: the connection, or not one).
+func statusOf(err error) int {
+	var we *WorkerError
+	if errors.As(err, &we) {
+		return we.Status
+	}
+	return 0
+}
+
+// outcome is how the call that end ends went, for the Router.
+func (r *request) outcome(end *End) Outcome {
+	o := Outcome{FirstByte: !r.first.IsZero(), PromptTokens: end.PromptTokens, CachedTokens: end.CachedTokens}
+	switch reason := r.reason.Load(); {
+	case reason == reasonClient || reason == reasonClosed:
+		o.Result = OutcomeCanceled
+	case reason != reasonNone:
+		o.Result = OutcomeFailed
+	case end.Err != nil && r.live > 0 && !r.aborting.Load():
+		o.Result, o.Status = OutcomeFailed, statusOf(end.Err)
+	}
+	return o
 }
 
 func (e *Engine) newRequest(req *engine.Request, p *prepared, sink engine.Sink) *request {
@@ -179,6 +295,16 @@ func (e *Engine) newRequest(req *engine.Request, p *prepared, sink engine.Sink) 
 		}
 	}
 	return r
+}
+
+// WorkerURL is the URL of the worker running the request (the last one
+// tried, before the first byte). Call it after Start returned, or after
+// the final Result: a retry may change it in between.
+func (r *request) WorkerURL() string {
+	if w := r.cur.Load(); w != nil {
+		return w.url
+	}
+	return ""
 }
 
 // Abort stops the request and its call on the worker; see engine.Session.
@@ -344,10 +470,15 @@ func (r *request) stopChoice(c *choice) {
 // End ends the call: the worker's finish of the choices still running, or
 // its failure.
 func (r *request) End(end *End) {
-	if !r.done && r.retry(end) {
+	if r.retryEnd(end) {
 		return
 	}
-	defer r.release()
+	defer r.release(r.outcome(end))
+	r.endCall(end)
+}
+
+// endCall is End but for the accounting.
+func (r *request) endCall(end *End) {
 	if r.done {
 		return
 	}
@@ -412,44 +543,6 @@ func (r *request) End(end *End) {
 	r.finish(err)
 }
 
-// retry sends the request to another worker when its worker refused it
-// or could not be reached before any token (nothing of it has reached the
-// client: a stream's first frames come with its first token), as long as
-// there is a healthy worker it has not tried. It reports whether it did.
-func (r *request) retry(end *End) bool {
-	var we *WorkerError
-	if r.started || r.reason.Load() != reasonNone || end.Err == nil || !errors.As(end.Err, &we) || !we.Retryable ||
-		r.retries >= len(r.e.workers)-1 || r.e.closed.Load() {
-		return false
-	}
-	if we.Status == 0 {
-		r.e.failed(r.w)
-	}
-	w := r.e.pick(r.w)
-	if w == nil {
-		return false
-	}
-	old := r.w
-	r.retries++
-	w.inflight.Add(1)
-	now := time.Now()
-	r.sent = now
-	r.sentNano.Store(now.UnixNano())
-	r.w = w
-	c, err := w.client.Generate(context.Background(), &r.gen, r)
-	if err != nil {
-		w.inflight.Add(-1)
-		r.w = old
-		return false
-	}
-	old.inflight.Add(-1)
-	r.call.Store(&callBox{c})
-	if r.aborting.Load() {
-		c.Abort()
-	}
-	return true
-}
-
 // endOf is choice i's end, or a plain stop when the worker gave none.
 func endOf(end *End, i int) ChoiceEnd {
 	if i < len(end.Choices) {
@@ -458,12 +551,17 @@ func endOf(end *End, i int) ChoiceEnd {
 	return ChoiceEnd{FinishReason: "stop", MatchedTokenID: -1}
 }
 
-// release drops the request from the worker's and engine's counts, once,
-// when its call has ended.
-func (r *request) release() {
-	r.w.inflight.Add(-1)
+// release drops the request from the worker's and engine's counts, once
+// per call when it has ended, and tells the Router how it went.
+func (r *request) release(o Outcome) {
+	if r.w.inflight.Add(-1) == 0 && r.w.draining.Load() {
+		r.e.retire(r.w)
+	}
 	r.e.running.Add(-1)
 	r.e.untrack(r)
+	if rt := r.e.router; rt != nil {
+		rt.Done(r.sel, &r.q, o)
+	}
 }
 
 // abortedByClient marks an abort the client asked for: the stream gets no

@@ -2,9 +2,12 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +24,25 @@ type Worker struct {
 	inflight atomic.Int64
 	load     atomic.Pointer[Load]
 	info     atomic.Pointer[Info]
+	loadAt   atomic.Int64  // when load was stored, Unix ns
+	draining atomic.Bool   // removed from the configuration: no new requests
 	kick     chan struct{} // wakes the prober after a failed call
+	stop     chan struct{} // closed when the worker is retired
+	retired  sync.Once
+}
+
+func newWorker(u string, c Client) *Worker {
+	return &Worker{url: u, client: c, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// LoadAge is how old the worker's last load report is (a large value
+// before the first).
+func (w *Worker) LoadAge(now time.Time) time.Duration {
+	at := w.loadAt.Load()
+	if at == 0 {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(now.UnixNano() - at)
 }
 
 // URL is the worker's URL.
@@ -30,6 +51,10 @@ func (w *Worker) URL() string { return w.url }
 // Healthy reports the last probe's verdict (false after a failed call
 // until a probe succeeds).
 func (w *Worker) Healthy() bool { return w.healthy.Load() }
+
+// Draining reports that the worker was removed from the configuration:
+// it takes no new request, and its running ones finish.
+func (w *Worker) Draining() bool { return w.draining.Load() }
 
 // InFlight is the number of the engine's requests running on w.
 func (w *Worker) InFlight() int { return int(w.inflight.Load()) }
@@ -53,6 +78,71 @@ type Picker interface {
 	Pick(ws []*Worker) *Worker
 }
 
+// Router is a Picker that sees the request and learns how it ended: the
+// routing layer (engine/route) implements it. When Config.Picker is a
+// Router the engine calls Route instead of Pick, Done once per Route
+// whose worker was sent the request, and Retry before trying another
+// worker for a request refused before its first byte.
+//
+// Every method is safe for concurrent use, called once per request or per
+// attempt (never per token), and must not block.
+type Router interface {
+	// Route chooses among ws (healthy, not draining, not tried by this
+	// request yet; never empty). A zero Selection refuses the request
+	// (every worker's circuit is open): the engine answers 503.
+	Route(ws []*Worker, q *Query) Selection
+	// Done reports how the request sent on sel ended there.
+	Done(sel Selection, q *Query, o Outcome)
+	// Retry says whether a request refused by a worker before its first
+	// byte may go to another one (attempt counts the retries, from 1),
+	// and after how long.
+	Retry(q *Query, attempt int) (wait time.Duration, ok bool)
+}
+
+// Query is what a Router sees of a request. Valid during the call only
+// (the engine reuses it across the attempts of one request).
+type Query struct {
+	// Prompt is the prompt's token ids as sent to the worker (read only).
+	Prompt []int32
+	// N is the request's number of choices; all run on one worker.
+	N int
+	// Attempt is 0 for the first pick, then the retry's number.
+	Attempt int
+}
+
+// Selection is a Router's choice for one request. Decode runs it; Prefill,
+// when set, would run its prefill and hand the KV cache over
+// (disaggregated serving, not implemented: the engine sends to Decode).
+// Matched is how many prompt tokens the router estimates Decode holds.
+type Selection struct {
+	Decode  *Worker
+	Prefill *Worker
+	Matched int
+}
+
+// Outcome is how a request ended on the worker a Router chose.
+type Outcome struct {
+	// Result: OutcomeOK, OutcomeFailed (the worker or the way to it:
+	// refused, broke, stalled) or OutcomeCanceled (the client or the
+	// engine ended it: the worker's health is not in question).
+	Result OutcomeResult
+	// Status is the worker's status of a failure (0: the connection).
+	Status int
+	// FirstByte says the worker had sent output.
+	FirstByte bool
+	// PromptTokens and CachedTokens are the worker's counts (0 unknown).
+	PromptTokens, CachedTokens int
+}
+
+// OutcomeResult classifies an Outcome.
+type OutcomeResult uint8
+
+const (
+	OutcomeOK OutcomeResult = iota
+	OutcomeFailed
+	OutcomeCanceled
+)
+
 // LeastLoaded picks the worker with the fewest requests in flight; ties go
 // round robin. The zero value is ready.
 type LeastLoaded struct{ next atomic.Uint64 }
@@ -70,22 +160,26 @@ func (p *LeastLoaded) Pick(ws []*Worker) *Worker {
 	return best
 }
 
-// pick chooses a healthy worker not in tried, or nil.
-func (e *Engine) pick(tried *Worker) *Worker {
+// pick chooses a healthy worker not in tried, or a zero Selection: the
+// Router's choice when the Picker is one.
+func (e *Engine) pick(q *Query, tried []*Worker) Selection {
 	var buf [8]*Worker
 	ws := buf[:0]
-	for _, w := range e.workers {
-		if w.healthy.Load() && w != tried {
+	for _, w := range e.list() {
+		if w.healthy.Load() && !w.draining.Load() && !slices.Contains(tried, w) {
 			ws = append(ws, w)
 		}
 	}
 	if len(ws) == 0 {
-		return nil
+		return Selection{}
+	}
+	if e.router != nil {
+		return e.router.Route(ws, q)
 	}
 	if len(ws) == 1 {
-		return ws[0]
+		return Selection{Decode: ws[0]}
 	}
-	return e.picker.Pick(ws)
+	return Selection{Decode: e.picker.Pick(ws)}
 }
 
 // failed marks w down after a call found its connection broken and wakes
@@ -125,6 +219,7 @@ func (e *Engine) probe(w *Worker) bool {
 	}
 	if l, lerr := w.client.Load(ctx); lerr == nil {
 		w.load.Store(&l)
+		w.loadAt.Store(time.Now().UnixNano())
 	}
 	if !w.healthy.Swap(true) {
 		e.log.Info("worker up", zap.String("worker", w.url))
@@ -146,6 +241,8 @@ func (e *Engine) watch(w *Worker) {
 	for {
 		select {
 		case <-e.done:
+			return
+		case <-w.stop:
 			return
 		case <-t.C:
 		case <-w.kick:
@@ -171,4 +268,108 @@ func templateSource(s string) (string, error) {
 		return "", fmt.Errorf("--chat-template: %w", err)
 	}
 	return string(b), nil
+}
+
+// SetWorkers makes urls the engine's workers (a configuration reload): a
+// new URL is dialed, probed and serves once healthy; a removed one drains
+// (it takes no new request, its running ones finish, then its connection
+// closes); one in both keeps its state. Safe for concurrent use; it fails,
+// changing nothing, when a new URL does not dial.
+func (e *Engine) SetWorkers(urls []string) error {
+	if len(urls) == 0 {
+		return errors.New("remote: no worker")
+	}
+	e.wsMu.Lock()
+	defer e.wsMu.Unlock()
+	if e.closed.Load() {
+		return errors.New("remote: the engine is closed")
+	}
+	old := e.list()
+	keep := map[string]*Worker{}
+	for _, w := range old {
+		if !w.draining.Load() {
+			keep[w.url] = w
+		}
+	}
+	var next, added []*Worker
+	want := map[string]bool{}
+	for _, u := range urls {
+		if want[u] {
+			continue
+		}
+		want[u] = true
+		if w := keep[u]; w != nil {
+			next = append(next, w)
+			continue
+		}
+		c, err := Dial(u, e.cfg.Dial)
+		if err != nil {
+			for _, w := range added {
+				_ = w.client.Close()
+			}
+			return err
+		}
+		w := newWorker(u, c)
+		next, added = append(next, w), append(added, w)
+	}
+	var removed []*Worker
+	for _, w := range old {
+		if !want[w.url] || w.draining.Load() {
+			if w.draining.Load() && w.retiredDone() {
+				continue // drained and closed: forgotten
+			}
+			if !w.draining.Swap(true) {
+				removed = append(removed, w)
+			}
+			next = append(next, w) // listed while it drains
+		}
+	}
+	e.wsp.Store(&next)
+	for _, w := range added {
+		e.wg.Add(1)
+		go func() { e.probe(w); e.watch(w) }()
+		e.log.Info("worker added", zap.String("worker", w.url))
+	}
+	for _, w := range removed {
+		e.log.Info("worker removed: draining", zap.String("worker", w.url), zap.Int("in_flight", w.InFlight()))
+		if w.inflight.Load() == 0 {
+			e.retire(w)
+		}
+	}
+	return nil
+}
+
+// retire closes a drained worker's connection and stops its prober, once,
+// and drops it from the list (on a goroutine of its own: SetWorkers calls
+// it holding wsMu).
+func (e *Engine) retire(w *Worker) {
+	w.retired.Do(func() {
+		close(w.stop)
+		_ = w.client.Close()
+		e.log.Info("worker drained", zap.String("worker", w.url))
+		go e.forget(w)
+	})
+}
+
+func (e *Engine) forget(w *Worker) {
+	e.wsMu.Lock()
+	defer e.wsMu.Unlock()
+	old := e.list()
+	next := make([]*Worker, 0, len(old))
+	for _, x := range old {
+		if x != w {
+			next = append(next, x)
+		}
+	}
+	e.wsp.Store(&next)
+}
+
+// retiredDone reports whether w was retired.
+func (w *Worker) retiredDone() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
 }
