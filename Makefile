@@ -9,12 +9,13 @@ FUZZTIME ?= 30s
 # The tests that skip under -race, which `make test` runs a second time
 # without it: the allocation tests (TestXAllocs, TestTokenPathAllocations,
 # ...), which the race detector's own allocations would fail, and the
-# latency comparison TestSlowPromptDoesNotStallStreams, which its slowdown
+# latency comparisons TestSlowPromptDoesNotStallStreams and
+# TestRealtimeLargeConversationDoesNotStallStreams, which its slowdown
 # would, and the soak's short form, whose RSS check the race detector's
 # shadow memory defeats; and engine/tokenizer's comparisons with Hugging
 # Face (TestHFGolden*), which check a tenth of their corpus under the race
 # detector and all of it here.
-NORACE_TESTS := Alloc|SlowPrompt|Soak|HFGolden
+NORACE_TESTS := Alloc|DoesNotStall|Soak|HFGolden
 # `make soak`: the load, the test timeout that bounds the whole run (raise
 # both for hours), the warm-up and the concurrent clients.
 SOAK_DURATION ?= 9m
