@@ -11,6 +11,7 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/llama"
+	"github.com/vajra-go/vajra/internal/fixture"
 	"github.com/vajra-go/vajra/internal/realmodel"
 )
 
@@ -56,25 +57,9 @@ func startReal(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, string)
 // with VAJRA_REQUIRE_PYTHON set) when `make venv` has not made it.
 func venvPython(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, ".venv", "bin", "python")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	msg := "the Python SDK environment was not found: run `make venv` (creates .venv)"
-	if os.Getenv("VAJRA_REQUIRE_PYTHON") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	p, err := fixture.Find("", filepath.Join(".venv", "bin", "python"),
+		"the Python SDK environment was not found: run `make venv` (creates .venv)")
+	return fixture.Need(t, "VAJRA_REQUIRE_PYTHON", p, err)
 }
 
 func TestPythonSDKs(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vajra-go/vajra/internal/fixture"
 )
 
 // rel is where `make llama-server` puts the binary, under the module root.
@@ -31,26 +32,8 @@ var rel = filepath.Join(".llama", "server", "bin", "llama-server")
 // .llama/server/bin/llama-server in the working directory or any directory
 // above it (tests run in their package's directory).
 func Find() (string, error) {
-	if p := os.Getenv("VAJRA_LLAMA_SERVER"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("VAJRA_LLAMA_SERVER: %w", err)
-		}
-		return p, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	return "", errors.New("llama-server was not found: run `make llama-server` (builds it into .llama/server/bin), or set VAJRA_LLAMA_SERVER")
+	return fixture.Find("VAJRA_LLAMA_SERVER", rel,
+		"llama-server was not found: run `make llama-server` (builds it into .llama/server/bin), or set VAJRA_LLAMA_SERVER")
 }
 
 // Need returns the binary, or skips tb when it is missing (fails instead
@@ -58,13 +41,7 @@ func Find() (string, error) {
 func Need(tb testing.TB) string {
 	tb.Helper()
 	p, err := Find()
-	if err != nil {
-		if os.Getenv("VAJRA_REQUIRE_LLAMA_SERVER") != "" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err)
-	}
-	return p
+	return fixture.Need(tb, "VAJRA_REQUIRE_LLAMA_SERVER", p, err)
 }
 
 // Server is one llama-server process.

@@ -8,11 +8,10 @@
 package realmodel
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vajra-go/vajra/internal/fixture"
 )
 
 // Name is the model file's name.
@@ -25,26 +24,8 @@ var rel = filepath.Join(".models", Name)
 // the working directory or any directory above it (tests run in their
 // package's directory).
 func Find() (string, error) {
-	if p := os.Getenv("VAJRA_REAL_MODEL"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("VAJRA_REAL_MODEL: %w", err)
-		}
-		return p, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	return "", errors.New("the real model was not found: run `make real-model` (fetches it into .models/), or set VAJRA_REAL_MODEL")
+	return fixture.Find("VAJRA_REAL_MODEL", rel,
+		"the real model was not found: run `make real-model` (fetches it into .models/), or set VAJRA_REAL_MODEL")
 }
 
 // Need returns the model file, or skips tb when it is missing (fails
@@ -52,11 +33,5 @@ func Find() (string, error) {
 func Need(tb testing.TB) string {
 	tb.Helper()
 	p, err := Find()
-	if err != nil {
-		if os.Getenv("VAJRA_REQUIRE_REAL_MODEL") != "" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err)
-	}
-	return p
+	return fixture.Need(tb, "VAJRA_REQUIRE_REAL_MODEL", p, err)
 }

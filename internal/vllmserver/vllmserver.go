@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vajra-go/vajra/internal/fixture"
 )
 
 // ServedName is the model name the server is started with.
@@ -67,13 +69,7 @@ func Find() (string, error) {
 func Need(tb testing.TB) string {
 	tb.Helper()
 	bin, err := Find()
-	if err != nil {
-		if os.Getenv("VAJRA_REQUIRE_VLLM") != "" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err)
-	}
-	return bin
+	return fixture.Need(tb, "VAJRA_REQUIRE_VLLM", bin, err)
 }
 
 // Model writes the tiny model once (into .vllm/models/tiny-llama3) and

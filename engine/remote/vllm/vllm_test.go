@@ -17,6 +17,7 @@ import (
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
 	"github.com/vajra-go/vajra/engine/remote/vllm/vllmpb"
+	"github.com/vajra-go/vajra/internal/fixture"
 )
 
 func TestMain(m *testing.M) {
@@ -372,26 +373,18 @@ func TestReconnectAfterRestart(t *testing.T) {
 // or skips (fails with VAJRA_REQUIRE_TOKENIZERS set).
 func realTokenizer(t *testing.T) map[string][]byte {
 	t.Helper()
-	for d, _ := os.Getwd(); ; d = filepath.Dir(d) {
-		dir := filepath.Join(d, ".tokenizers", "llama3", "package", "models")
-		tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
-		if err == nil {
-			tc, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return map[string][]byte{"tokenizer.json": tj, "tokenizer_config.json": tc}
+	p, err := fixture.Find("", filepath.Join(".tokenizers", "llama3", "package", "models", "tokenizer.json"),
+		"the Llama 3 tokenizer is missing: run `make tokenizers`")
+	tj := fixture.Need(t, "VAJRA_REQUIRE_TOKENIZERS", p, err)
+	files := map[string][]byte{}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(tj), name))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if d == filepath.Dir(d) {
-			break
-		}
+		files[name] = b
 	}
-	msg := "the Llama 3 tokenizer is missing: run `make tokenizers`"
-	if os.Getenv("VAJRA_REQUIRE_TOKENIZERS") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return nil
+	return files
 }
 
 func TestTokenizerFiles(t *testing.T) {
