@@ -114,9 +114,9 @@ func (l *liveSession) Receive(ctx actor.Context) {
 
 // TestStoreLiveEntries: a live (background, running) response is answered
 // by its session for GET and cancel, by its queued record for lookups and
-// deletes (kept, marked live); Forward reaches it; it is never evicted;
-// its Finish puts
-// the final record in its place and comes back to the session.
+// deletes (kept, marked live); Forward reaches it; it is never evicted; its
+// Finish puts the final record in its place and comes back to the
+// session.
 func TestStoreLiveEntries(t *testing.T) {
 	system := newSystem()
 	st, err := spawn(system, Config{MaxResponses: 1}, nil, zap.NewNop())
