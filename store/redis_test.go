@@ -452,3 +452,32 @@ func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
 		t.Fatalf("the cancel was answered %v after the owner saved it", d)
 	}
 }
+
+// TestRedisRunningElsewhere: a background response another node runs (its
+// record in Redis, in progress, its lease fresh) is answered from that
+// record: GET shows its progress, input_items and previous_response_id
+// (Lookup) and DELETE see it running (Live, and kept), and a stream GET is
+// refused (Elsewhere: its events are in the owner's memory only).
+func TestRedisRunningElsewhere(t *testing.T) {
+	f := newRedisFixture(t, Config{})
+	rec := record("resp_run", `{"id":"resp_run","status":"in_progress"}`)
+	rec.Background, rec.Status = true, "in_progress"
+	if r := f.save(rec); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := f.ask(Get, "resp_run"); r.Err != nil || r.Rec == nil || r.Rec.Status != "in_progress" || r.Elsewhere {
+		t.Fatalf("get: %+v", r)
+	}
+	f.st.ask(&Request{Op: Get, ID: "resp_run", ReplyTo: f.pid, Stream: struct{}{}})
+	if r := f.wait(); !r.Elsewhere || r.Rec != nil || r.Err != nil {
+		t.Fatalf("stream get of a response running elsewhere: %+v", r)
+	}
+	for _, op := range []Op{Lookup, Delete} {
+		if r := f.ask(op, "resp_run"); r.Err != nil || r.Rec == nil || !r.Live {
+			t.Fatalf("op %d: %+v, want the running record, live", op, r)
+		}
+	}
+	if r := f.ask(Get, "resp_run"); r.Rec == nil {
+		t.Fatal("DELETE removed a response still running")
+	}
+}
