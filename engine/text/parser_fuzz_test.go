@@ -15,6 +15,7 @@ func fuzzOptions(mode uint8) Options {
 		opt.Reasoning = "deepseek_r1"
 	}
 	opt.Tools = []string{"", "hermes", "llama3_json", "mistral"}[mode>>2&3]
+	opt.Stream = mode&16 != 0
 	return opt
 }
 
