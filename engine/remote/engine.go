@@ -119,11 +119,11 @@ type model struct {
 	maxLen         int
 	vocab          int
 	eos            []bool // by id: ends generation (the worker's EOS ids)
+	name           string
+	promptLogprobs bool
 	// kind is each id's text.Token* kind: ordinary text, special, or a
 	// special token that is a marker of the configured parsers.
 	kind []uint8
-	name           string
-	promptLogprobs bool
 }
 
 // New dials every worker and starts probing them. A worker that is down
