@@ -59,25 +59,7 @@ func TestSpecialTokens(t *testing.T) {
 	out := append(append(append(append(append(ids("Hi"), tokCtl, tokToolCalls), ids("get")...), tokArgs), ids(`{"a": 12}`)...), tokEOS)
 	run := func(tools, keep bool) (*deltaRec, engine.Choice) {
 		t.Helper()
-		req := chat("hi", 50)
-		if tools {
-			req.Tools = []engine.Tool{{Name: "get", Parameters: []byte(`{"type":"object"}`)}}
-		}
-		req.Sampling.KeepSpecialTokens = keep
-		rec := &deltaRec{recorder: newRecorder()}
-		req.Formatter = rec
-		if err := e.Prepare(req); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Start(req, rec); err != nil {
-			t.Fatal(err)
-		}
-		c := <-f.gens
-		for _, id := range out {
-			c.tokens(0, id)
-		}
-		c.end(&End{})
-		return rec, rec.wait(t).Choices[0]
+		return runTokens(t, e, f, tools, keep, out)
 	}
 	rec, ch := run(true, false)
 	if ch.Text != "Hi" || len(ch.ToolCalls) != 1 || ch.ToolCalls[0].Name != "get" || ch.ToolCalls[0].Arguments != `{"a": 12}` ||
@@ -93,4 +75,64 @@ func TestSpecialTokens(t *testing.T) {
 	if _, ch = run(false, true); ch.Text != `Hi<|ctl|>[TOOL_CALLS]get[ARGS]{"a": 12}` {
 		t.Fatalf("skip_special_tokens=false: %+v", ch)
 	}
+}
+
+// TestToolArgsTokenAllocs: inside a streamed tool call, each token of its
+// arguments (detokenized, parsed, framed as an arguments delta) allocates
+// nothing in steady state.
+func TestToolArgsTokenAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	e, f := newFakeCtx(t, Config{Tokenizer: markTok{}, ToolCallParser: "mistral"}, false, 1<<24)
+	ns := &nopStream{}
+	req := chat("hi", 0)
+	req.Formatter = ns
+	req.Tools = []engine.Tool{{Name: "get", Parameters: []byte(`{"type":"object"}`)}}
+	if err := e.Prepare(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(req, ns); err != nil {
+		t.Fatal(err)
+	}
+	c := <-f.gens
+	r := c.rx.(*request)
+	r.Tokens(&Chunk{TokenIDs: append(append(append([]int32{tokToolCalls}, ids("get")...), tokArgs), ids(`{"q": "`)...)})
+	ck := &Chunk{TokenIDs: []int32{'a'}}
+	for range 20000 {
+		r.Tokens(ck)
+	}
+	if n := testing.AllocsPerRun(5000, func() { r.Tokens(ck) }); n != 0 {
+		t.Fatalf("%.3f allocations per arguments token", n)
+	}
+	ch := &r.choices[0]
+	if r.done || len(ch.parser.ToolCalls()) != 0 || ch.n < 25000 {
+		t.Fatalf("done %v, calls %v, %d tokens", r.done, ch.parser.ToolCalls(), ch.n)
+	}
+}
+
+// runTokens runs one streamed chat request on e whose worker f answers
+// out, one token per chunk; tools offers one tool, keep is
+// skip_special_tokens=false.
+func runTokens(t *testing.T, e *Engine, f *fakeClient, tools, keep bool, out []int32) (*deltaRec, engine.Choice) {
+	t.Helper()
+	req := chat("hi", 200)
+	if tools {
+		req.Tools = []engine.Tool{{Name: "get", Parameters: []byte(`{"type":"object"}`)}}
+	}
+	req.Sampling.KeepSpecialTokens = keep
+	rec := &deltaRec{recorder: newRecorder()}
+	req.Formatter = rec
+	if err := e.Prepare(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(req, rec); err != nil {
+		t.Fatal(err)
+	}
+	c := <-f.gens
+	for _, id := range out {
+		c.tokens(0, id)
+	}
+	c.end(&End{})
+	return rec, rec.wait(t).Choices[0]
 }

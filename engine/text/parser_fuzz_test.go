@@ -65,6 +65,12 @@ func FuzzParser(f *testing.F) {
 		}
 		switch {
 		case opt.Reasoning == "" && len(whole.Calls) == 0:
+			if opt.Tools == "llama3_json" {
+				// A leading <|python_tag|> without a call is dropped.
+				if rest := strings.TrimLeft(text, " \t\r\n"); strings.HasPrefix(rest, pythonTag) {
+					text = text[:len(text)-len(rest)] + rest[len(pythonTag):]
+				}
+			}
 			if whole.Content != text {
 				t.Fatalf("content %q, input %q", whole.Content, text)
 			}

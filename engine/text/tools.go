@@ -30,7 +30,9 @@ const (
 // llama3_json and llama4_json (vLLM Llama3JsonToolParser): the content is
 // tool calls only when it starts (after optional whitespace) with
 // <|python_tag|> or "{": then JSON objects {"name": …, "parameters"|
-// "arguments": {…}} separated by ";". Other content is text.
+// "arguments": {…}} separated by ";". Other content is text; a leading
+// <|python_tag|> not followed by a call is dropped from it (a control
+// token, which vLLM never shows with skip_special_tokens).
 //
 // mistral (vLLM MistralToolParser): [TOOL_CALLS] followed by a JSON array
 // of {"name": …, "arguments": {…}} (tokenizers before v11), or by
@@ -282,7 +284,11 @@ func (s *toolStage) runLlama3(p *Parser, eof bool) int {
 				}
 				s.state = tsPlain
 			case len(rest) >= len(pythonTag) && string(rest[:len(pythonTag)]) == pythonTag:
-				s.state, s.mark = tsAfterTag, j+len(pythonTag)
+				// The tag is dropped, whatever follows (in Llama 3.1 a
+				// control token, which vLLM's skip_special_tokens leaves
+				// out; it also opens built-in tool code).
+				s.buf = append(s.buf[:j], s.buf[j+len(pythonTag):]...)
+				s.state, s.mark = tsAfterTag, j
 			case rest[0] == '{':
 				s.startObject(j)
 			default:
@@ -294,7 +300,7 @@ func (s *toolStage) runLlama3(p *Parser, eof bool) int {
 			case j < len(s.buf) && s.buf[j] == '{':
 				s.startObject(j)
 			case j < len(s.buf) || eof:
-				s.state = tsPlain // not calls after all: the tag and all are content
+				s.state = tsPlain // not calls after all: content
 			default:
 				return s.rawStart
 			}
