@@ -250,3 +250,60 @@ func FuzzForcedRequired(f *testing.F) {
 		}
 	})
 }
+
+// TestForcedStreamAllocs: a required call's arguments stream without
+// allocating per token: four times the arguments cost as many
+// allocations (the call's id, Arguments and the array's parse at the end).
+func TestForcedStreamAllocs(t *testing.T) {
+	var f Forced
+	var evs []Event
+	allocs := func(in string) float64 {
+		toks := tokenize(in, 2)
+		run := func() {
+			f.Reset("", true)
+			for _, tok := range toks {
+				evs = f.Feed(evs[:0], tok)
+			}
+			evs = f.Finish(evs[:0])
+			if len(f.Calls()) != 1 {
+				t.Fatalf("no call in %q", in)
+			}
+		}
+		run()
+		return testing.AllocsPerRun(50, run)
+	}
+	call := func(args string) string {
+		return `[{"name": "f", "parameters": {"q": "` + args + `"}}]`
+	}
+	short, long := allocs(call(strings.Repeat("ab ", 20))), allocs(call(strings.Repeat("ab ", 80)))
+	if short != long {
+		t.Fatalf("allocations per call: %v with 60 bytes of arguments, %v with 240", short, long)
+	}
+}
+
+// BenchmarkFeedToolArgs is the per-token cost of a hermes tool call's
+// arguments, held whole to the end (not streamed) or streamed as deltas.
+func BenchmarkFeedToolArgs(b *testing.B) {
+	in := "<tool_call>{\"name\": \"f\", \"arguments\": {\"q\": \"" + strings.Repeat("word ", 400) + "\"}}</tool_call>"
+	toks := tokenize(in, 4)
+	for _, stream := range []bool{false, true} {
+		name := "whole"
+		if stream {
+			name = "streamed"
+		}
+		b.Run(name, func(b *testing.B) {
+			opt := Options{Tools: "hermes", Stream: stream}
+			p, _ := NewParser(opt)
+			var evs []Event
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				_ = p.Reset(opt)
+				for _, tok := range toks {
+					evs, _ = p.Feed(evs[:0], tok)
+				}
+				evs = p.Finish(evs[:0])
+			}
+		})
+	}
+}
