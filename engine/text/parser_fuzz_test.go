@@ -24,6 +24,10 @@ func FuzzParser(f *testing.F) {
 	f.Add([]byte("<|python_tag|>{\"name\":\"a\",\"parameters\":{}}; {\"name\""), 9, uint8(2<<2))
 	f.Add([]byte("x[TOOL_CALLS]f[ARGS]{\"a\":\"\xe4\xb8\"}[TOOL_CALLS][{\"name\":\"g\"}]"), 17, uint8(3<<2))
 	f.Add([]byte("abSTOé!x\xf0\x9f"), 4, uint8(1))
+	// Streamed tool-call arguments (mode bit 16).
+	f.Add([]byte("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, \"}\"]}}</tool_call>x"), 23, uint8(16|1<<2))
+	f.Add([]byte("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": 2}]"), 30, uint8(16|3<<2))
+	f.Add([]byte("{\"name\": \"f\", \"parameters\": {\"a\": "), 12, uint8(16|2<<2))
 	f.Fuzz(func(t *testing.T, in []byte, cut int, mode uint8) {
 		opt := fuzzOptions(mode)
 		whole := drive(t, opt, [][]byte{in})
