@@ -178,6 +178,18 @@ type Sampling struct {
 	MaxTokens int
 	// IgnoreEOS generates exactly MaxTokens (vLLM's extension).
 	IgnoreEOS bool
+	// KeepSpecialTokens puts the text of special (control) tokens in the
+	// output (vLLM's skip_special_tokens=false); by default they are left
+	// out, except the markers the request's reasoning and tool-call
+	// parsers look for, which the parsers consume. The tokens that end
+	// generation (EOS, stop_token_ids) are never output.
+	KeepSpecialTokens bool
+	// NoSpecialTokenSpaces is vLLM's spaces_between_special_tokens=false:
+	// consecutive special tokens' texts are joined with no space between
+	// them. Vajra's own detokenization never inserts one (it joins token
+	// pieces, as vLLM's fast detokenizer does), so this only reaches
+	// workers that detokenize themselves (vLLM, SGLang).
+	NoSpecialTokenSpaces bool
 	// Stop strings end a choice and are trimmed from its output; never is a
 	// part of one emitted (hold-back).
 	Stop         []string

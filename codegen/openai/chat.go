@@ -43,6 +43,11 @@ type ChatRequest struct {
 	Stop         StopList `json:"stop"`
 	StopTokenIDs []int    `json:"stop_token_ids"` // vLLM extension
 
+	// SkipSpecialTokens and SpacesBetweenSpecialTokens are vLLM's
+	// detokenizer options (both default true).
+	SkipSpecialTokens          opt.Bool `json:"skip_special_tokens"`
+	SpacesBetweenSpecialTokens opt.Bool `json:"spaces_between_special_tokens"`
+
 	Logprobs    opt.Bool `json:"logprobs"`
 	TopLogprobs opt.Int  `json:"top_logprobs"`
 

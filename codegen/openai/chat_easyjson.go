@@ -706,6 +706,18 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 				}
 				in.Delim(']')
 			}
+		case "skip_special_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SkipSpecialTokens).UnmarshalEasyJSON(in)
+			}
+		case "spaces_between_special_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SpacesBetweenSpecialTokens).UnmarshalEasyJSON(in)
+			}
 		case "logprobs":
 			if in.IsNull() {
 				in.Skip()
@@ -939,6 +951,16 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 			}
 			out.RawByte(']')
 		}
+	}
+	{
+		const prefix string = ",\"skip_special_tokens\":"
+		out.RawString(prefix)
+		(in.SkipSpecialTokens).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"spaces_between_special_tokens\":"
+		out.RawString(prefix)
+		(in.SpacesBetweenSpecialTokens).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"logprobs\":"

@@ -146,6 +146,7 @@ func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 		s.MaxTokens = r.MaxCompletionTokens.V
 	}
 	s.IgnoreEOS = r.IgnoreEOS
+	detokenizeOptions(s, r.SkipSpecialTokens, r.SpacesBetweenSpecialTokens)
 	if err := validateStop(r.Stop, r.StopTokenIDs, s); err != nil {
 		return err
 	}
@@ -356,3 +357,10 @@ func rangeError(param, want, got string) *ParamError {
 }
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// detokenizeOptions copies vLLM's skip_special_tokens and
+// spaces_between_special_tokens (both default true) into s.
+func detokenizeOptions(s *engine.Sampling, skip, spaces opt.Bool) {
+	s.KeepSpecialTokens = skip.Defined && !skip.V
+	s.NoSpecialTokenSpaces = spaces.Defined && !spaces.V
+}

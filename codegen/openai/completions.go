@@ -39,6 +39,11 @@ type CompletionRequest struct {
 	Stop         StopList `json:"stop"`
 	StopTokenIDs []int    `json:"stop_token_ids"` // vLLM extension
 
+	// SkipSpecialTokens and SpacesBetweenSpecialTokens are vLLM's
+	// detokenizer options (both default true).
+	SkipSpecialTokens          opt.Bool `json:"skip_special_tokens"`
+	SpacesBetweenSpecialTokens opt.Bool `json:"spaces_between_special_tokens"`
+
 	Echo     bool    `json:"echo"`
 	Logprobs opt.Int `json:"logprobs"` // 0..20 alternatives; null: no logprobs
 

@@ -160,6 +160,18 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 				}
 				in.Delim(']')
 			}
+		case "skip_special_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SkipSpecialTokens).UnmarshalEasyJSON(in)
+			}
+		case "spaces_between_special_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SpacesBetweenSpecialTokens).UnmarshalEasyJSON(in)
+			}
 		case "echo":
 			if in.IsNull() {
 				in.Skip()
@@ -312,6 +324,16 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 			}
 			out.RawByte(']')
 		}
+	}
+	{
+		const prefix string = ",\"skip_special_tokens\":"
+		out.RawString(prefix)
+		(in.SkipSpecialTokens).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"spaces_between_special_tokens\":"
+		out.RawString(prefix)
+		(in.SpacesBetweenSpecialTokens).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"echo\":"

@@ -99,6 +99,7 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 		s.MaxTokens = r.MaxTokens.V
 	}
 	s.IgnoreEOS = r.IgnoreEOS
+	detokenizeOptions(s, r.SkipSpecialTokens, r.SpacesBetweenSpecialTokens)
 	if err := validateStop(r.Stop, r.StopTokenIDs, s); err != nil {
 		return err
 	}

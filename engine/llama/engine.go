@@ -38,6 +38,14 @@ type Engine struct {
 	pieceOff []uint32
 	tokStr   string
 	eog      []bool
+	// kind is each token's text.Token* kind: a control token (which
+	// renders as nothing in pieces) or one that is a marker of the
+	// configured parsers; ctrl holds those tokens' own text
+	// (ctrlText[ctrl[t][0]:ctrl[t][1]]), for the parsers and
+	// skip_special_tokens=false.
+	kind     []uint8
+	ctrl     map[int32][2]uint32
+	ctrlText []byte
 
 	mu      sync.Mutex // guards inbox, aborts and closing
 	inbox   []*group
@@ -183,11 +191,23 @@ func (e *Engine) loadVocab() {
 	e.vocabN = n
 	e.pieceOff = make([]uint32, n+1)
 	e.eog = make([]bool, n)
+	e.kind = make([]uint8, n)
+	e.ctrl = make(map[int32][2]uint32)
+	markers := text.Markers(e.cfg.ReasoningParser, e.cfg.ToolCallParser)
 	buf := make([]byte, 0, n*6)
 	for t := 0; t < n; t++ {
 		e.pieceOff[t] = uint32(len(buf))
 		buf = m.Piece(buf, capi.Token(t), false)
 		e.eog[t] = m.IsEOG(capi.Token(t))
+		if int(e.pieceOff[t]) == len(buf) {
+			// Nothing as output: a control token (or an empty one).
+			at := len(e.ctrlText)
+			e.ctrlText = m.Piece(e.ctrlText, capi.Token(t), true)
+			if len(e.ctrlText) > at {
+				e.kind[t] = text.MarkerKind(markers, e.ctrlText[at:])
+				e.ctrl[int32(t)] = [2]uint32{uint32(at), uint32(len(e.ctrlText))}
+			}
+		}
 	}
 	e.pieceOff[n] = uint32(len(buf))
 	e.pieces = buf
@@ -199,6 +219,19 @@ func (e *Engine) loadVocab() {
 
 // piece is the output text of token t.
 func (e *Engine) piece(t int32) []byte { return e.pieces[e.pieceOff[t]:e.pieceOff[t+1]] }
+
+// outPiece is the text of token t for the parser of a choice with opt:
+// a control token's own text when it is one of the parsers' markers or
+// keep (skip_special_tokens=false) says so, else piece. Per token: no
+// allocation.
+func (e *Engine) outPiece(t int32, opt *text.Options, keep bool) []byte {
+	k := e.kind[t]
+	if k == text.TokenText || !text.KeepToken(k, opt, keep) {
+		return e.piece(t)
+	}
+	sp := e.ctrl[t]
+	return e.ctrlText[sp[0]:sp[1]:sp[1]]
+}
 
 // tokenString is piece as a string, without allocating.
 func (e *Engine) tokenString(t int32) string { return e.tokStr[e.pieceOff[t]:e.pieceOff[t+1]] }

@@ -48,7 +48,7 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 		s.feedForced(q, e.piece(tok))
 	default:
 		var stopped bool
-		q.events, stopped = q.parser.Feed(q.events[:0], e.piece(tok))
+		q.events, stopped = q.parser.Feed(q.events[:0], e.outPiece(tok, &g.prep.parse, sp.KeepSpecialTokens))
 		if hasReasoning(q.events) {
 			g.usage.ReasoningTokens++
 		}

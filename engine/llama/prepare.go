@@ -119,6 +119,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		ReasoningOff: thinkingOff,
 		Tools:        e.cfg.ToolCallParser,
 		ToolsOff:     len(req.Tools) == 0 || req.ToolChoice.Mode == engine.ToolChoiceNone,
+		Stream:       req.Stream, // tool-call arguments stream as they come
 	}
 	if len(req.Messages) == 0 {
 		// Completions: the prompt is raw text, the output is too.

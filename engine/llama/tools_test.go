@@ -55,11 +55,20 @@ func TestRequiredToolChoiceMakesCalls(t *testing.T) {
 		if c.FinishReason != engine.FinishToolCalls || len(c.ToolCalls) == 0 {
 			t.Fatalf("finish %s calls %+v text %q", c.FinishReason, c.ToolCalls, c.Text)
 		}
+		// The arguments stream in pieces, each call's after its start.
 		var streamed []string
+		pieces := 0
 		for _, d := range rec.deltas {
-			if d.kind == engine.DeltaToolCallArgs {
-				streamed = append(streamed, d.text)
+			switch d.kind {
+			case engine.DeltaToolCallStart:
+				streamed = append(streamed, "")
+			case engine.DeltaToolCallArgs:
+				streamed[len(streamed)-1] += d.text
+				pieces++
 			}
+		}
+		if len(streamed) != len(c.ToolCalls) || pieces <= len(streamed) {
+			t.Fatalf("%d calls, %d streamed in %d pieces", len(c.ToolCalls), len(streamed), pieces)
 		}
 		for i, call := range c.ToolCalls {
 			if call.Name != "get_weather" && call.Name != "get_time" || !strings.HasPrefix(call.ID, "call_") || !json.Valid([]byte(call.Arguments)) {

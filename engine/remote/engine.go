@@ -121,6 +121,9 @@ type model struct {
 	eos            []bool // by id: ends generation (the worker's EOS ids)
 	name           string
 	promptLogprobs bool
+	// kind is each id's text.Token* kind: ordinary text, special, or a
+	// special token that is a marker of the configured parsers.
+	kind []uint8
 }
 
 // New dials every worker and starts probing them. A worker that is down
@@ -289,6 +292,7 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 	if id := tok.EOS(); id >= 0 && int(id) < m.vocab {
 		m.eos[id] = true
 	}
+	m.kind = tokenKinds(tok, m.vocab, text.Markers(e.cfg.ReasoningParser, e.cfg.ToolCallParser))
 	opts := chattemplate.Options{}
 	if id := tok.BOS(); id >= 0 {
 		m.bosText = string(tok.AppendPiece(nil, id))
@@ -368,6 +372,21 @@ func (e *Engine) Tokenize(s string) []int {
 		out[i] = int(id)
 	}
 	return out
+}
+
+// tokenKinds classifies the ids of tok (n of them): text, special, or a
+// special token whose text is one of markers.
+func tokenKinds(tok Tokenizer, n int, markers []text.Marker) []uint8 {
+	kind := make([]uint8, n)
+	var buf []byte
+	for id := range n {
+		if !tok.IsSpecial(int32(id)) {
+			continue
+		}
+		buf = tok.AppendPiece(buf[:0], int32(id))
+		kind[id] = text.MarkerKind(markers, buf)
+	}
+	return kind
 }
 
 // Detokenize returns the text of ids (special tokens as nothing).

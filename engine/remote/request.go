@@ -407,7 +407,7 @@ func (r *request) Tokens(ck *Chunk) {
 				if i == last {
 					c.piece = append(c.piece, ck.Text...)
 				}
-			case !m.tok.IsSpecial(id):
+			case text.KeepToken(m.kind[id], &r.p.parse, sp.KeepSpecialTokens):
 				c.piece = m.tok.AppendPiece(c.piece, id)
 			}
 			if c.forced != nil {

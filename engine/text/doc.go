@@ -36,9 +36,12 @@
 //	choice.Text, choice.Reasoning, choice.ToolCalls = p.Content(), p.Reasoning(), p.ToolCalls()
 //	if p.ToolCalled() { /* finish_reason tool_calls */ }
 //
-// Tool calls are emitted whole: a DeltaToolCallStart event and one
-// DeltaToolCallArgs event with the arguments' complete JSON text when the
-// call's JSON closes (not byte by byte as it is generated): a call must be
-// known to be well formed before anything of it is sent, because a
-// malformed one comes out as content instead.
+// Tool calls are emitted whole by default: a DeltaToolCallStart event and
+// one DeltaToolCallArgs event with the arguments' complete JSON text when
+// the call's JSON closes, so that a malformed call can come out as content
+// instead. With Options.Stream (a streamed request) they stream as vLLM
+// streams them: the start as soon as the name is known and the arguments
+// object has begun, then each new piece of the arguments as it is
+// generated; the pieces concatenate to the call's Arguments. Forced does
+// the same for tool_choice required and named.
 package text

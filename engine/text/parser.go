@@ -22,6 +22,16 @@ type Options struct {
 	// ToolsOff says this request may not call tools (no tools given, or
 	// tool_choice none): the content is not parsed for calls.
 	ToolsOff bool
+	// Stream streams tool calls' arguments as they are generated (vLLM's
+	// streamed tool calls): once a call's name is known and its arguments
+	// object has begun, the call's start and then each new piece of the
+	// arguments come out as events. Such a call stays a call even if its
+	// JSON turns out malformed or is cut short (the client has its start
+	// already): its Arguments are then the text handed out, and the rest
+	// of its call syntax is dropped. Without Stream a call comes out whole
+	// when it closes and a malformed one is content (the non-streamed
+	// answer; for well-formed calls both give the same ToolCalls).
+	Stream bool
 }
 
 // Event is one piece of a choice's output, ready to become an

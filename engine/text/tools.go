@@ -30,7 +30,9 @@ const (
 // llama3_json and llama4_json (vLLM Llama3JsonToolParser): the content is
 // tool calls only when it starts (after optional whitespace) with
 // <|python_tag|> or "{": then JSON objects {"name": …, "parameters"|
-// "arguments": {…}} separated by ";". Other content is text.
+// "arguments": {…}} separated by ";". Other content is text; a leading
+// <|python_tag|> not followed by a call is dropped from it (a control
+// token, which vLLM never shows with skip_special_tokens).
 //
 // mistral (vLLM MistralToolParser): [TOOL_CALLS] followed by a JSON array
 // of {"name": …, "arguments": {…}} (tokenizers before v11), or by
@@ -122,6 +124,12 @@ type toolStage struct {
 
 	afterCall bool // a call was made: whitespace-only text is dropped
 	realSeg   bool // the text since the last call has non-space bytes
+
+	// Streaming (Options.Stream): the call object being read, the
+	// mistral array being read, and the id of the committed call.
+	as  argStream
+	arr arrayStream
+	cid string
 }
 
 func (s *toolStage) reset(k toolKind) {
@@ -224,20 +232,25 @@ func (s *toolStage) runHermes(p *Parser, eof bool) int {
 			}
 			s.rawStart, s.mark = at, at+len(hermesOpen)
 			s.searched, s.state, i = s.mark, tsCall, s.mark
+			s.as.reset()
 		case tsCall:
 			from := max(s.mark, s.searched-len(hermesClose)+1)
 			j := indexString(s.buf[from:], hermesClose)
 			if j < 0 {
 				if !eof {
 					s.searched = len(s.buf)
+					body := s.buf[s.mark:]
+					s.stream(p, body[:len(body)-partialSuffix(body, hermesClose)], callIDLen)
 					return s.rawStart
 				}
 				// Unterminated: vLLM's `<tool_call>(.*)` parses what is there.
+				s.stream(p, s.buf[s.mark:], callIDLen)
 				s.hermesCall(p, s.buf[s.mark:], s.buf[s.rawStart:])
 				s.state = tsText
 				return len(s.buf)
 			}
 			end := from + j
+			s.stream(p, s.buf[s.mark:end], callIDLen)
 			i = end + len(hermesClose)
 			s.hermesCall(p, s.buf[s.mark:end], s.buf[s.rawStart:i])
 			s.state = tsText
@@ -246,6 +259,9 @@ func (s *toolStage) runHermes(p *Parser, eof bool) int {
 }
 
 func (s *toolStage) hermesCall(p *Parser, body, raw []byte) {
+	if s.endStreamed(p, body) {
+		return
+	}
 	if name, args, ok := parseCall(body); ok {
 		p.call(name, args, callIDLen)
 		s.made()
@@ -268,7 +284,11 @@ func (s *toolStage) runLlama3(p *Parser, eof bool) int {
 				}
 				s.state = tsPlain
 			case len(rest) >= len(pythonTag) && string(rest[:len(pythonTag)]) == pythonTag:
-				s.state, s.mark = tsAfterTag, j+len(pythonTag)
+				// The tag is dropped, whatever follows (in Llama 3.1 a
+				// control token, which vLLM's skip_special_tokens leaves
+				// out; it also opens built-in tool code).
+				s.buf = append(s.buf[:j], s.buf[j+len(pythonTag):]...)
+				s.state, s.mark = tsAfterTag, j
 			case rest[0] == '{':
 				s.startObject(j)
 			default:
@@ -280,20 +300,29 @@ func (s *toolStage) runLlama3(p *Parser, eof bool) int {
 			case j < len(s.buf) && s.buf[j] == '{':
 				s.startObject(j)
 			case j < len(s.buf) || eof:
-				s.state = tsPlain // not calls after all: the tag and all are content
+				s.state = tsPlain // not calls after all: content
 			default:
 				return s.rawStart
 			}
 		case tsObject:
 			n := jsonDepth(s.buf[s.mark:], &s.scan)
 			if n < 0 {
+				s.stream(p, s.buf[s.mark:], callIDLen)
 				if !eof {
 					return s.rawStart
+				}
+				if s.endStreamed(p, s.buf[s.mark:]) {
+					return len(s.buf)
 				}
 				s.state = tsPlain
 				continue
 			}
 			end := s.mark + n
+			s.stream(p, s.buf[s.mark:end], callIDLen)
+			if s.endStreamed(p, s.buf[s.mark:end]) {
+				s.state, s.rawStart = tsSep, end
+				continue
+			}
 			if name, args, ok := parseCall(s.buf[s.mark:end]); ok {
 				p.call(name, args, callIDLen)
 				s.made()
@@ -329,6 +358,7 @@ func (s *toolStage) runLlama3(p *Parser, eof bool) int {
 
 func (s *toolStage) startObject(at int) {
 	s.state, s.mark, s.scan = tsObject, at, jsonScan{}
+	s.as.reset()
 }
 
 func (s *toolStage) runMistral(p *Parser, eof bool) int {
@@ -348,6 +378,7 @@ func (s *toolStage) runMistral(p *Parser, eof bool) int {
 				// The pre-v11 array (a v11 name is never empty, so "[ARGS]"
 				// cannot come first).
 				s.state, s.mark, s.scan = tsArray, j, jsonScan{}
+				s.arr.reset()
 			case j < len(s.buf):
 				s.state, s.mark = tsName, j
 			case eof:
@@ -359,11 +390,18 @@ func (s *toolStage) runMistral(p *Parser, eof bool) int {
 			}
 		case tsArray:
 			n := jsonDepth(s.buf[s.mark:], &s.scan)
+			arr := s.buf[s.mark:]
+			if n >= 0 {
+				arr = arr[:n]
+			}
+			s.streamArray(p, arr)
 			if n < 0 {
 				if !eof {
 					return s.rawStart
 				}
-				s.rawContent(p, s.buf[s.rawStart:])
+				if !s.endArray(p, arr) {
+					s.rawContent(p, s.buf[s.rawStart:])
+				}
 				s.state = tsText
 				return len(s.buf)
 			}
@@ -394,18 +432,31 @@ func (s *toolStage) runMistral(p *Parser, eof bool) int {
 			}
 			s.name = name
 			s.state, s.mark, s.scan = tsArgs, s.mark+brace, jsonScan{}
+			s.as.reset()
+			if p.opt.Stream {
+				s.as.startArgs(name, 0)
+			}
 		case tsArgs:
 			n := jsonDepth(s.buf[s.mark:], &s.scan)
+			obj := s.buf[s.mark:]
+			if n >= 0 {
+				obj = obj[:n]
+			}
+			s.stream(p, obj, mistralCallIDLen)
 			if n < 0 {
 				if !eof {
 					return s.rawStart
 				}
-				s.rawContent(p, s.buf[s.rawStart:])
+				if !s.endStreamed(p, obj) {
+					s.rawContent(p, s.buf[s.rawStart:])
+				}
 				s.state = tsText
 				return len(s.buf)
 			}
 			end := s.mark + n
-			if args := s.buf[s.mark:end]; json.Valid(args) {
+			if s.endStreamed(p, obj) {
+				// Streamed: it stays a call (see Options.Stream).
+			} else if args := s.buf[s.mark:end]; json.Valid(args) {
 				p.call(s.name, args, mistralCallIDLen)
 				s.made()
 			} else {
@@ -422,7 +473,9 @@ func (s *toolStage) runMistral(p *Parser, eof bool) int {
 func (s *toolStage) mistralArray(p *Parser, arr, raw []byte) {
 	var calls []jsonCall
 	if json.Unmarshal(arr, &calls) != nil || len(calls) == 0 {
-		s.rawContent(p, raw)
+		if !s.endArray(p, arr) {
+			s.rawContent(p, raw)
+		}
 		return
 	}
 	type call struct {
@@ -432,16 +485,88 @@ func (s *toolStage) mistralArray(p *Parser, arr, raw []byte) {
 	ok := make([]call, 0, len(calls))
 	for i := range calls {
 		name, args, good := calls[i].check()
-		if !good {
-			s.rawContent(p, raw)
+		if !good && i >= s.arr.n {
+			if !s.endArray(p, arr) {
+				s.rawContent(p, raw)
+			}
 			return
 		}
 		ok = append(ok, call{name, args})
 	}
-	for _, c := range ok {
+	// The first s.arr.n calls were streamed and recorded as they closed.
+	for _, c := range ok[s.arr.n:] {
 		p.call(c.name, c.args, mistralCallIDLen)
 	}
 	s.made()
+}
+
+// stream hands out the start and the new arguments bytes of the call
+// object obj (its text so far, from its start) when streaming.
+func (s *toolStage) stream(p *Parser, obj []byte, idLen int) {
+	if !p.opt.Stream || s.as.phase == asBail || s.as.phase == asDone {
+		return
+	}
+	commit, out := s.as.step(obj)
+	if commit {
+		s.cid = newCallID(idLen)
+		p.dst = append(p.dst, Event{Kind: engine.DeltaToolCallStart, ToolIndex: len(p.calls), ToolID: s.cid, ToolName: s.as.name})
+	}
+	p.emit(engine.DeltaToolCallArgs, len(p.calls), out)
+}
+
+// endStreamed ends the call object obj when it was committed: the call is
+// recorded with the arguments handed out, whether or not the object turned
+// out well formed (its start is out already). It reports false when the
+// call was not committed.
+func (s *toolStage) endStreamed(p *Parser, obj []byte) bool {
+	if !s.as.committed() {
+		return false
+	}
+	args := obj[s.as.args : s.as.args+s.as.sent]
+	p.calls = append(p.calls, engine.ToolCall{ID: s.cid, Name: s.as.name, Arguments: string(args)})
+	s.as.reset()
+	s.cid = ""
+	s.made()
+	return true
+}
+
+// streamArray hands out the events of the calls array arr (its text so
+// far) when streaming; a call is recorded as it closes.
+func (s *toolStage) streamArray(p *Parser, arr []byte) {
+	if !p.opt.Stream {
+		return
+	}
+	for {
+		ev, out := s.arr.next(arr)
+		switch ev {
+		case aeNone:
+			return
+		case aeStart:
+			s.cid = newCallID(mistralCallIDLen)
+			p.dst = append(p.dst, Event{Kind: engine.DeltaToolCallStart, ToolIndex: len(p.calls), ToolID: s.cid, ToolName: s.arr.as.name})
+		case aeArgs:
+			p.emit(engine.DeltaToolCallArgs, len(p.calls), out)
+		case aeClose:
+			p.calls = append(p.calls, engine.ToolCall{ID: s.cid, Name: s.arr.as.name, Arguments: string(s.arr.closedArgs(arr))})
+		}
+	}
+}
+
+// endArray ends a calls array that did not parse (or never closed): the
+// calls that were streamed stay calls (one cut short keeps the arguments
+// handed out); the rest of the array is dropped. It reports false when
+// nothing was streamed: the array is then content.
+func (s *toolStage) endArray(p *Parser, arr []byte) bool {
+	if args, ok := s.arr.openArgs(arr); ok {
+		p.calls = append(p.calls, engine.ToolCall{ID: s.cid, Name: s.arr.as.name, Arguments: string(args)})
+		s.arr.n++
+	}
+	if s.arr.n == 0 {
+		return false
+	}
+	s.arr.reset()
+	s.made()
+	return true
 }
 
 // jsonCall is a call object of the JSON formats.
