@@ -99,9 +99,13 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 		s.MaxTokens = r.MaxTokens.V
 	}
 	s.IgnoreEOS = r.IgnoreEOS
+	if err := checkMinTokens(r.MinTokens, s); err != nil {
+		return err
+	}
 	if err := validateStop(r.Stop, r.StopTokenIDs, s); err != nil {
 		return err
 	}
+	s.IncludeStopStr = r.IncludeStopStrInOutput
 	if r.Logprobs.Defined {
 		if r.Logprobs.V < 0 || r.Logprobs.V > engine.MaxTopLogprobs {
 			return rangeError("logprobs", "an integer from 0 to 20", strconv.Itoa(r.Logprobs.V))

@@ -115,6 +115,8 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	}
 	p.parse = text.Options{
 		Stop:         req.Sampling.Stop,
+		IncludeStop:  req.Sampling.IncludeStopStr,
+		MinTokens:    req.Sampling.MinTokens,
 		Reasoning:    e.cfg.ReasoningParser,
 		ReasoningOff: thinkingOff,
 		Tools:        e.cfg.ToolCallParser,

@@ -117,6 +117,8 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	}
 	p.parse = text.Options{
 		Stop:         sp.Stop,
+		IncludeStop:  sp.IncludeStopStr,
+		MinTokens:    sp.MinTokens,
 		Reasoning:    e.cfg.ReasoningParser,
 		ReasoningOff: thinkingOff,
 		Tools:        e.cfg.ToolCallParser,

@@ -195,6 +195,33 @@ func TestStop(t *testing.T) {
 		result{Content: "a", Calls: []call{{"f", "{}"}}, Stop: "</tool_call>"})
 }
 
+func TestIncludeStop(t *testing.T) {
+	o := Options{Stop: []string{"END", "!"}, IncludeStop: true}
+	check(t, o, "abcENDxyz", result{Content: "abcEND", Stop: "END"})
+	check(t, o, "ENENDx", result{Content: "ENEND", Stop: "END"})
+	check(t, o, "hi!there", result{Content: "hi!", Stop: "!"})
+	check(t, o, "abcEN", result{Content: "abcEN"})
+}
+
+// TestMinTokensStop: a stop string counts only once a token after the
+// first MinTokens completes it (one Feed per token).
+func TestMinTokensStop(t *testing.T) {
+	f := func(minTokens int, pieces []string, want result) {
+		t.Helper()
+		var bs [][]byte
+		for _, p := range pieces {
+			bs = append(bs, []byte(p))
+		}
+		if got := drive(t, Options{Stop: []string{"X"}, MinTokens: minTokens}, bs); !sameResult(got, want) {
+			t.Fatalf("min %d, %q: got %+v, want %+v", minTokens, pieces, got, want)
+		}
+	}
+	f(0, []string{"a", "X", "b"}, result{Content: "a", Stop: "X"})
+	f(2, []string{"a", "X", "b", "X", "c"}, result{Content: "aXb", Stop: "X"})
+	f(2, []string{"X", "a", "X"}, result{Content: "Xa", Stop: "X"})
+	f(3, []string{"X", "X", "X"}, result{Content: "XXX"}) // never armed: all content
+}
+
 func TestReasoning(t *testing.T) {
 	for _, name := range []string{"deepseek_r1", "qwen3"} {
 		o := Options{Reasoning: name}
