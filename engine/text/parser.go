@@ -146,6 +146,11 @@ func (p *Parser) Feed(dst []Event, raw []byte) ([]Event, bool) {
 	return p.end(), p.stopped
 }
 
+// Count counts n generated tokens whose text comes with a later Feed (a
+// worker that sends the text of several tokens at once), for
+// Options.MinTokens.
+func (p *Parser) Count(n int) { p.fed += n }
+
 // Finish ends the output: it flushes a held incomplete character (as
 // U+FFFD), text held back as a possible stop string, an unclosed think tag
 // and an unterminated tool call (a call whose JSON is complete becomes a

@@ -24,8 +24,9 @@ import (
 type streamServer struct {
 	l    net.Listener
 	n    int
-	mu   sync.Mutex
-	reqs []string
+	mu     sync.Mutex
+	reqs   []string
+	bodies []string
 }
 
 func startStreamServer(tb testing.TB, n int) *streamServer {
@@ -74,10 +75,11 @@ func (s *streamServer) serve(c net.Conn, body []byte) {
 		if err != nil {
 			return
 		}
-		_, _ = io.Copy(io.Discard, req.Body)
+		b, _ := io.ReadAll(req.Body)
 		req.Body.Close()
 		s.mu.Lock()
 		s.reqs = append(s.reqs, req.URL.Path)
+		s.bodies = append(s.bodies, string(b))
 		s.mu.Unlock()
 		head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100000\r\n\r\n"
 		if _, err := c.Write(append([]byte(head), body...)); err != nil {
