@@ -22,8 +22,8 @@ import (
 // llama-server's cpp-httplib writes them), so that what a client costs
 // per token can be measured without a model.
 type streamServer struct {
-	l    net.Listener
-	n    int
+	l      net.Listener
+	n      int
 	mu     sync.Mutex
 	reqs   []string
 	bodies []string
