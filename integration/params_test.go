@@ -203,6 +203,24 @@ func runParams(t *testing.T, b paramsBackend) {
 			t.Fatalf("prompt tokens: continued %d, closed %d, with generation prompt %d",
 				usage.PromptTokens, closed.PromptTokens, open.PromptTokens)
 		}
+		// vLLM's /tokenize renders alike.
+		msgs := []map[string]string{{"role": "user", "content": "Count"}, {"role": "assistant", "content": "1, 2,"}}
+		for _, c := range []struct {
+			body map[string]any
+			want int64
+		}{
+			{map[string]any{"model": b.model, "messages": msgs}, open.PromptTokens},
+			{map[string]any{"model": b.model, "messages": msgs, "add_generation_prompt": false}, closed.PromptTokens},
+			{map[string]any{"model": b.model, "messages": msgs, "add_generation_prompt": false, "continue_final_message": true}, usage.PromptTokens},
+		} {
+			var tok struct {
+				Count int64 `json:"count"`
+			}
+			postJSON(t, b.base+"/tokenize", c.body, &tok)
+			if tok.Count != c.want {
+				t.Fatalf("/tokenize %v: count %d, want %d", c.body, tok.Count, c.want)
+			}
+		}
 		_, err = client.Chat.Completions.New(ctx, greedy(prefill, 2), option.WithJSONSet("continue_final_message", true))
 		wantParamError(t, err, "continue_final_message") // add_generation_prompt defaults to true
 		_, err = client.Chat.Completions.New(ctx, greedy(userMsg("Count"), 2),
