@@ -273,7 +273,11 @@ func (c *Client) Generate(_ context.Context, g *remote.Generate, rx remote.Recei
 		s.k, s.index = k, i
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		if g.MinTokens > 0 {
-			s.body, s.prompt2, s.rest2, _ = minTokensBodies(g, i)
+			var n1 int
+			s.body, s.prompt2, s.rest2, n1 = minTokensBodies(g, i)
+			if s.prompt2 != nil {
+				s.ids = make([]int32, 0, n1) // no growth per token
+			}
 		} else {
 			s.body = appendBody(nil, g, i)
 		}
