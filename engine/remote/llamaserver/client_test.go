@@ -31,12 +31,18 @@ type streamServer struct {
 
 func startStreamServer(tb testing.TB, n int) *streamServer {
 	tb.Helper()
+	return startBodyServer(tb, n, streamBytes(n))
+}
+
+// startBodyServer is startStreamServer with the stream given: pre, the
+// chunked body of a stream of n tokens.
+func startBodyServer(tb testing.TB, n int, pre []byte) *streamServer {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s := &streamServer{l: l, n: n}
-	pre := streamBytes(n)
 	go func() {
 		for {
 			c, err := l.Accept()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -88,5 +89,50 @@ func TestMinTokensTwoRequests(t *testing.T) {
 	g.MaxTokens, g.Constraint = 6, remote.Constraint{Kind: remote.ConstraintJSONObject}
 	if _, err := c.Generate(context.Background(), g, rx); err == nil {
 		t.Fatal("min_tokens with a constraint accepted")
+	}
+}
+
+// TestMinTokensMissingIDs: when llama-server names not every token of the
+// first part (a character split across two tokens), the continuation
+// gives the first part as text after the prompt's ids (a mixed prompt).
+func TestMinTokensMissingIDs(t *testing.T) {
+	var b []byte
+	chunk := func(s string) {
+		b = append(b, strconv.FormatInt(int64(len(s)), 16)...)
+		b = append(b, "\r\n"+s+"\r\n"...)
+	}
+	chunk("data: {\"index\":0,\"content\":\"a\",\"tokens\":[100],\"stop\":false,\"tokens_predicted\":1,\"tokens_evaluated\":3}\n\n")
+	chunk("data: {\"index\":0,\"content\":\"\\u00e9\",\"tokens\":[102],\"stop\":false,\"tokens_predicted\":3,\"tokens_evaluated\":3}\n\n")
+	chunk("data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"stop\":true,\"tokens_predicted\":3,\"tokens_evaluated\":3,\"stop_type\":\"limit\"}\n\n")
+	b = append(b, "0\r\n\r\n"...)
+	s := startBodyServer(t, 3, b)
+	c, err := Dial("llama-server://"+s.l.Addr().String(), remote.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rx := &countRx{end: make(chan *remote.End, 1)}
+	g := &remote.Generate{ID: "x", Prompt: []int32{1, 2, 3}, Sampling: &engine.Sampling{}, MaxTokens: 6, MinTokens: 3, CachePrompt: true}
+	if _, err := c.Generate(context.Background(), g, rx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-rx.end:
+		if e.Err != nil || rx.tokens != 6 || e.Choices[0].CompletionTokens != 6 {
+			t.Fatalf("end %+v, %d tokens", e, rx.tokens)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no End within 10 s")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var second struct {
+		Prompt []any `json:"prompt"`
+	}
+	if len(s.bodies) != 2 || json.Unmarshal([]byte(s.bodies[1]), &second) != nil {
+		t.Fatalf("bodies %q", s.bodies)
+	}
+	if fmt.Sprint(second.Prompt) != "[1 2 3 aé]" {
+		t.Fatalf("continuation prompt %v, want the ids then the text", second.Prompt)
 	}
 }
