@@ -25,6 +25,7 @@ import (
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
 	"github.com/vajra-go/vajra/netio"
+	"github.com/vajra-go/vajra/store"
 )
 
 // Config configures a Server. DefaultConfig gives the values of `vajra serve`.
@@ -56,7 +57,7 @@ type Config struct {
 	// responses: the zero value is this process's bounded LRU; a URL
 	// (redis://, rediss://, unix://) shares them with a fleet through
 	// Redis, with a TTL (default 30 days), an entry cap and a key prefix.
-	ResponseStore actors.StoreConfig
+	ResponseStore store.Config
 	// Sim configures the embedded engine when Engine is nil. Its
 	// MaxModelLen and MaxNumSeqs are vLLM's --max-model-len and
 	// --max-num-seqs.
@@ -141,10 +142,10 @@ const DefaultModelName = "vajra-sim"
 // The response store's default bounds (Config.ResponseStore's zero
 // values take them).
 const (
-	DefaultStoreMaxResponses = actors.DefaultStoreMaxResponses
-	DefaultStoreMaxBytes     = actors.DefaultStoreMaxBytes
-	DefaultMaxBackground     = actors.DefaultMaxBackground
-	DefaultMaxEventLogBytes  = actors.DefaultMaxEventLogBytes
+	DefaultStoreMaxResponses = store.DefaultMaxResponses
+	DefaultStoreMaxBytes     = store.DefaultMaxBytes
+	DefaultMaxBackground     = store.DefaultMaxBackground
+	DefaultMaxEventLogBytes  = store.DefaultMaxEventLogBytes
 )
 
 // DefaultConfig returns the defaults of `vajra serve`.
@@ -345,10 +346,10 @@ func storeStats(s *actors.Sessions) metrics.StoreStats {
 	out := metrics.StoreStats{Stored: st.Stored, Evicted: st.Evicted, Deleted: st.Deleted, Count: st.Count, Bytes: st.Bytes,
 		SaveFailures: st.SaveFailures, Live: st.Live}
 	if !s.StoreIsMemory() {
-		for op, name := range actors.StoreOpNames {
-			m := metrics.StoreOp{Op: name, Results: map[string]uint64{}, Bounds: actors.StoreLatencyBuckets[:],
+		for op, name := range store.OpNames {
+			m := metrics.StoreOp{Op: name, Results: map[string]uint64{}, Bounds: store.LatencyBuckets[:],
 				Buckets: st.Ops.Buckets[op][:], Sum: st.Ops.Sum[op]}
-			for r, res := range actors.StoreResultNames {
+			for r, res := range store.ResultNames {
 				m.Results[res] = st.Ops.Count[op][r]
 			}
 			out.Ops = append(out.Ops, m)

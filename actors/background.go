@@ -9,6 +9,7 @@ import (
 	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/store"
 )
 
 // Background responses (POST /v1/responses with background: true) run in
@@ -16,21 +17,21 @@ import (
 // that leaves does not abort them.
 //
 //	POST ──▶ session: decode, Prepare, Start (always a stream, FramingRaw)
-//	           │ storeLive{queued record, self} ──▶ store: id → live entry
+//	           │ store.Live{queued record, self} ──▶ store: id → live entry
 //	           │ 200 {status: queued} (or the stream, as a subscriber)
 //	engine ──▶ sink ──▶ session: each batch appended to the event log and
 //	           sent to the subscribers (the POST's stream, GET ?stream=true)
 //	GET / cancel / GET ?stream=true ──▶ store ──(live)──▶ session answers
 //	final ──▶ session: final record (status, body, input, history, log)
-//	           │ storeFinish ──▶ store: record in place of the live entry
-//	           ◀── storeFinish back: no request reaches the session now; stop
+//	           │ store.Finish ──▶ store: record in place of the live entry
+//	           ◀── store.Finish back: no request reaches the session now; stop
 //
 // Per batch the session appends the engine's bytes to the log and to each
 // subscriber's connection (wrapped in one HTTP chunk for a chunked one):
 // no parsing, no store message, no allocation once the buffers grew. GET
 // folds the events logged since the last GET into the output so far
 // (openai.ResponseAccumulator); the log drops its oldest half when it
-// would pass StoreConfig.MaxEventLogBytes, after folding it.
+// would pass store.Config.MaxEventLogBytes, after folding it.
 
 // maxBackgroundStreams bounds the clients streaming one background
 // response at once (the POST's own stream and GET ...?stream=true).
@@ -58,15 +59,15 @@ type background struct {
 	maxLog   int
 	subs     []bgSubscriber
 	// cancels are the cancel requests to answer once the engine ended.
-	cancels   []*storeRequest
+	cancels   []*store.Request
 	cancelled bool
 	// ended: end ran (or is running); cleanup must not run it again.
 	ended bool
 	// final is the final record, once put; the session stops when the
 	// store sends finish back.
-	final   *storedResponse
-	live    storeLive
-	finish  storeFinish
+	final   *store.Record
+	live    store.Live
+	finish  store.Finish
 	stopMsg bgStop
 	scratch []byte
 	// last are the stream's last events, sent to the subscribers (and the
@@ -80,7 +81,7 @@ type background struct {
 	progressAt time.Time
 	// liveAck is Redis's acknowledgement of the queued record, which the
 	// POST's answer waits for (announce).
-	liveAck storeRequest
+	liveAck store.Request
 }
 
 // progressEvery is how often a running background response's record is
@@ -130,16 +131,16 @@ func (b *background) start(ss *session) {
 		ss.es.Abort() // the server stopped while it prepared
 	}
 	d := b.d
-	rec := &storedResponse{id: d.id, status: openai.ResponseQueued, background: true, input: d.req.InputItems(d.id)}
-	rec.body = openai.AppendResponse(nil, openai.BuildPartialResponse(&d.meta, openai.ResponseQueued, nil))
-	b.live = storeLive{rec: rec, pid: ss.self}
+	rec := &store.Record{ID: d.id, Status: openai.ResponseQueued, Background: true, Input: d.req.InputItems(d.id)}
+	rec.Body = openai.AppendResponse(nil, openai.BuildPartialResponse(&d.meta, openai.ResponseQueued, nil))
+	b.live = store.Live{Rec: rec, Owner: ss.self}
 	b.shared = !ss.owner.cfg.Store.IsMemory()
 	b.progressAt = time.Now()
 	if b.shared {
-		b.liveAck = storeRequest{replyTo: ss.self}
-		b.live.ack = &b.liveAck
+		b.liveAck = store.Request{ReplyTo: ss.self}
+		b.live.Ack = &b.liveAck
 	}
-	ss.owner.store.send(&b.live)
+	ss.owner.store.Live(&b.live)
 	if !b.shared {
 		b.announce(ss)
 	}
@@ -150,7 +151,7 @@ func (b *background) start(ss *session) {
 // live entry's record (at once for the memory store).
 func (b *background) announce(ss *session) {
 	if !b.stream {
-		ss.conn.Respond(200, contentTypeJSON, nil, b.live.rec.body)
+		ss.conn.Respond(200, contentTypeJSON, nil, b.live.Rec.Body)
 		return
 	}
 	if !ss.streaming { // a held session (held.go) may have sent the head already
@@ -159,7 +160,7 @@ func (b *background) announce(ss *session) {
 	sub := bgSubscriber{conn: ss.conn, chunked: ss.req.Chunked}
 	logged := b.log
 	if b.final != nil { // it ended meanwhile: its last events go with the end (delivered)
-		logged = b.final.events[:len(b.final.events)-len(b.last)]
+		logged = b.final.Events[:len(b.final.Events)-len(b.last)]
 	}
 	b.send(ss, &sub, logged, false)
 	b.subs = append(b.subs, sub)
@@ -198,29 +199,29 @@ func (b *background) shareProgress(ss *session) {
 		return
 	}
 	b.progressAt = now
-	// A message of its own each time (once a second): the store reads it
+	// A record of its own each time (once a second): the store reads it
 	// on its own goroutine while the next snapshot is made.
-	ss.owner.store.send(&storeProgress{rec: b.snapshot()})
+	ss.owner.store.Progress(b.snapshot())
 }
 
 // snapshot is the record of the response so far: queued, or in progress
 // with the output generated up to now.
-func (b *background) snapshot() *storedResponse {
+func (b *background) snapshot() *store.Record {
 	b.acc.Fold(b.log[b.folded:])
 	b.folded = len(b.log)
 	status := openai.ResponseQueued
 	if b.acc.Started {
 		status = openai.ResponseInProgress
 	}
-	rec := &storedResponse{id: b.d.id, status: status, background: true, input: b.live.rec.input}
-	rec.body = openai.AppendResponse(nil, openai.BuildPartialResponse(&b.d.meta, status, b.acc.Output()))
+	rec := &store.Record{ID: b.d.id, Status: status, Background: true, Input: b.live.Rec.Input}
+	rec.Body = openai.AppendResponse(nil, openai.BuildPartialResponse(&b.d.meta, status, b.acc.Output()))
 	return rec
 }
 
 // end finishes the response: the stream's last events (the engine's, or
 // the terminal event the session writes when the engine wrote none: after
 // a cancel or a panic), the final record to the store, then, once the
-// store holds it (storeFinish comes back, see delivered) or at once when
+// store holds it (store.Finish comes back, see delivered) or at once when
 // now (the session has stopped), the last frames and the end to every
 // subscriber, and the answer to each cancel.
 func (b *background) end(ss *session, final *engine.Result, now bool) {
@@ -237,13 +238,13 @@ func (b *background) end(ss *session, final *engine.Result, now bool) {
 	}
 	b.appendLog(out)
 	rec := d.record(ss, final, openai.AppendResponse(nil, obj))
-	rec.status, rec.background = obj.Status, true
-	rec.events, rec.firstSeq = b.log, b.firstSeq
-	rec.size = recordSize(rec)
+	rec.Status, rec.Background = obj.Status, true
+	rec.Events, rec.FirstSeq = b.log, b.firstSeq
+	rec.Size = store.RecordSize(rec)
 	b.log = nil // the record's now
 	b.final = rec
-	b.finish = storeFinish{rec: rec, pid: ss.self}
-	ss.owner.store.send(&b.finish)
+	b.finish = store.Finish{Rec: rec, Owner: ss.self}
+	ss.owner.store.Finish(&b.finish)
 	b.last = out
 	ss.out = out
 	if now {
@@ -259,8 +260,7 @@ func (b *background) delivered(ss *session) {
 	}
 	b.subs = nil
 	for _, m := range b.cancels {
-		m.reply = storeReply{rec: b.final}
-		ss.owner.root.Send(m.replyTo, &m.reply)
+		m.Answer(ss.owner.root, store.Reply{Rec: b.final})
 	}
 	b.cancels = nil
 	b.last = nil
@@ -342,16 +342,16 @@ func appendChunk(dst, events []byte, last bool) []byte {
 // others. Runs in the session actor.
 func (b *background) receive(ss *session, ctx actor.Context) bool {
 	switch m := ctx.Message().(type) {
-	case *storeReply:
-		if m != &b.liveAck.reply {
+	case *store.Reply:
+		if m != &b.liveAck.Reply {
 			return false
 		}
 		b.announce(ss)
-	case *storeRequest:
+	case *store.Request:
 		b.serve(ss, m)
 	case *bgUnsubscribe:
 		b.unsubscribe(m.conn)
-	case *storeFinish:
+	case *store.Finish:
 		// The store holds the final record: the subscribers may see the
 		// end, and nothing reaches us any more.
 		b.delivered(ss)
@@ -372,40 +372,38 @@ func (b *background) receive(ss *session, ctx actor.Context) bool {
 // (the partial object, or, with stream, the events after starting_after
 // and then the live ones) and cancel (abort; answered at the end). Once
 // the final record exists, every request gets it, as from the store.
-func (b *background) serve(ss *session, m *storeRequest) {
-	reply := func(r storeReply) {
-		m.reply = r
-		ss.owner.root.Send(m.replyTo, &m.reply)
-	}
+func (b *background) serve(ss *session, m *store.Request) {
+	reply := func(r store.Reply) { m.Answer(ss.owner.root, r) }
 	if b.final != nil {
-		reply(storeReply{rec: b.final})
+		reply(store.Reply{Rec: b.final})
 		return
 	}
+	ask, _ := m.Stream.(*streamAsk)
 	switch {
-	case m.op == storeCancel:
+	case m.Op == store.Cancel:
 		b.cancels = append(b.cancels, m)
 		if !b.cancelled {
 			b.cancelled = true
 			ss.es.Abort() // the final (cancelled) comes to forward
 		}
-	case m.stream != nil:
-		events, ok := openai.EventsAfter(b.log, m.stream.after)
+	case ask != nil:
+		events, ok := openai.EventsAfter(b.log, ask.after)
 		if !ok {
-			reply(storeReply{ae: eventsGone(m.stream.after, b.firstSeq)})
+			reply(store.Reply{Refusal: eventsGone(ask.after, b.firstSeq)})
 			return
 		}
 		if len(b.subs) >= maxBackgroundStreams {
-			reply(storeReply{ae: &apiError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+			reply(store.Reply{Refusal: &apiError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded",
 				Message: "Too many streams of this response are open; close one and retry."}})
 			return
 		}
-		sub := bgSubscriber{conn: m.stream.conn, chunked: m.stream.chunked, follower: m.replyTo}
+		sub := bgSubscriber{conn: ask.conn, chunked: ask.chunked, follower: m.ReplyTo}
 		sub.conn.StartStream(ss.d.streamContentType(), nil)
 		b.send(ss, &sub, events, false)
 		b.subs = append(b.subs, sub)
-		reply(storeReply{from: ss.self})
+		reply(store.Reply{From: ss.self})
 	default:
-		reply(storeReply{rec: b.snapshot()})
+		reply(store.Reply{Rec: b.snapshot()})
 	}
 }
 

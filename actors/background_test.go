@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/zap"
-
 	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/store"
 )
 
 // TestBackgroundLogBound: past its bound the event log drops its oldest
@@ -53,46 +51,48 @@ func TestBackgroundLogBound(t *testing.T) {
 	}
 }
 
-// progressCatcher keeps every storeProgress it is sent and the record it
-// carried when it arrived.
-type progressCatcher struct{ got chan [2]any }
+// progressStore keeps every record it is given as progress, with a copy
+// of its body as it was then; the sessions' other store calls are not
+// made here (the embedded nil Store would panic).
+type progressStore struct {
+	store.Store
+	got chan [2]any
+}
 
-func (c *progressCatcher) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(*storeProgress); ok {
-		c.got <- [2]any{m, m.rec}
-	}
+func (c *progressStore) Progress(rec *store.Record) {
+	c.got <- [2]any{rec, string(rec.Body)}
 }
 
 // TestBackgroundProgressMessagesAreNotReused: each progress write to a
-// shared store is a message of its own. It used to be one field of the
+// shared store is a record of its own. It used to be one field of the
 // session, rewritten for the next second's snapshot while the store's
 // goroutine could still be reading the last one.
 func TestBackgroundProgressMessagesAreNotReused(t *testing.T) {
-	system := NewActorSystem(zap.NewNop())
-	defer system.Shutdown()
-	c := &progressCatcher{got: make(chan [2]any, 4)}
-	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
+	c := &progressStore{got: make(chan [2]any, 4)}
 	ss := &session{}
-	ss.owner = &Sessions{store: &ResponseStore{root: system.Root, pid: pid}}
+	ss.owner = &Sessions{store: c}
 	d := &responsesDialect{id: "resp_p", meta: openai.ResponseMeta{ID: "resp_p", Model: "m"}}
 	b := &background{d: d, shared: true}
-	b.live.rec = &storedResponse{id: d.id}
-	var msgs []*storeProgress
-	var recs []*storedResponse
-	for range 2 {
+	b.live.Rec = &store.Record{ID: d.id}
+	var recs []*store.Record
+	var bodies []string
+	for i := range 2 {
+		if i == 1 { // output since the first write: the second snapshot differs
+			b.appendLog([]byte("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n"))
+		}
 		b.progressAt = time.Now().Add(-2 * progressEvery)
 		b.shareProgress(ss)
 		select {
 		case m := <-c.got:
-			msgs, recs = append(msgs, m[0].(*storeProgress)), append(recs, m[1].(*storedResponse))
+			recs, bodies = append(recs, m[0].(*store.Record)), append(bodies, m[1].(string))
 		case <-time.After(5 * time.Second):
-			t.Fatal("no progress message")
+			t.Fatal("no progress write")
 		}
 	}
-	if msgs[0] == msgs[1] {
-		t.Fatal("the second progress write reused the first one's message")
+	if recs[0] == recs[1] {
+		t.Fatal("the second progress write reused the first one's record")
 	}
-	if msgs[0].rec != recs[0] {
-		t.Fatal("the first progress message was rewritten after it was sent")
+	if string(recs[0].Body) != bodies[0] {
+		t.Fatal("the first progress record was rewritten after it was sent")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/store"
 )
 
 // responseOpDialect serves the stored-response routes: GET, DELETE,
@@ -31,7 +32,7 @@ type responseOpDialect struct {
 	op    Endpoint
 	id    string
 	query url.Values
-	ask   storeRequest
+	ask   store.Request
 	body  []byte
 	// resume: GET ?stream=true (or {"stream":true} in the body, as
 	// openai-go's GetStreaming sends it), from after starting_after.
@@ -78,20 +79,20 @@ func (d *responseOpDialect) decode(ss *session) *apiError {
 			return ae
 		}
 	}
-	op := storeGet
+	op := store.Get
 	switch d.op {
 	case EndpointResponseDelete:
-		op = storeDelete
+		op = store.Delete
 	case EndpointResponseCancel:
-		op = storeCancel
+		op = store.Cancel
 	case EndpointResponseInputItems:
-		op = storeLookup
+		op = store.Lookup
 	}
-	d.ask = storeRequest{op: op, id: d.id, replyTo: ss.self}
+	d.ask = store.Request{Op: op, ID: d.id, ReplyTo: ss.self}
 	if d.resume.conn != nil {
-		d.ask.stream = &d.resume
+		d.ask.Stream = &d.resume // for the background session (streamAsk)
 	}
-	ss.owner.store.ask(&d.ask)
+	ss.owner.store.Ask(&d.ask)
 	return errPending
 }
 
@@ -175,24 +176,28 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 		ss.stop(ctx)
 		return
 	}
-	reply, ok := ctx.Message().(*storeReply)
-	if !ok || d.ask.replyTo == nil {
+	reply, ok := ctx.Message().(*store.Reply)
+	if !ok || d.ask.ReplyTo == nil {
 		return
 	}
-	d.ask.replyTo = nil
-	if reply.err != nil {
-		ss.fail(ctx, storeUnavailable(reply.err))
+	d.ask.ReplyTo = nil
+	if reply.Err != nil {
+		ss.fail(ctx, storeUnavailable(reply.Err))
 		return
 	}
-	if reply.ae != nil {
-		ss.fail(ctx, reply.ae)
+	if reply.Elsewhere {
+		ss.fail(ctx, runningElsewhere(d.id))
 		return
 	}
-	if reply.from != nil {
-		d.follow = reply.from // it streams to our connection now
+	if ae, ok := reply.Refusal.(*apiError); ok {
+		ss.fail(ctx, ae)
 		return
 	}
-	rec := reply.rec
+	if reply.From != nil {
+		d.follow = reply.From // it streams to our connection now
+		return
+	}
+	rec := reply.Rec
 	if rec == nil {
 		ss.fail(ctx, &apiError{Status: 404, Type: "invalid_request_error",
 			Message: "Response with id " + quoteID(d.id) + " not found."})
@@ -204,28 +209,28 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 			d.replay(ss, ctx, rec)
 			return
 		}
-		ss.finish(200, rec.body)
+		ss.finish(200, rec.Body)
 	case EndpointResponseDelete:
-		if reply.live {
+		if reply.Live {
 			ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error",
 				Message: "Response with id " + quoteID(d.id) + " is still in progress: cancel it first."})
 			return
 		}
-		d.body = openai.AppendResponseDeleted(d.body[:0], rec.id)
+		d.body = openai.AppendResponseDeleted(d.body[:0], rec.ID)
 		ss.finish(200, d.body)
 	case EndpointResponseCancel:
 		// Only background responses can be cancelled. A finished one (or
 		// one cancelled just now, answered by its session) is answered
 		// unchanged: cancelling is idempotent, as OpenAI documents.
-		if !rec.background {
+		if !rec.Background {
 			ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error",
 				Message: "Cannot cancel a synchronous response."})
 			return
 		}
-		ss.finish(200, rec.body)
+		ss.finish(200, rec.Body)
 	case EndpointResponseInputItems:
 		limit, asc, after, _ := d.page()
-		items := rec.input
+		items := rec.Input
 		if !asc {
 			items = slices.Clone(items) // the record is shared: reverse a copy
 			slices.Reverse(items)
@@ -246,15 +251,15 @@ func (d *responseOpDialect) receive(ss *session, ctx actor.Context) {
 
 // replay streams a finished background response's kept events after
 // starting_after and ends the stream.
-func (d *responseOpDialect) replay(ss *session, ctx actor.Context, rec *storedResponse) {
-	if !rec.background {
+func (d *responseOpDialect) replay(ss *session, ctx actor.Context, rec *store.Record) {
+	if !rec.Background {
 		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue, Param: "stream",
 			Message: "Only background responses can be streamed again; response " + quoteID(d.id) + " was not created with background: true."})
 		return
 	}
-	events, ok := openai.EventsAfter(rec.events, d.resume.after)
+	events, ok := openai.EventsAfter(rec.Events, d.resume.after)
 	if !ok {
-		ss.fail(ctx, eventsGone(d.resume.after, rec.firstSeq))
+		ss.fail(ctx, eventsGone(d.resume.after, rec.FirstSeq))
 		return
 	}
 	ss.finished = true
@@ -277,8 +282,8 @@ func (d *responseOpDialect) connClosed(ss *session) {
 	case d.follow != nil:
 		ss.owner.root.Send(d.follow, &d.unsub)
 		d.follow = nil
-	case d.resume.conn != nil && d.ask.replyTo != nil:
-		ss.owner.store.send(&d.unsub)
+	case d.resume.conn != nil && d.ask.ReplyTo != nil:
+		ss.owner.store.Forward(d.id, &d.unsub)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/store"
 )
 
 // responsesDialect is POST /v1/responses. A request with
@@ -30,7 +31,7 @@ type responsesDialect struct {
 	created int64
 	meta    openai.ResponseMeta
 	history []engine.Message
-	lookup  storeRequest
+	lookup  store.Request
 	fmt     openai.ResponsesFormatter
 	// nextSeq is the sequence_number after the last event the session
 	// forwarded: the number of an error event the session writes itself.
@@ -49,8 +50,8 @@ func (d *responsesDialect) decode(ss *session) *apiError {
 		return d.build(ss)
 	}
 	if d.req.PreviousResponseID != "" {
-		d.lookup = storeRequest{op: storeLookup, id: d.req.PreviousResponseID, replyTo: ss.self}
-		ss.owner.store.ask(&d.lookup)
+		d.lookup = store.Request{Op: store.Lookup, ID: d.req.PreviousResponseID, ReplyTo: ss.self}
+		ss.owner.store.Ask(&d.lookup)
 		return errPending
 	}
 	return d.build(ss)
@@ -58,26 +59,26 @@ func (d *responsesDialect) decode(ss *session) *apiError {
 
 // receive gets the store's answer about previous_response_id.
 func (d *responsesDialect) receive(ss *session, ctx actor.Context) {
-	reply, ok := ctx.Message().(*storeReply)
-	if !ok || d.lookup.replyTo == nil {
+	reply, ok := ctx.Message().(*store.Reply)
+	if !ok || d.lookup.ReplyTo == nil {
 		return
 	}
-	d.lookup.replyTo = nil
-	if reply.err != nil {
-		ss.fail(ctx, storeUnavailable(reply.err))
+	d.lookup.ReplyTo = nil
+	if reply.Err != nil {
+		ss.fail(ctx, storeUnavailable(reply.Err))
 		return
 	}
-	if reply.rec == nil {
+	if reply.Rec == nil {
 		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: "previous_response_not_found",
 			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " not found."})
 		return
 	}
-	if !openai.ResponseStatusFinal(reply.rec.status) {
+	if !openai.ResponseStatusFinal(reply.Rec.Status) {
 		ss.fail(ctx, &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeInvalidValue,
 			Param: "previous_response_id", Message: "Previous response with id " + quoteID(d.req.PreviousResponseID) + " is still in progress."})
 		return
 	}
-	d.history = reply.rec.history
+	d.history = reply.Rec.History
 	if ae := d.build(ss); ae != nil {
 		ss.fail(ctx, ae)
 		return
@@ -188,16 +189,16 @@ func (d *responsesDialect) save(ss *session, res *engine.Result, body []byte) {
 		return
 	}
 	rec := d.record(ss, res, slices.Clone(body))
-	rec.size = recordSize(rec)
+	rec.Size = store.RecordSize(rec)
 	ss.saveWith(rec)
 }
 
 // record is the stored record of the finished response res, encoded in
 // body (kept, not copied): its status, input items and the conversation
 // for the next previous_response_id. The caller sets size.
-func (d *responsesDialect) record(ss *session, res *engine.Result, body []byte) *storedResponse {
-	return &storedResponse{id: d.id, status: openai.ResultStatus(res), background: d.req.Background, body: body,
-		input: d.req.InputItems(d.id), history: d.conversation(ss, res)}
+func (d *responsesDialect) record(ss *session, res *engine.Result, body []byte) *store.Record {
+	return &store.Record{ID: d.id, Status: openai.ResultStatus(res), Background: d.req.Background, Body: body,
+		Input: d.req.InputItems(d.id), History: d.conversation(ss, res)}
 }
 
 // assistantTurn is the history turn of response respID's choice c. A call

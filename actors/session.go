@@ -10,6 +10,7 @@ import (
 
 	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/store"
 )
 
 // session is the actor of one generation request.
@@ -75,7 +76,7 @@ func (ss *session) receive(ctx actor.Context) {
 	case *expired:
 		ss.expire(ctx)
 	default:
-		if m, ok := ctx.Message().(*storeReply); ok && ss.save != nil && m == &ss.save.ack.reply {
+		if m, ok := ctx.Message().(*store.Reply); ok && ss.save != nil && m == &ss.save.ack.Reply {
 			ss.saved(ctx)
 			return
 		}
@@ -364,7 +365,7 @@ func (ss *session) forward(ctx actor.Context) {
 // holds it by pointer, allocated by the save: a held stream (most sessions
 // alive at a time) does not carry it.
 type saveWait struct {
-	ack            storeRequest
+	ack            store.Request
 	withheld       withheldEnd
 	withheldStatus int
 }
@@ -384,14 +385,14 @@ const (
 // that a client that saw the end can read or chain the response through
 // any node of the fleet; the memory store needs no wait, since it serves
 // every later request after this put.
-func (ss *session) saveWith(rec *storedResponse) {
+func (ss *session) saveWith(rec *store.Record) {
 	if ss.owner.cfg.Store.IsMemory() {
-		ss.owner.store.put(rec, nil)
+		ss.owner.store.Put(rec, nil)
 		return
 	}
 	ss.saving = true
-	ss.save = &saveWait{ack: storeRequest{replyTo: ss.self}}
-	ss.owner.store.put(rec, &ss.save.ack)
+	ss.save = &saveWait{ack: store.Request{ReplyTo: ss.self}}
+	ss.owner.store.Put(rec, &ss.save.ack)
 }
 
 // withhold keeps the response's end (what; status for a response) back
@@ -417,7 +418,7 @@ func (ss *session) saved(ctx actor.Context) {
 		return
 	}
 	w := ss.save
-	failed := w.ack.reply.err
+	failed := w.ack.Reply.Err
 	switch w.withheld {
 	case withheldStream:
 		if f, ok := ss.d.(saveFailer); ok && failed != nil {

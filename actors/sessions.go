@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/store"
 )
 
 // Config configures Sessions.
@@ -37,8 +38,8 @@ type Config struct {
 	// Observer, when set, is told about every request the engine finished
 	// (also after an abort): once per request, never per token.
 	Observer Observer
-	// Store bounds the Responses API's response store.
-	Store StoreConfig
+	// Store selects and bounds the Responses API's response store.
+	Store store.Config
 	// StreamInterval coalesces up to this many tokens per streamed frame
 	// (vLLM's --stream-interval); 0 or 1 sends one frame per token.
 	StreamInterval int
@@ -76,7 +77,7 @@ type Sessions struct {
 	// Formatter or Sink on the engine's goroutine.
 	panics  atomic.Uint64
 	unknown unknownFields
-	store   *ResponseStore // stored Responses API responses (store.go)
+	store   store.Store // stored Responses API responses (package store)
 	// bg are the background responses' sessions (background.go), with
 	// their addresses: bounded by Store.MaxBackground, aborted by
 	// StopBackground. Touched once per background request, never per token.
@@ -106,7 +107,7 @@ func NewSessions(cfg Config) (*Sessions, error) {
 		idle:   make(chan struct{}, 1),
 		bg:     map[*session]*actor.PID{},
 	}
-	s.cfg.Store = cfg.Store.withDefaults()
+	s.cfg.Store = cfg.Store.WithDefaults()
 	for _, m := range cfg.Models {
 		s.models[m] = true
 	}
@@ -126,7 +127,7 @@ func NewSessions(cfg Config) (*Sessions, error) {
 	})
 	s.root = s.system.Root.WithGuardian(stop)
 	s.prep = newPrepPool(s.log, 0)
-	st, err := newResponseStore(s.system, s.cfg.Store, s.pool.Producer(), s.log)
+	st, err := store.Spawn(s.system, s.cfg.Store, s.pool.Producer(), s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func (s *Sessions) Wait(ctx context.Context) error {
 
 // Close stops the mailbox workers. Call after every session ended.
 func (s *Sessions) Close() {
-	s.store.stop()
+	s.store.Stop()
 	if s.cfg.System == nil {
 		s.system.Shutdown()
 	}

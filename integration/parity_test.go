@@ -165,15 +165,28 @@ func text(v any) any {
 	return strings.TrimRight(s, "\uFFFD")
 }
 
+// withoutEnv is env without the variable named key.
+func withoutEnv(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // TestLlamaServerParity runs the comparison in a child process of the
 // test binary that loads llama-server's own libraries (its build
 // directory) instead of .llama/linux-x64: the same release built
 // elsewhere (node-llama-cpp's prebuilt CPU variants against a -march=native
 // build) computes logits that differ in the last bits, which flips
 // greedy near-ties after a few tokens (measured: 12 of 36 cases diverge
-// with the prebuilt libraries, none with llama-server's). A process loads
-// one build, and the libraries find each other only through
-// LD_LIBRARY_PATH, read at exec: hence the child.
+// with the prebuilt libraries, none with llama-server's). The default
+// search prefers that build already; the child names it explicitly
+// (VAJRA_LLAMA_LIB), since a process loads one build, and runs without
+// LD_LIBRARY_PATH: the loader must find the native build's libraries by
+// their paths alone.
 func TestLlamaServerParity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two servers on the real model")
@@ -185,7 +198,7 @@ func TestLlamaServerParity(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLlamaServerParity$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "VAJRA_PARITY_CHILD=1", "VAJRA_LLAMA_LIB="+dir, "LD_LIBRARY_PATH="+dir)
+		cmd.Env = append(withoutEnv(os.Environ(), "LD_LIBRARY_PATH"), "VAJRA_PARITY_CHILD=1", "VAJRA_LLAMA_LIB="+dir)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("parity run: %v\n%s", err, out)

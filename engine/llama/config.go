@@ -121,22 +121,39 @@ type Config struct {
 }
 
 // DefaultLibDirs are searched for the llama.cpp libraries when LibDir is
-// empty: $VAJRA_LLAMA_LIB, then .llama/linux-x64 (where `make llama` puts
-// them) in the working directory, beside the executable and above it.
+// empty: $VAJRA_LLAMA_LIB, then, in the working directory, beside the
+// executable and above them, .llama/server/bin before .llama/linux-x64.
+//
+// .llama/server/bin is the same release built on this machine (`make
+// llama-server`: GGML_NATIVE, the kernels compiled for this CPU), which
+// is llama-server's own build; .llama/linux-x64 is node-llama-cpp's
+// prebuilt CPU variants (`make llama`). The native build is preferred
+// because it is the faster one: measured side by side against
+// llama-server at 64 streams, Vajra gives 0.88-0.91x llama-server's
+// tokens/s with the prebuilt variants and 1.21-1.22x with the native
+// build (bench/RESULTS.md, "The llama engine against llama-server"), and
+// only the native build's greedy output is token-for-token llama-server's
+// (the two builds' logits differ in their last bits).
 func DefaultLibDirs() []string {
 	var dirs []string
 	if d := os.Getenv("VAJRA_LLAMA_LIB"); d != "" {
 		dirs = append(dirs, d)
 	}
-	rel := filepath.Join(".llama", "linux-x64")
-	dirs = append(dirs, rel)
+	rels := []string{filepath.Join(".llama", "server", "bin"), filepath.Join(".llama", "linux-x64")}
+	add := func(base string) {
+		for _, r := range rels {
+			dirs = append(dirs, filepath.Join(base, r))
+		}
+	}
+	add("")
 	if exe, err := os.Executable(); err == nil {
 		d := filepath.Dir(exe)
-		dirs = append(dirs, filepath.Join(d, rel), filepath.Join(d, "..", rel))
+		add(d)
+		add(filepath.Join(d, ".."))
 	}
 	if wd, err := os.Getwd(); err == nil {
 		for d := filepath.Dir(wd); d != filepath.Dir(d); d = filepath.Dir(d) {
-			dirs = append(dirs, filepath.Join(d, rel))
+			add(d)
 		}
 	}
 	return dirs

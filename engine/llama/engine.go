@@ -164,6 +164,7 @@ func New(cfg Config) (*Engine, error) {
 		zap.String("model", cfg.ModelPath),
 		zap.String("desc", m.Desc()),
 		zap.String("llama_cpp", capi.Version()),
+		zap.String("llama_lib", dir),
 		zap.Strings("devices", capi.Devices()),
 		zap.Int("max_model_len", cfg.MaxModelLen),
 		zap.Int("max_num_seqs", cfg.MaxNumSeqs),

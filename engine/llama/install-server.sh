@@ -26,7 +26,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 log="$tmp/build.log"
 if ! { cmake -S "$tmp/src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release \
 	-DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
-	-DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON &&
+	-DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON \
+	-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON &&
 	cmake --build "$tmp/build" --target llama-server -j "$jobs"; } >"$log" 2>&1; then
 	tail -50 "$log" >&2
 	echo "building llama-server failed" >&2

@@ -254,7 +254,15 @@ func load(dir string) error {
 	defer C.free(unsafe.Pointer(cb))
 	defer C.free(unsafe.Pointer(cg))
 	defer C.free(unsafe.Pointer(cl))
-	if msg := C.vj_load(cb, cg, cl); msg != nil {
+	// A native build (make llama-server: no GGML_BACKEND_DL) has one
+	// libggml-cpu.so that libggml links; the npm builds have CPU variants
+	// (libggml-cpu-haswell.so, ...) that ggml picks and loads itself.
+	var cc *C.char
+	if cpu := filepath.Join(abs, "libggml-cpu.so"); fileExists(cpu) {
+		cc = C.CString(cpu)
+		defer C.free(unsafe.Pointer(cc))
+	}
+	if msg := C.vj_load(cb, cc, cg, cl); msg != nil {
 		defer C.free(unsafe.Pointer(msg))
 		return fmt.Errorf("loading llama.cpp from %s: %s", abs, C.GoString(msg))
 	}
@@ -268,6 +276,11 @@ func load(dir string) error {
 	C.vjw_llama_backend_init()
 	loadDir = filepath.Clean(dir)
 	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // findLib returns the one file in dir whose name starts with prefix and

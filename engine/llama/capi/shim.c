@@ -14,11 +14,15 @@ static char *vj_err(const char *what, const char *detail) {
 	return s;
 }
 
-char *vj_load(const char *ggml_base, const char *ggml, const char *llama) {
+char *vj_load(const char *ggml_base, const char *ggml_cpu, const char *ggml, const char *llama) {
 	// RTLD_GLOBAL: the CPU backend variants that ggml loads later resolve
 	// ggml-base's symbols from the global scope.
 	void *hbase = dlopen(ggml_base, RTLD_NOW | RTLD_GLOBAL);
 	if (!hbase) return vj_err("dlopen", dlerror());
+	// A build without GGML_BACKEND_DL links libggml against libggml-cpu.so.0
+	// (NEEDED): opened first by its path, it satisfies that dependency by
+	// its soname, so the directory needs no rpath or LD_LIBRARY_PATH.
+	if (ggml_cpu && !dlopen(ggml_cpu, RTLD_NOW | RTLD_GLOBAL)) return vj_err("dlopen", dlerror());
 	void *hggml = dlopen(ggml, RTLD_NOW | RTLD_GLOBAL);
 	if (!hggml) return vj_err("dlopen", dlerror());
 	void *hllama = dlopen(llama, RTLD_NOW | RTLD_GLOBAL);

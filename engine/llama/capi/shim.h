@@ -83,10 +83,11 @@
 VJ_FUNCS(VJ_DECL)
 #undef VJ_DECL
 
-// vj_load opens the libraries in dir (libggml-base, libggml, libllama, by
-// their file names) and resolves every function. It returns NULL on
-// success, else a message the caller frees.
-char *vj_load(const char *ggml_base, const char *ggml, const char *llama);
+// vj_load opens the libraries in dir (libggml-base, libggml-cpu when the
+// build links it directly (NULL when ggml loads its CPU variants itself),
+// libggml, libllama, by their file names) and resolves every function. It
+// returns NULL on success, else a message the caller frees.
+char *vj_load(const char *ggml_base, const char *ggml_cpu, const char *ggml, const char *llama);
 
 // vj_log_quiet routes llama.cpp's log through vj_log_level: messages below
 // it are dropped.

@@ -1,4 +1,4 @@
-package actors
+package store
 
 import (
 	"context"
@@ -20,11 +20,11 @@ import (
 	"github.com/vajra-go/vajra/internal/redistest"
 )
 
-// replyClient hands every storeReply it gets to a channel.
-type replyClient struct{ replies chan storeReply }
+// replyClient hands every Reply it gets to a channel.
+type replyClient struct{ replies chan Reply }
 
 func (c *replyClient) Receive(ctx actor.Context) {
-	if r, ok := ctx.Message().(*storeReply); ok {
+	if r, ok := ctx.Message().(*Reply); ok {
 		c.replies <- *r
 	}
 }
@@ -34,10 +34,10 @@ type redisFixture struct {
 	srv   *redistest.Server
 	st    *redisStore
 	pid   *actor.PID
-	reply chan storeReply
+	reply chan Reply
 }
 
-func newRedisFixture(t *testing.T, cfg StoreConfig) *redisFixture {
+func newRedisFixture(t *testing.T, cfg Config) *redisFixture {
 	t.Helper()
 	var srv *redistest.Server
 	if cfg.URL == "" {
@@ -46,8 +46,8 @@ func newRedisFixture(t *testing.T, cfg StoreConfig) *redisFixture {
 		// quickly (go-redis reads them from the URL, as operators set them).
 		cfg.URL = srv.URL() + "?dial_timeout=300ms&read_timeout=300ms&write_timeout=300ms"
 	}
-	system := NewActorSystem(zap.NewNop())
-	c := &replyClient{replies: make(chan storeReply, 4)}
+	system := newSystem()
+	c := &replyClient{replies: make(chan Reply, 4)}
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
 	st, err := newRedisStore(system, cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), pid)
 	if err != nil {
@@ -57,66 +57,66 @@ func newRedisFixture(t *testing.T, cfg StoreConfig) *redisFixture {
 	return &redisFixture{t: t, srv: srv, st: st, pid: pid, reply: c.replies}
 }
 
-func (f *redisFixture) wait() storeReply {
+func (f *redisFixture) wait() Reply {
 	f.t.Helper()
 	select {
 	case r := <-f.reply:
 		return r
 	case <-time.After(10 * time.Second):
 		f.t.Fatal("no reply from the Redis store")
-		return storeReply{}
+		return Reply{}
 	}
 }
 
-func (f *redisFixture) save(rec *storedResponse) storeReply {
-	f.st.put(rec, &storeRequest{replyTo: f.pid})
+func (f *redisFixture) save(rec *Record) Reply {
+	f.st.put(rec, &Request{ReplyTo: f.pid})
 	return f.wait()
 }
 
-func (f *redisFixture) ask(op storeOp, id string) storeReply {
-	f.st.ask(&storeRequest{op: op, id: id, replyTo: f.pid})
+func (f *redisFixture) ask(op Op, id string) Reply {
+	f.st.ask(&Request{Op: op, ID: id, ReplyTo: f.pid})
 	return f.wait()
 }
 
-func fullRecord(id string) *storedResponse {
-	rec := &storedResponse{
-		id:   id,
-		body: []byte(`{"id":"` + id + `","object":"response","status":"completed"}`),
-		input: []openai.ResponseItem{
+func fullRecord(id string) *Record {
+	rec := &Record{
+		ID:   id,
+		Body: []byte(`{"id":"` + id + `","object":"response","status":"completed"}`),
+		Input: []openai.ResponseItem{
 			{Type: "message", ID: "msg_1", Status: "completed", Role: "user",
 				Content: []openai.ResponsesContentPart{{Type: "input_text", Text: "Hi \u2603"}}},
 			{Type: "function_call_output", ID: "fco_1", CallID: "call_1", Output: `{"ok":true}`},
 		},
-		history: []engine.Message{
+		History: []engine.Message{
 			{Role: "user", Content: "Hi \u2603"},
 			{Role: "assistant", Content: "Hello", Reasoning: "think",
 				ToolCalls: []engine.ToolCall{{ID: "call_1", Name: "f", Arguments: `{"a":1}`}}},
 			{Role: "tool", ToolCallID: "call_1", Content: `{"ok":true}`},
 		},
 	}
-	rec.size = recordSize(rec)
+	rec.Size = RecordSize(rec)
 	return rec
 }
 
 func TestRedisStoreRoundTrip(t *testing.T) {
-	f := newRedisFixture(t, StoreConfig{TTL: time.Hour, KeyPrefix: "t1:"})
+	f := newRedisFixture(t, Config{TTL: time.Hour, KeyPrefix: "t1:"})
 	want := fullRecord("resp_a")
-	if r := f.save(want); r.err != nil {
-		t.Fatalf("save: %v", r.err)
+	if r := f.save(want); r.Err != nil {
+		t.Fatalf("save: %v", r.Err)
 	}
-	got := f.ask(storeGet, "resp_a")
-	if got.err != nil || got.rec == nil {
+	got := f.ask(Get, "resp_a")
+	if got.Err != nil || got.Rec == nil {
 		t.Fatalf("get: %+v", got)
 	}
-	if string(got.rec.body) != string(want.body) || got.rec.id != want.id || got.rec.size != want.size {
-		t.Fatalf("record changed: %+v", got.rec)
+	if string(got.Rec.Body) != string(want.Body) || got.Rec.ID != want.ID || got.Rec.Size != want.Size {
+		t.Fatalf("record changed: %+v", got.Rec)
 	}
-	if len(got.rec.input) != 2 || got.rec.input[0].Content[0].Text != "Hi \u2603" || got.rec.input[1].CallID != "call_1" {
-		t.Fatalf("input items: %+v", got.rec.input)
+	if len(got.Rec.Input) != 2 || got.Rec.Input[0].Content[0].Text != "Hi \u2603" || got.Rec.Input[1].CallID != "call_1" {
+		t.Fatalf("input items: %+v", got.Rec.Input)
 	}
-	h := got.rec.history
+	h := got.Rec.History
 	if len(h) != 3 || h[1].ToolCalls[0].Arguments != `{"a":1}` || h[1].Reasoning != "think" || h[2].ToolCallID != "call_1" {
-		t.Fatalf("history: %+v", h)
+		t.Fatalf("History: %+v", h)
 	}
 	// The key carries the prefix and the TTL (Redis conventions: one
 	// prefix, expiry set by the writer).
@@ -127,13 +127,13 @@ func TestRedisStoreRoundTrip(t *testing.T) {
 		t.Fatalf("PTTL = %v, %v; want about 1h", ttl, err)
 	}
 	// Unknown ids are absent, not errors; delete answers the record once.
-	if r := f.ask(storeGet, "resp_nope"); r.err != nil || r.rec != nil {
-		t.Fatalf("unknown id: %+v", r)
+	if r := f.ask(Get, "resp_nope"); r.Err != nil || r.Rec != nil {
+		t.Fatalf("unknown ID: %+v", r)
 	}
-	if r := f.ask(storeDelete, "resp_a"); r.err != nil || r.rec == nil {
+	if r := f.ask(Delete, "resp_a"); r.Err != nil || r.Rec == nil {
 		t.Fatalf("delete: %+v", r)
 	}
-	if r := f.ask(storeGet, "resp_a"); r.rec != nil {
+	if r := f.ask(Get, "resp_a"); r.Rec != nil {
 		t.Fatal("deleted record still there")
 	}
 	st := f.st.Stats()
@@ -143,12 +143,12 @@ func TestRedisStoreRoundTrip(t *testing.T) {
 }
 
 func TestRedisStoreEntryCap(t *testing.T) {
-	f := newRedisFixture(t, StoreConfig{MaxEntryBytes: 256})
+	f := newRedisFixture(t, Config{MaxEntryBytes: 256})
 	rec := record("resp_big", `{"text":"`+strings.Repeat("x", 1000)+`"}`)
-	if r := f.save(rec); !errors.Is(r.err, errStoreEntryTooLarge) {
-		t.Fatalf("over the cap: err = %v", r.err)
+	if r := f.save(rec); !errors.Is(r.Err, ErrTooLarge) {
+		t.Fatalf("over the cap: err = %v", r.Err)
 	}
-	if r := f.ask(storeGet, "resp_big"); r.rec != nil {
+	if r := f.ask(Get, "resp_big"); r.Rec != nil {
 		t.Fatal("an entry over the cap was stored")
 	}
 	if st := f.st.Stats(); st.SaveFailures != 1 || st.Ops.Count[opPut][resultTooLarge] != 1 {
@@ -156,19 +156,19 @@ func TestRedisStoreEntryCap(t *testing.T) {
 	}
 }
 
-// Redis lost mid-run: commands fail with errStoreUnavailable (the session
+// Redis lost mid-run: commands fail with ErrUnavailable (the session
 // answers 503), and once Redis is back the same store serves again, with
 // no restart.
 func TestRedisStoreOutageAndRecovery(t *testing.T) {
-	f := newRedisFixture(t, StoreConfig{})
-	if r := f.save(record("resp_1", "{}")); r.err != nil {
-		t.Fatal(r.err)
+	f := newRedisFixture(t, Config{})
+	if r := f.save(record("resp_1", "{}")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	f.srv.Stop()
-	if r := f.ask(storeGet, "resp_1"); !errors.Is(r.err, errStoreUnavailable) {
+	if r := f.ask(Get, "resp_1"); !errors.Is(r.Err, ErrUnavailable) {
 		t.Fatalf("get with Redis down: %+v", r)
 	}
-	if r := f.save(record("resp_2", "{}")); !errors.Is(r.err, errStoreUnavailable) {
+	if r := f.save(record("resp_2", "{}")); !errors.Is(r.Err, ErrUnavailable) {
 		t.Fatalf("save with Redis down: %+v", r)
 	}
 	if f.st.up.Load() {
@@ -177,7 +177,7 @@ func TestRedisStoreOutageAndRecovery(t *testing.T) {
 	// While Redis is known down, commands fail at once (no dial timeout
 	// per request).
 	start := time.Now()
-	if r := f.ask(storeGet, "resp_1"); !errors.Is(r.err, errStoreUnavailable) || time.Since(start) > time.Second {
+	if r := f.ask(Get, "resp_1"); !errors.Is(r.Err, ErrUnavailable) || time.Since(start) > time.Second {
 		t.Fatalf("get while known down: %+v after %v", r, time.Since(start))
 	}
 	f.srv.Restart() // empty: nothing was persisted
@@ -189,10 +189,10 @@ func TestRedisStoreOutageAndRecovery(t *testing.T) {
 		}
 		time.Sleep(probeInterval / 5) // polling the prober's flag, bounded
 	}
-	if r := f.save(record("resp_3", "{}")); r.err != nil {
-		t.Fatalf("save after recovery: %v", r.err)
+	if r := f.save(record("resp_3", "{}")); r.Err != nil {
+		t.Fatalf("save after recovery: %v", r.Err)
 	}
-	if r := f.ask(storeGet, "resp_3"); r.err != nil || r.rec == nil {
+	if r := f.ask(Get, "resp_3"); r.Err != nil || r.Rec == nil {
 		t.Fatalf("get after recovery: %+v", r)
 	}
 	st := f.st.Stats()
@@ -207,19 +207,19 @@ func TestRedisStoreDownAtStart(t *testing.T) {
 	srv := redistest.Start(t)
 	url := srv.URL() + "?dial_timeout=200ms&read_timeout=200ms"
 	srv.Stop()
-	system := NewActorSystem(zap.NewNop())
+	system := newSystem()
 	defer system.Shutdown()
-	st, err := newRedisStore(system, StoreConfig{URL: url}, zap.NewNop(), nil)
+	st, err := newRedisStore(system, Config{URL: url}, zap.NewNop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.stop()
-	c := &replyClient{replies: make(chan storeReply, 1)}
+	c := &replyClient{replies: make(chan Reply, 1)}
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
-	st.ask(&storeRequest{op: storeGet, id: "x", replyTo: pid})
+	st.ask(&Request{Op: Get, ID: "x", ReplyTo: pid})
 	select {
 	case r := <-c.replies:
-		if !errors.Is(r.err, errStoreUnavailable) {
+		if !errors.Is(r.Err, ErrUnavailable) {
 			t.Fatalf("reply %+v", r)
 		}
 	case <-time.After(10 * time.Second):
@@ -228,9 +228,9 @@ func TestRedisStoreDownAtStart(t *testing.T) {
 }
 
 func TestRedisStoreBadURL(t *testing.T) {
-	system := NewActorSystem(zap.NewNop())
+	system := newSystem()
 	defer system.Shutdown()
-	if _, err := newRedisStore(system, StoreConfig{URL: "http://127.0.0.1:1"}, zap.NewNop(), nil); err == nil {
+	if _, err := newRedisStore(system, Config{URL: "http://127.0.0.1:1"}, zap.NewNop(), nil); err == nil {
 		t.Fatal("an http:// store URL was accepted")
 	}
 }
@@ -249,7 +249,7 @@ func TestRecordCodecRejectsOtherVersions(t *testing.T) {
 func TestRedisStoreTLSAndUnixSocket(t *testing.T) {
 	tlsSrv := redistest.StartTLS(t)
 	plain := redistest.Start(t)
-	for name, cfg := range map[string]StoreConfig{
+	for name, cfg := range map[string]Config{
 		"rediss": {URL: tlsSrv.URL(), CAFile: tlsSrv.CAFile()},
 		"unix":   {URL: plain.SocketURL()},
 	} {
@@ -258,19 +258,19 @@ func TestRedisStoreTLSAndUnixSocket(t *testing.T) {
 			if !f.st.up.Load() {
 				t.Fatal("not connected")
 			}
-			if r := f.save(fullRecord("resp_" + name)); r.err != nil {
-				t.Fatal(r.err)
+			if r := f.save(fullRecord("resp_" + name)); r.Err != nil {
+				t.Fatal(r.Err)
 			}
-			if r := f.ask(storeGet, "resp_"+name); r.err != nil || r.rec == nil {
+			if r := f.ask(Get, "resp_"+name); r.Err != nil || r.Rec == nil {
 				t.Fatalf("get: %+v", r)
 			}
 		})
 	}
 	// Without the CA the server's certificate is refused: the store is
 	// down (and says so), not silently insecure.
-	system := NewActorSystem(zap.NewNop())
+	system := newSystem()
 	defer system.Shutdown()
-	st, err := newRedisStore(system, StoreConfig{URL: tlsSrv.URL() + "?dial_timeout=300ms"}, zap.NewNop(), nil)
+	st, err := newRedisStore(system, Config{URL: tlsSrv.URL() + "?dial_timeout=300ms"}, zap.NewNop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestRedisStoreTLSAndUnixSocket(t *testing.T) {
 	if st.up.Load() {
 		t.Fatal("a certificate from an unknown CA was accepted")
 	}
-	if _, err := newRedisStore(system, StoreConfig{URL: plain.URL(), CAFile: tlsSrv.CAFile()}, zap.NewNop(), nil); err == nil {
+	if _, err := newRedisStore(system, Config{URL: plain.URL(), CAFile: tlsSrv.CAFile()}, zap.NewNop(), nil); err == nil {
 		t.Fatal("a CA file with a redis:// URL was accepted")
 	}
 }
@@ -290,7 +290,7 @@ func TestRedisStoreTLSAndUnixSocket(t *testing.T) {
 // in between marked the store down with no prober left, and every request
 // was refused until the process restarted.
 func TestRedisStoreFailureRightAfterRecovery(t *testing.T) {
-	f := newRedisFixture(t, StoreConfig{})
+	f := newRedisFixture(t, Config{})
 	var once atomic.Bool
 	f.st.upHook = func() {
 		if once.CompareAndSwap(false, true) {
@@ -299,19 +299,19 @@ func TestRedisStoreFailureRightAfterRecovery(t *testing.T) {
 		}
 	}
 	f.srv.Stop()
-	if r := f.ask(storeGet, "resp_1"); !errors.Is(r.err, errStoreUnavailable) {
+	if r := f.ask(Get, "resp_1"); !errors.Is(r.Err, ErrUnavailable) {
 		t.Fatalf("get with Redis down: %+v", r)
 	}
 	f.srv.Restart()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r := f.ask(storeGet, "resp_1")
-		if r.err == nil {
+		r := f.ask(Get, "resp_1")
+		if r.Err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("Redis has been back for 5 s and the store still refuses: %v (up %v, probing %v)",
-				r.err, f.st.up.Load(), f.st.probing.Load())
+				r.Err, f.st.up.Load(), f.st.probing.Load())
 		}
 		time.Sleep(probeInterval / 5) // polling the store's answer, bounded
 	}
@@ -324,13 +324,13 @@ func TestRedisStoreFailureRightAfterRecovery(t *testing.T) {
 // times within a second while sessions save and read; within a few
 // seconds of its last return every store request succeeds.
 func TestRedisStoreFlappingUnderLoad(t *testing.T) {
-	f := newRedisFixture(t, StoreConfig{})
+	f := newRedisFixture(t, Config{})
 	const workers = 8
 	var stop atomic.Bool
 	var ok, failed atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
-		c := &replyClient{replies: make(chan storeReply, 1)}
+		c := &replyClient{replies: make(chan Reply, 1)}
 		pid := f.st.root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
 		wg.Add(1)
 		go func() {
@@ -338,13 +338,13 @@ func TestRedisStoreFlappingUnderLoad(t *testing.T) {
 			for i := 0; i < 1_000_000 && !stop.Load(); i++ {
 				id := "resp_" + strconv.Itoa(w) + "_" + strconv.Itoa(i)
 				if i%2 == 0 {
-					f.st.put(record(id, "{}"), &storeRequest{replyTo: pid})
+					f.st.put(record(id, "{}"), &Request{ReplyTo: pid})
 				} else {
-					f.st.ask(&storeRequest{op: storeGet, id: id, replyTo: pid})
+					f.st.ask(&Request{Op: Get, ID: id, ReplyTo: pid})
 				}
 				select {
 				case r := <-c.replies:
-					if r.err != nil {
+					if r.Err != nil {
 						failed.Add(1)
 					} else {
 						ok.Add(1)
@@ -397,40 +397,40 @@ func sameQueue(st *redisStore, id string) string {
 // the worker for up to 5 s); and it is answered as soon as the owner saved
 // the cancelled record, through the "ended" message.
 func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
-	asker := newRedisFixture(t, StoreConfig{})
-	owner := newRedisFixture(t, StoreConfig{URL: asker.srv.URL()})
-	running := func(id, status string) *storedResponse {
+	asker := newRedisFixture(t, Config{})
+	owner := newRedisFixture(t, Config{URL: asker.srv.URL()})
+	running := func(id, status string) *Record {
 		rec := record(id, `{"id":"`+id+`","status":"`+status+`"}`)
-		rec.background, rec.status = true, status
+		rec.Background, rec.Status = true, status
 		return rec
 	}
 	// A response "another node" runs and never answers for.
-	if r := owner.save(running("resp_orphan", "in_progress")); r.err != nil {
-		t.Fatal(r.err)
+	if r := owner.save(running("resp_orphan", "in_progress")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	asker.st.ask(&storeRequest{op: storeCancel, id: "resp_orphan", replyTo: asker.pid})
+	asker.st.ask(&Request{Op: Cancel, ID: "resp_orphan", ReplyTo: asker.pid})
 	other := sameQueue(asker.st, "resp_orphan")
 	start := time.Now()
-	if r := asker.save(record(other, "{}")); r.err != nil {
-		t.Fatal(r.err)
+	if r := asker.save(record(other, "{}")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("a save queued behind a relayed cancel on its worker waited %v", d)
 	}
 	// Answered at the bound: the record as it is then, still in progress,
 	// or failed once the owner's lease (as long as the bound) lapsed.
-	if r := asker.wait(); r.err != nil || r.rec == nil || (r.rec.status != "in_progress" && r.rec.status != "failed") {
+	if r := asker.wait(); r.Err != nil || r.Rec == nil || (r.Rec.Status != "in_progress" && r.Rec.Status != "failed") {
 		t.Fatalf("the cancel nobody answered: %+v, want the record in progress or lapsed", r)
 	}
 
 	// An owner that answers: it saves the cancelled record when the cancel
 	// reaches it (here, a subscriber standing in for its session).
-	if r := owner.save(running("resp_live", "in_progress")); r.err != nil {
-		t.Fatal(r.err)
+	if r := owner.save(running("resp_live", "in_progress")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	sub := redis.NewClient(&redis.Options{Addr: asker.srv.Addr()})
 	defer sub.Close()
-	ps := sub.Subscribe(context.Background(), DefaultStoreKeyPrefix+"cancel")
+	ps := sub.Subscribe(context.Background(), DefaultKeyPrefix+"cancel")
 	defer ps.Close()
 	if _, err := ps.Receive(context.Background()); err != nil {
 		t.Fatal(err)
@@ -444,11 +444,40 @@ func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
 		}
 	}()
 	start = time.Now()
-	r := asker.ask(storeCancel, "resp_live")
-	if r.err != nil || r.rec == nil || r.rec.status != "cancelled" {
+	r := asker.ask(Cancel, "resp_live")
+	if r.Err != nil || r.Rec == nil || r.Rec.Status != "cancelled" {
 		t.Fatalf("cancel answered %+v, want the cancelled record", r)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the cancel was answered %v after the owner saved it", d)
+	}
+}
+
+// TestRedisRunningElsewhere: a background response another node runs (its
+// record in Redis, in progress, its lease fresh) is answered from that
+// record: GET shows its progress, input_items and previous_response_id
+// (Lookup) and DELETE see it running (Live, and kept), and a stream GET is
+// refused (Elsewhere: its events are in the owner's memory only).
+func TestRedisRunningElsewhere(t *testing.T) {
+	f := newRedisFixture(t, Config{})
+	rec := record("resp_run", `{"id":"resp_run","status":"in_progress"}`)
+	rec.Background, rec.Status = true, "in_progress"
+	if r := f.save(rec); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := f.ask(Get, "resp_run"); r.Err != nil || r.Rec == nil || r.Rec.Status != "in_progress" || r.Elsewhere {
+		t.Fatalf("get: %+v", r)
+	}
+	f.st.ask(&Request{Op: Get, ID: "resp_run", ReplyTo: f.pid, Stream: struct{}{}})
+	if r := f.wait(); !r.Elsewhere || r.Rec != nil || r.Err != nil {
+		t.Fatalf("stream get of a response running elsewhere: %+v", r)
+	}
+	for _, op := range []Op{Lookup, Delete} {
+		if r := f.ask(op, "resp_run"); r.Err != nil || r.Rec == nil || !r.Live {
+			t.Fatalf("op %d: %+v, want the running record, live", op, r)
+		}
+	}
+	if r := f.ask(Get, "resp_run"); r.Rec == nil {
+		t.Fatal("DELETE removed a response still running")
 	}
 }

@@ -1,4 +1,4 @@
-package actors
+package store
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/codegen/openai"
-	"github.com/vajra-go/vajra/engine"
 )
 
 // The Redis-backed response store, for a fleet of Vajra nodes behind a load
@@ -30,14 +29,14 @@ import (
 // makes one command per request, off the hot path, where neither shows.
 //
 // Nothing here runs on an event loop or per token. The store actor
-// (store.go) keeps the live background entries and hands every record
+// (node.go) keeps the live background entries and hands every record
 // operation to this store: a job on one of redisWorkers bounded queues,
 // each served by its own goroutine, chosen by the response id so that one
 // response's writes land in the order they were made (queued, progress,
 // final). The answer comes back to the asking session as the same
-// *storeReply the memory store sends. A slow or unreachable Redis
+// *Reply the memory store sends. A slow or unreachable Redis
 // therefore delays only the store's own jobs: no mailbox worker and no
-// stream waits for it. A full queue answers at once with errStoreBusy.
+// stream waits for it. A full queue answers at once with ErrBusy.
 //
 // Background responses across the fleet: the node that runs one writes its
 // record to Redis when it starts (queued) and about once a second with its
@@ -54,26 +53,26 @@ import (
 
 // Defaults of the Redis store.
 const (
-	DefaultStoreTTL           = 30 * 24 * time.Hour
-	DefaultStoreMaxEntryBytes = 16 << 20
-	DefaultStoreKeyPrefix     = "vajra:"
-	redisWorkers              = 16
-	redisQueue                = 256 // per worker
+	DefaultTTL           = 30 * 24 * time.Hour
+	DefaultMaxEntryBytes = 16 << 20
+	DefaultKeyPrefix     = "vajra:"
+	redisWorkers         = 16
+	redisQueue           = 256 // per worker
 	// cancelWait bounds how long a node that relayed a cancel waits for
 	// the node running the response to save its cancelled record.
 	cancelWait = 5 * time.Second
 )
 
 var (
-	// errStoreUnavailable is a store the node cannot reach now.
-	errStoreUnavailable = errors.New("the response store is unavailable")
-	// errStoreBusy is a store whose queue of jobs is full.
-	errStoreBusy = errors.New("the response store is overloaded")
-	// errStoreEntryTooLarge is a record over MaxEntryBytes.
-	errStoreEntryTooLarge = errors.New("the response is too large to store")
+	// ErrUnavailable is a store the node cannot reach now.
+	ErrUnavailable = errors.New("the response store is unavailable")
+	// ErrBusy is a store whose queue of jobs is full.
+	ErrBusy = errors.New("the response store is overloaded")
+	// ErrTooLarge is a record over MaxEntryBytes.
+	ErrTooLarge = errors.New("the response is too large to store")
 )
 
-// redisStore holds a ResponseStore's records in Redis (the store actor
+// redisStore holds a store's records in Redis (the store actor
 // keeps the live entries and hands it every record operation).
 type redisStore struct {
 	client   *redis.Client
@@ -85,7 +84,7 @@ type redisStore struct {
 	store    *actor.PID // the store actor, for cancels from other nodes
 	jobs     [redisWorkers]chan *storeJob
 	wg       sync.WaitGroup
-	ops      storeOpStats
+	ops      opStats
 	// up is false while Redis is known to be unreachable: commands then
 	// fail at once instead of each waiting out a dial timeout, and one
 	// prober goroutine (probing) pings every probeInterval until Redis
@@ -97,7 +96,7 @@ type redisStore struct {
 	upHook func()
 	quit   chan struct{}
 	// waiters are the relayed cancels waiting for the node that runs the
-	// response to save its final record, by response id: the "ended"
+	// response to save its final record, by response ID: the "ended"
 	// message (subscribe) closes their channels. cancelWaits counts them,
 	// bounded by maxCancelWaits.
 	waitMu      sync.Mutex
@@ -111,14 +110,14 @@ type redisStore struct {
 // storeJob is one queued command: a save of put (answering req, when set,
 // once saved), or the read or delete req.
 type storeJob struct {
-	put *storedResponse
-	req *storeRequest
+	put *Record
+	req *Request
 }
 
 // newRedisStore connects to the store at url. The node starts even when
 // Redis is down (generation does not need it): the failure is logged, and
 // store-dependent requests get 503 until Redis answers again.
-func newRedisStore(system *actor.ActorSystem, cfg StoreConfig, log *zap.Logger, store *actor.PID) (*redisStore, error) {
+func newRedisStore(system *actor.ActorSystem, cfg Config, log *zap.Logger, store *actor.PID) (*redisStore, error) {
 	opts, err := redis.ParseURL(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("--response-store: %w", err)
@@ -160,13 +159,13 @@ func newRedisStore(system *actor.ActorSystem, cfg StoreConfig, log *zap.Logger, 
 		waiters:  map[string][]chan struct{}{},
 	}
 	if st.prefix == "" {
-		st.prefix = DefaultStoreKeyPrefix
+		st.prefix = DefaultKeyPrefix
 	}
 	if st.ttl <= 0 {
-		st.ttl = DefaultStoreTTL
+		st.ttl = DefaultTTL
 	}
 	if st.maxEntry <= 0 {
-		st.maxEntry = DefaultStoreMaxEntryBytes
+		st.maxEntry = DefaultMaxEntryBytes
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
@@ -218,25 +217,25 @@ func (st *redisStore) renewLeases() {
 // lapsed returns rec as every node answers it once its owner's lease
 // lapsed: failed, its error saying so, the output saved so far kept; rec
 // itself when it is not a running record with a lapsed lease.
-func lapsed(rec *storedResponse, now time.Time) *storedResponse {
-	if !rec.background || openai.ResponseStatusFinal(rec.status) || rec.leaseUntil == 0 || now.UnixMilli() <= rec.leaseUntil {
+func lapsed(rec *Record, now time.Time) *Record {
+	if !rec.Background || openai.ResponseStatusFinal(rec.Status) || rec.LeaseUntil == 0 || now.UnixMilli() <= rec.LeaseUntil {
 		return rec
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(rec.body, &obj); err != nil {
-		obj = map[string]json.RawMessage{"id": json.RawMessage(strconv.Quote(rec.id)), "object": json.RawMessage(`"response"`)}
+	if err := json.Unmarshal(rec.Body, &obj); err != nil {
+		obj = map[string]json.RawMessage{"id": json.RawMessage(strconv.Quote(rec.ID)), "object": json.RawMessage(`"response"`)}
 	}
 	obj["status"] = json.RawMessage(`"` + openai.ResponseFailed + `"`)
 	obj["error"] = json.RawMessage(`{"code":"server_error","message":"The node that ran this background response stopped before it ended; the output it saved is kept."}`)
 	body, _ := json.Marshal(obj)
 	out := *rec
 	out.prev, out.next = nil, nil
-	out.status, out.body, out.leaseUntil = openai.ResponseFailed, body, 0
-	out.size = recordSize(&out)
+	out.Status, out.Body, out.LeaseUntil = openai.ResponseFailed, body, 0
+	out.Size = RecordSize(&out)
 	return &out
 }
 
-// queue is the worker queue of response id: the same one for every job of
+// queue is the worker queue of response ID: the same one for every job of
 // one response (FNV-1a of the id).
 func (st *redisStore) queue(id string) chan *storeJob {
 	h := uint32(2166136261)
@@ -253,7 +252,7 @@ func (st *redisStore) cancelChannel() string { return st.prefix + "cancel" }
 func (st *redisStore) endedChannel() string { return st.prefix + "ended" }
 
 // subscribe relays cancels published by other nodes to the store actor,
-// which hands each to the session of a response this node runs (others
+// which hands each to the owner of a response this node runs (others
 // ignore it), and wakes the cancels this node relayed when the response's
 // final record is saved. go-redis's PubSub resubscribes by itself after
 // Redis comes back.
@@ -274,7 +273,7 @@ func (st *redisStore) subscribe() {
 				st.wake(m.Payload)
 				continue
 			}
-			st.root.Send(st.store, &storeRequest{op: storeCancel, id: m.Payload, replyTo: st.store})
+			st.root.Send(st.store, &Request{Op: Cancel, ID: m.Payload, ReplyTo: st.store})
 		}
 	}
 }
@@ -320,53 +319,53 @@ func (st *redisStore) key(id string) string { return st.prefix + "resp:" + id }
 // put queues a save of rec, answering ack (when set) once it is saved or
 // failed. A save that cannot be queued is logged and counted: the
 // response has been answered; only its later reads will miss it.
-func (st *redisStore) put(rec *storedResponse, ack *storeRequest) {
+func (st *redisStore) put(rec *Record, ack *Request) {
 	st.enqueue(&storeJob{put: rec, req: ack})
 }
 
-// ask queues a read, delete or cancel; the reply goes to req.replyTo, with
-// reply.err set when Redis could not answer.
-func (st *redisStore) ask(req *storeRequest) { st.enqueue(&storeJob{req: req}) }
+// ask queues a read, delete or cancel; the reply goes to req.ReplyTo, with
+// reply.Err set when Redis could not answer.
+func (st *redisStore) ask(req *Request) { st.enqueue(&storeJob{req: req}) }
 
 // enqueue queues j on its response's worker, or answers it at once:
-// errStoreUnavailable while Redis is known down, errStoreBusy when the
+// ErrUnavailable while Redis is known down, ErrBusy when the
 // worker's queue is full.
 func (st *redisStore) enqueue(j *storeJob) {
 	var id string
 	if j.put != nil {
-		id = j.put.id
+		id = j.put.ID
 	} else {
-		id = j.req.id
+		id = j.req.ID
 	}
 	if !st.up.Load() {
-		st.refuse(j, resultError, errStoreUnavailable)
+		st.refuse(j, resultError, ErrUnavailable)
 		return
 	}
 	select {
 	case st.queue(id) <- j:
 	default:
-		st.refuse(j, resultBusy, errStoreBusy)
+		st.refuse(j, resultBusy, ErrBusy)
 	}
 }
 
 // refuse answers a job that never reached Redis, and counts it.
-func (st *redisStore) refuse(j *storeJob, res storeResult, err error) {
+func (st *redisStore) refuse(j *storeJob, res result, err error) {
 	if j.put != nil {
 		st.ops.record(opPut, res, 0)
-		st.saveFailed(j.put.id, err)
+		st.saveFailed(j.put.ID, err)
 	} else {
-		st.ops.record(j.req.op.kind(), res, 0)
+		st.ops.record(j.req.Op.kind(), res, 0)
 	}
-	st.reply(j, storeReply{err: err})
+	st.reply(j, Reply{Err: err})
 }
 
 // reply sends r to the job's asker, if it has one (a save may have none).
-func (st *redisStore) reply(j *storeJob, r storeReply) {
+func (st *redisStore) reply(j *storeJob, r Reply) {
 	if j.req == nil {
 		return
 	}
-	j.req.reply = r
-	st.root.Send(j.req.replyTo, &j.req.reply)
+	j.req.Reply = r
+	st.root.Send(j.req.ReplyTo, &j.req.Reply)
 }
 
 // stop drains the queues and closes the client. Call once every session
@@ -390,10 +389,10 @@ func (st *redisStore) work(jobs chan *storeJob) {
 			continue
 		}
 		err := st.save(j.put)
-		final := j.put.background && openai.ResponseStatusFinal(j.put.status)
+		final := j.put.Background && openai.ResponseStatusFinal(j.put.Status)
 		// A background response's final record is all that is left of it:
 		// retried (bounded, about 1.5 s) before it is given up.
-		for try := 0; final && errors.Is(err, errStoreUnavailable) && try < len(finalRetries); try++ {
+		for try := 0; final && errors.Is(err, ErrUnavailable) && try < len(finalRetries); try++ {
 			select {
 			case <-time.After(finalRetries[try]):
 			case <-st.quit:
@@ -401,11 +400,11 @@ func (st *redisStore) work(jobs chan *storeJob) {
 			err = st.save(j.put)
 		}
 		if err != nil {
-			st.saveFailed(j.put.id, err)
-		} else if j.put.background && openai.ResponseStatusFinal(j.put.status) {
-			st.ended(j.put.id)
+			st.saveFailed(j.put.ID, err)
+		} else if j.put.Background && openai.ResponseStatusFinal(j.put.Status) {
+			st.ended(j.put.ID)
 		}
-		st.reply(j, storeReply{rec: j.put, err: err})
+		st.reply(j, Reply{Rec: j.put, Err: err})
 	}
 }
 
@@ -416,9 +415,9 @@ var finalRetries = [...]time.Duration{100 * time.Millisecond, 400 * time.Millise
 // timeouts (which ParseURL's dial_timeout/read_timeout set).
 const commandTimeout = 5 * time.Second
 
-func (st *redisStore) save(rec *storedResponse) error {
+func (st *redisStore) save(rec *Record) error {
 	var lease int64
-	if rec.background && !openai.ResponseStatusFinal(rec.status) {
+	if rec.Background && !openai.ResponseStatusFinal(rec.Status) {
 		lease = time.Now().Add(leaseTTL).UnixMilli()
 	}
 	doc, err := encodeRecordLease(rec, lease)
@@ -427,15 +426,15 @@ func (st *redisStore) save(rec *storedResponse) error {
 	}
 	if int64(len(doc)) > st.maxEntry {
 		st.ops.record(opPut, resultTooLarge, 0)
-		return errStoreEntryTooLarge
+		return ErrTooLarge
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	start := time.Now()
-	err = st.client.Set(ctx, st.key(rec.id), doc, st.ttl).Err()
+	err = st.client.Set(ctx, st.key(rec.ID), doc, st.ttl).Err()
 	st.done(opPut, err, start)
 	if err != nil {
-		return errStoreUnavailable
+		return ErrUnavailable
 	}
 	st.stored.Add(1)
 	return nil
@@ -454,49 +453,48 @@ func (st *redisStore) ended(id string) {
 // answer serves a read, delete or cancel of a response this node does not
 // run (the store actor answered its own live ones). later says the reply
 // is sent by another goroutine (a relayed cancel waits off the worker).
-func (st *redisStore) answer(req *storeRequest) (_ storeReply, later bool) {
-	rec, err := st.load(req.op.kind(), req.id)
+func (st *redisStore) answer(req *Request) (_ Reply, later bool) {
+	rec, err := st.load(req.Op.kind(), req.ID)
 	if err != nil || rec == nil {
-		return storeReply{err: err}, false
+		return Reply{Err: err}, false
 	}
-	if req.op == storeCancel && rec.background && !openai.ResponseStatusFinal(rec.status) {
+	if req.Op == Cancel && rec.Background && !openai.ResponseStatusFinal(rec.Status) {
 		return st.cancelElsewhere(req, rec)
 	}
 	return st.answerRecord(req, rec), false
 }
 
-// answerRecord is answer's reply for the record rec of req.id.
-func (st *redisStore) answerRecord(req *storeRequest, rec *storedResponse) storeReply {
+// answerRecord is answer's reply for the record rec of req.ID.
+func (st *redisStore) answerRecord(req *Request, rec *Record) Reply {
 	// In progress on another node: its record is a snapshot.
-	running := rec.background && !openai.ResponseStatusFinal(rec.status)
+	running := rec.Background && !openai.ResponseStatusFinal(rec.Status)
 	switch {
-	case req.op == storeDelete && running:
-		return storeReply{rec: rec, live: true}
-	case req.op == storeDelete:
+	case req.Op == Delete && running:
+		return Reply{Rec: rec, Live: true}
+	case req.Op == Delete:
 		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 		defer cancel()
 		start := time.Now()
-		n, err := st.client.Del(ctx, st.key(req.id)).Result()
+		n, err := st.client.Del(ctx, st.key(req.ID)).Result()
 		st.done(opDelete, err, start)
 		if err != nil {
-			return storeReply{err: errStoreUnavailable}
+			return Reply{Err: ErrUnavailable}
 		}
 		if n == 0 {
-			return storeReply{} // deleted meanwhile
+			return Reply{} // deleted meanwhile
 		}
 		st.deleted.Add(1)
-		return storeReply{rec: rec}
-	case req.op == storeGet && req.stream != nil && running:
-		return storeReply{ae: &apiError{Status: 409, Type: "invalid_request_error", Code: "response_in_progress_elsewhere",
-			Message: "Response " + quoteID(req.id) + " is running on another node of the fleet: its events can be streamed again there, or from any node once it has ended; GET shows its progress."}}
-	case req.op == storeLookup:
-		return storeReply{rec: rec, live: running}
+		return Reply{Rec: rec}
+	case req.Op == Get && req.Stream != nil && running:
+		return Reply{Elsewhere: true} // its events are in that node's memory only
+	case req.Op == Lookup:
+		return Reply{Rec: rec, Live: running}
 	}
-	return storeReply{rec: rec}
+	return Reply{Rec: rec}
 }
 
 // load reads one record; nil without error when there is none.
-func (st *redisStore) load(op storeOpKind, id string) (*storedResponse, error) {
+func (st *redisStore) load(op opKind, id string) (*Record, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	start := time.Now()
@@ -507,7 +505,7 @@ func (st *redisStore) load(op storeOpKind, id string) (*storedResponse, error) {
 	}
 	st.done(op, err, start)
 	if err != nil {
-		return nil, errStoreUnavailable
+		return nil, ErrUnavailable
 	}
 	rec, err := decodeRecord(doc)
 	if err != nil {
@@ -525,21 +523,21 @@ func (st *redisStore) load(op storeOpKind, id string) (*storedResponse, error) {
 // latest, still in progress, so the client may cancel again or poll. At
 // most maxCancelWaits wait at once; past that the cancel is relayed and
 // answered at once with the record as it is.
-func (st *redisStore) cancelElsewhere(req *storeRequest, rec *storedResponse) (storeReply, bool) {
-	woken, drop := st.await(rec.id) // before the publish: the answer may be quick
+func (st *redisStore) cancelElsewhere(req *Request, rec *Record) (Reply, bool) {
+	woken, drop := st.await(rec.ID) // before the publish: the answer may be quick
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	start := time.Now()
-	err := st.client.Publish(ctx, st.cancelChannel(), rec.id).Err()
+	err := st.client.Publish(ctx, st.cancelChannel(), rec.ID).Err()
 	cancel()
 	st.done(opPublish, err, start)
 	if err != nil {
 		drop()
-		return storeReply{err: errStoreUnavailable}, false
+		return Reply{Err: ErrUnavailable}, false
 	}
 	if st.cancelWaits.Add(1) > maxCancelWaits {
 		st.cancelWaits.Add(-1)
 		drop()
-		return storeReply{rec: rec}, false
+		return Reply{Rec: rec}, false
 	}
 	go func() {
 		defer st.cancelWaits.Add(-1)
@@ -550,20 +548,20 @@ func (st *redisStore) cancelElsewhere(req *storeRequest, rec *storedResponse) (s
 		case <-woken:
 		case <-t.C:
 		case <-st.quit:
-			st.reply(&storeJob{req: req}, storeReply{rec: rec})
+			st.reply(&storeJob{req: req}, Reply{Rec: rec})
 			return
 		}
-		r, err := st.load(opGet, rec.id)
+		r, err := st.load(opGet, rec.ID)
 		switch {
 		case err != nil:
-			st.reply(&storeJob{req: req}, storeReply{err: err})
+			st.reply(&storeJob{req: req}, Reply{Err: err})
 		case r == nil:
-			st.reply(&storeJob{req: req}, storeReply{}) // deleted meanwhile
+			st.reply(&storeJob{req: req}, Reply{}) // deleted meanwhile
 		default:
 			st.reply(&storeJob{req: req}, st.answerRecord(req, r))
 		}
 	}()
-	return storeReply{}, true
+	return Reply{}, true
 }
 
 // maxCancelWaits bounds the relayed cancels waiting at once.
@@ -571,7 +569,7 @@ const maxCancelWaits = 1024
 
 // done records a command's outcome and notes whether Redis is reachable,
 // logging each change once rather than once per failed command.
-func (st *redisStore) done(op storeOpKind, err error, start time.Time) {
+func (st *redisStore) done(op opKind, err error, start time.Time) {
 	res := resultOK
 	if err != nil {
 		res = resultError
@@ -644,123 +642,9 @@ func (st *redisStore) saveFailed(id string, err error) {
 
 // Stats returns the store's counters. Count and Bytes are not known for
 // Redis (it is shared by the fleet): they stay 0.
-func (st *redisStore) Stats() StoreStats {
+func (st *redisStore) Stats() Stats {
 	// (Live is the store actor's.)
-	return StoreStats{Stored: st.stored.Load(), Deleted: st.deleted.Load(), SaveFailures: st.failures.Load(), Ops: st.ops.snapshot()}
-}
-
-// The record as stored in Redis: one JSON document with its own field
-// names, so that the wire shapes of the API may change without breaking
-// records written by an older node.
-type recordJSON struct {
-	V          int             `json:"v"`
-	ID         string          `json:"id"`
-	Status     string          `json:"status,omitempty"`
-	Background bool            `json:"background,omitempty"`
-	Body       json.RawMessage `json:"body"`
-	// Events and FirstSeq: a background response's event log (raw SSE
-	// events), for GET ...?stream=true once it ended.
-	Events   []byte        `json:"events,omitempty"`
-	FirstSeq int           `json:"first_seq,omitempty"`
-	Input    []itemJSON    `json:"input,omitempty"`
-	History  []messageJSON `json:"history,omitempty"`
-	// LeaseUntil: a running background response's owner lease (Unix
-	// milliseconds); a reader takes the owner for dead past it.
-	LeaseUntil int64 `json:"lease_until,omitempty"`
-}
-
-type itemJSON struct {
-	Type      string     `json:"type"`
-	ID        string     `json:"id,omitempty"`
-	Status    string     `json:"status,omitempty"`
-	Role      string     `json:"role,omitempty"`
-	Content   []partJSON `json:"content,omitempty"`
-	CallID    string     `json:"call_id,omitempty"`
-	Name      string     `json:"name,omitempty"`
-	Arguments string     `json:"arguments,omitempty"`
-	Output    string     `json:"output,omitempty"`
-}
-
-type partJSON struct {
-	Type    string `json:"type"`
-	Text    string `json:"text,omitempty"`
-	Refusal string `json:"refusal,omitempty"`
-}
-
-type messageJSON struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content,omitempty"`
-	Name       string     `json:"name,omitempty"`
-	ToolCalls  []callJSON `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Reasoning  string     `json:"reasoning,omitempty"`
-}
-
-type callJSON struct {
-	ID        string `json:"id,omitempty"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-const recordVersion = 1
-
-// encodeRecord renders rec as the JSON document Redis keeps. Once per
-// stored response, off the hot path.
-func encodeRecord(rec *storedResponse) ([]byte, error) { return encodeRecordLease(rec, 0) }
-
-// encodeRecordLease is encodeRecord with the owner lease lease_until
-// (Unix milliseconds; 0 for none).
-func encodeRecordLease(rec *storedResponse, lease int64) ([]byte, error) {
-	doc := recordJSON{V: recordVersion, ID: rec.id, Status: rec.status, Background: rec.background, Body: rec.body,
-		Events: rec.events, FirstSeq: rec.firstSeq, LeaseUntil: lease}
-	for i := range rec.input {
-		it := &rec.input[i]
-		j := itemJSON{Type: it.Type, ID: it.ID, Status: it.Status, Role: it.Role, CallID: it.CallID,
-			Name: it.Name, Arguments: it.Arguments, Output: it.Output}
-		for _, p := range it.Content {
-			j.Content = append(j.Content, partJSON{Type: p.Type, Text: p.Text, Refusal: p.Refusal})
-		}
-		doc.Input = append(doc.Input, j)
-	}
-	for i := range rec.history {
-		m := &rec.history[i]
-		j := messageJSON{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, Reasoning: m.Reasoning}
-		for _, c := range m.ToolCalls {
-			j.ToolCalls = append(j.ToolCalls, callJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-		}
-		doc.History = append(doc.History, j)
-	}
-	return json.Marshal(&doc)
-}
-
-// decodeRecord reads a record encodeRecord wrote.
-func decodeRecord(b []byte) (*storedResponse, error) {
-	var doc recordJSON
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	if doc.V != recordVersion {
-		return nil, fmt.Errorf("record version %d, this node reads %d", doc.V, recordVersion)
-	}
-	rec := &storedResponse{id: doc.ID, status: doc.Status, background: doc.Background, body: []byte(doc.Body),
-		events: doc.Events, firstSeq: doc.FirstSeq, leaseUntil: doc.LeaseUntil}
-	for _, j := range doc.Input {
-		it := openai.ResponseItem{Type: j.Type, ID: j.ID, Status: j.Status, Role: j.Role, CallID: j.CallID,
-			Name: j.Name, Arguments: j.Arguments, Output: j.Output}
-		for _, p := range j.Content {
-			it.Content = append(it.Content, openai.ResponsesContentPart{Type: p.Type, Text: p.Text, Refusal: p.Refusal})
-		}
-		rec.input = append(rec.input, it)
-	}
-	for _, j := range doc.History {
-		m := engine.Message{Role: j.Role, Content: j.Content, Name: j.Name, ToolCallID: j.ToolCallID, Reasoning: j.Reasoning}
-		for _, c := range j.ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-		}
-		rec.history = append(rec.history, m)
-	}
-	rec.size = recordSize(rec)
-	return rec, nil
+	return Stats{Stored: st.stored.Load(), Deleted: st.deleted.Load(), SaveFailures: st.failures.Load(), Ops: st.ops.snapshot()}
 }
 
 var redisLogOnce sync.Once
