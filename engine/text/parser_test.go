@@ -350,7 +350,16 @@ func TestFeedAfterEnd(t *testing.T) {
 // TestZeroAllocs: a reused Parser handles a whole plain-text choice, with
 // stop strings and both parsers configured, without allocating.
 func TestZeroAllocs(t *testing.T) {
-	opt := Options{Stop: []string{"STOP", "\n\nUser:"}, Reasoning: "qwen3", Tools: "hermes"}
+	for _, opt := range []Options{
+		{Stop: []string{"STOP", "\n\nUser:"}, Reasoning: "qwen3", Tools: "hermes"},
+		// vLLM's min_tokens and include_stop_str_in_output cost nothing either.
+		{Stop: []string{"STOP", "said"}, Reasoning: "qwen3", Tools: "hermes", MinTokens: 30, IncludeStop: true},
+	} {
+		zeroAllocs(t, opt)
+	}
+}
+
+func zeroAllocs(t *testing.T, opt Options) {
 	p, _ := NewParser(opt)
 	tokens := tokenize("I should think about <this> carefully. 世界</think>\n\nThe answer: <b>42</b>, said the model; "+
 		strings.Repeat("more text é ", 20), 3)
