@@ -79,3 +79,13 @@ func CheckContext(n, limit, maxTokens int) (int, *Error) {
 	}
 	return maxTokens, nil
 }
+
+// CheckMinTokens checks min_tokens against the resolved cap on generated
+// tokens (CheckContext's, which for a request without max_tokens is the
+// room the prompt leaves), as vLLM does once it has resolved max_tokens.
+func CheckMinTokens(minTokens, maxTokens int) *Error {
+	if minTokens > maxTokens {
+		return invalid("min_tokens", "min_tokens must be less than or equal to max_tokens="+strconv.Itoa(maxTokens)+", got "+strconv.Itoa(minTokens))
+	}
+	return nil
+}

@@ -45,6 +45,11 @@ func TestMinTokens(t *testing.T) {
 	if err := e.Prepare(bad); err == nil || err.(*engine.Error).Param != "min_tokens" {
 		t.Fatalf("min_tokens above max_tokens: %v", err)
 	}
+	bad = chatReq("Hi", 0) // max_tokens: the room the prompt leaves
+	bad.Sampling.MinTokens = e.cfg.MaxModelLen
+	if err := e.Prepare(bad); err == nil || err.(*engine.Error).Param != "min_tokens" {
+		t.Fatalf("min_tokens above the context: %v", err)
+	}
 }
 
 // TestIncludeStopStr: the matched stop string stays at the end of the

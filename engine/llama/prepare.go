@@ -83,6 +83,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if cerr != nil {
 		return cerr
 	}
+	if cerr := engine.CheckMinTokens(req.Sampling.MinTokens, mt); cerr != nil {
+		return cerr
+	}
 	p.maxTokens = mt
 	fg, named, forced, ferr := grammar.ForToolChoice(req)
 	if ferr != nil {

@@ -27,3 +27,14 @@ func TestMinTokensAndIncludeStop(t *testing.T) {
 		t.Fatalf("choice %+v, streamed %q; want abcb", ch, rec.text[0].String())
 	}
 }
+
+// TestMinTokensAboveContext: without max_tokens, min_tokens above the room
+// the prompt leaves on the worker is a 400 naming min_tokens.
+func TestMinTokensAboveContext(t *testing.T) {
+	e, _ := newFake(t, Config{}, false)
+	req := chat("hi", 0)
+	req.Sampling.MinTokens = 1 << 30
+	if err := e.Prepare(req); err == nil || err.(*engine.Error).Param != "min_tokens" {
+		t.Fatalf("min_tokens above the context: %v", err)
+	}
+}

@@ -93,6 +93,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if cerr != nil {
 		return cerr
 	}
+	if cerr := engine.CheckMinTokens(req.Sampling.MinTokens, mt); cerr != nil {
+		return cerr
+	}
 	p.maxTokens = mt
 	g, named, forced, ferr := grammar.ForToolChoice(req)
 	if ferr != nil {

@@ -83,6 +83,22 @@ func TestMinTokensStopAndInclude(t *testing.T) {
 	}
 }
 
+// TestMinTokensAboveContext: without max_tokens, min_tokens above the room
+// the prompt leaves is a 400, as in vLLM once max_tokens is resolved.
+func TestMinTokensAboveContext(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.MaxModelLen = 256 })
+	req := chatReq("hi", 0)
+	req.Sampling.MinTokens = 250
+	if err := e.Prepare(req); err == nil || err.(*engine.Error).Param != "min_tokens" {
+		t.Fatalf("min_tokens above the context: %v", err)
+	}
+	req = chatReq("hi", 0)
+	req.Sampling.MinTokens = 100
+	if err := e.Prepare(req); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPrefillTemplate: add_generation_prompt false closes the last turn;
 // continue_final_message leaves the final assistant turn open.
 func TestPrefillTemplate(t *testing.T) {

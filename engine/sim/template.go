@@ -305,6 +305,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	case mt == 0:
 		mt = limit - p.promptLen
 	}
+	if cerr := engine.CheckMinTokens(req.Sampling.MinTokens, mt); cerr != nil {
+		return cerr
+	}
 	if p.exact > 0 {
 		mt = min(mt, p.exact)
 	}
