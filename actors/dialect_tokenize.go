@@ -27,7 +27,10 @@ type tokenizeRequest struct {
 	Messages            []tokenizeMessage `json:"messages"`
 	Tools               []tokenizeTool    `json:"tools"`
 	AddGenerationPrompt *bool             `json:"add_generation_prompt"`
-	ReturnTokenStrs     bool              `json:"return_token_strs"`
+	// ContinueFinalMessage leaves the final assistant turn open (vLLM's;
+	// see engine.Request.ContinueFinalMessage).
+	ContinueFinalMessage bool `json:"continue_final_message"`
+	ReturnTokenStrs      bool `json:"return_token_strs"`
 }
 
 type tokenizeMessage struct {
@@ -62,7 +65,8 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 	var tokens []int
 	switch {
 	case req.Messages != nil:
-		ereq := engine.Request{Model: req.Model}
+		ereq := engine.Request{Model: req.Model, ContinueFinalMessage: req.ContinueFinalMessage,
+			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
 		for i, m := range req.Messages {
 			text, ok := messageText(m.Content)
 			if !ok {

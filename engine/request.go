@@ -46,7 +46,19 @@ type Request struct {
 	// template (vLLM's chat_template_kwargs, e.g. {"enable_thinking":
 	// false}); nil when none. Read in Prepare only, like Messages.
 	ChatTemplateKwargs []byte
-	Sampling           Sampling
+	// NoGenerationPrompt renders the chat template with
+	// add_generation_prompt false (vLLM's add_generation_prompt, whose
+	// default is true): no assistant header is opened after the messages.
+	// Read in Prepare only, like Messages.
+	NoGenerationPrompt bool
+	// ContinueFinalMessage (vLLM's continue_final_message) renders the
+	// final message, an assistant turn, open: the prompt ends with its
+	// content, without the template's end-of-turn, so that the model
+	// continues it (assistant prefill). The dialect sets it only with
+	// NoGenerationPrompt and a final assistant message. Read in Prepare
+	// only, like Messages.
+	ContinueFinalMessage bool
+	Sampling             Sampling
 
 	// Echo puts the prompt before the completion (completions API).
 	Echo bool
@@ -190,10 +202,20 @@ type Sampling struct {
 	// pieces, as vLLM's fast detokenizer does), so this only reaches
 	// workers that detokenize themselves (vLLM, SGLang).
 	NoSpecialTokenSpaces bool
+	// MinTokens (vLLM's min_tokens; 0 = none, at most MaxTokens) is the
+	// least number of tokens a choice generates before an end-of-generation
+	// token, a stop token id or a stop string may end it: the engine bans
+	// the end-of-generation and stop tokens while fewer have been
+	// generated, and looks for stop strings only in text that ends after
+	// them. MaxTokens still ends a choice.
+	MinTokens int
 	// Stop strings end a choice and are trimmed from its output; never is a
 	// part of one emitted (hold-back).
 	Stop         []string
 	StopTokenIDs []int
+	// IncludeStopStr (vLLM's include_stop_str_in_output) keeps the matched
+	// stop string at the end of the output instead of trimming it.
+	IncludeStopStr bool
 	// Logprobs asks for per-token logprobs, with TopLogprobs (0..20)
 	// alternatives each.
 	Logprobs    bool

@@ -20,6 +20,14 @@ func CheckRequest(req *Request, maxN, maxStops int) *Error {
 		return invalid("top_k", "top_k must not be negative, got "+strconv.Itoa(sp.TopK))
 	case sp.MaxTokens < 0:
 		return invalid("max_tokens", "max_tokens must be at least 1, got "+strconv.Itoa(sp.MaxTokens))
+	case sp.MinTokens < 0:
+		return invalid("min_tokens", "min_tokens must be greater than or equal to 0, got "+strconv.Itoa(sp.MinTokens))
+	case sp.MaxTokens > 0 && sp.MinTokens > sp.MaxTokens:
+		return invalid("min_tokens", "min_tokens must be less than or equal to max_tokens="+strconv.Itoa(sp.MaxTokens)+", got "+strconv.Itoa(sp.MinTokens))
+	case req.ContinueFinalMessage && !req.NoGenerationPrompt:
+		return invalid("continue_final_message", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+	case req.ContinueFinalMessage && (len(req.Messages) == 0 || req.Messages[len(req.Messages)-1].Role != "assistant"):
+		return invalid("continue_final_message", "continue_final_message needs the final message to be an assistant message")
 	case sp.TopLogprobs < 0 || sp.TopLogprobs > MaxTopLogprobs:
 		return invalid("top_logprobs", "top_logprobs must be between 0 and 20, got "+strconv.Itoa(sp.TopLogprobs))
 	case sp.TopLogprobs > 0 && !sp.Logprobs:
@@ -70,4 +78,14 @@ func CheckContext(n, limit, maxTokens int) (int, *Error) {
 		return limit - n, nil
 	}
 	return maxTokens, nil
+}
+
+// CheckMinTokens checks min_tokens against the resolved cap on generated
+// tokens (CheckContext's, which for a request without max_tokens is the
+// room the prompt leaves), as vLLM does once it has resolved max_tokens.
+func CheckMinTokens(minTokens, maxTokens int) *Error {
+	if minTokens > maxTokens {
+		return invalid("min_tokens", "min_tokens must be less than or equal to max_tokens="+strconv.Itoa(maxTokens)+", got "+strconv.Itoa(minTokens))
+	}
+	return nil
 }

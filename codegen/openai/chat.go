@@ -39,9 +39,12 @@ type ChatRequest struct {
 	MaxTokens           opt.Int `json:"max_tokens"`
 	MaxCompletionTokens opt.Int `json:"max_completion_tokens"`
 	IgnoreEOS           bool    `json:"ignore_eos"` // vLLM extension
+	MinTokens           opt.Int `json:"min_tokens"` // vLLM extension
 
 	Stop         StopList `json:"stop"`
 	StopTokenIDs []int    `json:"stop_token_ids"` // vLLM extension
+	// IncludeStopStrInOutput keeps a matched stop string (vLLM extension).
+	IncludeStopStrInOutput bool `json:"include_stop_str_in_output"`
 
 	// SkipSpecialTokens and SpacesBetweenSpecialTokens are vLLM's
 	// detokenizer options (both default true).
@@ -62,6 +65,11 @@ type ChatRequest struct {
 	// ChatTemplateKwargs (vLLM extension) are extra variables for the
 	// model's chat template, e.g. {"enable_thinking": false}.
 	ChatTemplateKwargs RawJSON `json:"chat_template_kwargs"`
+	// AddGenerationPrompt (default true) and ContinueFinalMessage are
+	// vLLM's chat template switches: assistant prefill is
+	// add_generation_prompt false with continue_final_message true.
+	AddGenerationPrompt  opt.Bool `json:"add_generation_prompt"`
+	ContinueFinalMessage bool     `json:"continue_final_message"`
 
 	// Accepted and not used: known to the API, no effect on this engine.
 	User        string  `json:"user"`

@@ -673,6 +673,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.IgnoreEOS = bool(in.Bool())
 			}
+		case "min_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.MinTokens).UnmarshalEasyJSON(in)
+			}
 		case "stop":
 			if in.IsNull() {
 				in.Skip()
@@ -705,6 +711,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 					in.WantComma()
 				}
 				in.Delim(']')
+			}
+		case "include_stop_str_in_output":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.IncludeStopStrInOutput = bool(in.Bool())
 			}
 		case "skip_special_tokens":
 			if in.IsNull() {
@@ -806,6 +818,18 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 				in.Skip()
 			} else {
 				(out.ChatTemplateKwargs).UnmarshalEasyJSON(in)
+			}
+		case "add_generation_prompt":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.AddGenerationPrompt).UnmarshalEasyJSON(in)
+			}
+		case "continue_final_message":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.ContinueFinalMessage = bool(in.Bool())
 			}
 		case "user":
 			if in.IsNull() {
@@ -932,6 +956,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		out.Bool(bool(in.IgnoreEOS))
 	}
 	{
+		const prefix string = ",\"min_tokens\":"
+		out.RawString(prefix)
+		(in.MinTokens).MarshalEasyJSON(out)
+	}
+	{
 		const prefix string = ",\"stop\":"
 		out.RawString(prefix)
 		(in.Stop).MarshalEasyJSON(out)
@@ -951,6 +980,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 			}
 			out.RawByte(']')
 		}
+	}
+	{
+		const prefix string = ",\"include_stop_str_in_output\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.IncludeStopStrInOutput))
 	}
 	{
 		const prefix string = ",\"skip_special_tokens\":"
@@ -1026,6 +1060,16 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"chat_template_kwargs\":"
 		out.RawString(prefix)
 		(in.ChatTemplateKwargs).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"add_generation_prompt\":"
+		out.RawString(prefix)
+		(in.AddGenerationPrompt).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"continue_final_message\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.ContinueFinalMessage))
 	}
 	{
 		const prefix string = ",\"user\":"

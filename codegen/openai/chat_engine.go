@@ -76,7 +76,48 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 		// A copy: the decoded request is pooled once the engine starts.
 		dst.ChatTemplateKwargs = bytes.Clone(r.ChatTemplateKwargs)
 	}
+	if err := r.toEnginePrefill(dst); err != nil {
+		return err
+	}
 	return r.toEngineMessages(dst)
+}
+
+// toEnginePrefill checks add_generation_prompt and continue_final_message
+// as vLLM does: both true is an error (add_generation_prompt defaults to
+// true, so continuing needs it false), and continuing needs a final
+// assistant message to continue.
+func (r *ChatRequest) toEnginePrefill(dst *engine.Request) *ParamError {
+	addGen := !r.AddGenerationPrompt.Defined || r.AddGenerationPrompt.V
+	if r.ContinueFinalMessage {
+		if addGen {
+			return &ParamError{Param: "continue_final_message", Code: CodeInvalidValue,
+				Message: "Cannot set both `continue_final_message` and `add_generation_prompt` to True."}
+		}
+		if last := &r.Messages[len(r.Messages)-1]; last.Role != "assistant" {
+			return &ParamError{Param: "continue_final_message", Code: CodeInvalidValue,
+				Message: "'continue_final_message' needs the final message to be an assistant message (got " + quoteValue(last.Role) + ")."}
+		}
+	}
+	dst.NoGenerationPrompt, dst.ContinueFinalMessage = !addGen, r.ContinueFinalMessage
+	return nil
+}
+
+// checkMinTokens checks min_tokens (vLLM extension) against s.MaxTokens,
+// already set, and sets it in s. vLLM's words; 0 means none.
+func checkMinTokens(v opt.Int, s *engine.Sampling) *ParamError {
+	if !v.Defined {
+		return nil
+	}
+	if v.V < 0 {
+		return &ParamError{Param: "min_tokens", Code: CodeInvalidValue,
+			Message: "min_tokens must be greater than or equal to 0, got " + strconv.Itoa(v.V) + "."}
+	}
+	if s.MaxTokens > 0 && v.V > s.MaxTokens {
+		return &ParamError{Param: "min_tokens", Code: CodeInvalidValue,
+			Message: "min_tokens must be less than or equal to max_tokens=" + strconv.Itoa(s.MaxTokens) + ", got " + strconv.Itoa(v.V) + "."}
+	}
+	s.MinTokens = v.V
+	return nil
 }
 
 // samplingRanges checks temperature, top_p and top_k, which chat and
@@ -147,9 +188,13 @@ func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 	}
 	s.IgnoreEOS = r.IgnoreEOS
 	detokenizeOptions(s, r.SkipSpecialTokens, r.SpacesBetweenSpecialTokens)
+	if err := checkMinTokens(r.MinTokens, s); err != nil {
+		return err
+	}
 	if err := validateStop(r.Stop, r.StopTokenIDs, s); err != nil {
 		return err
 	}
+	s.IncludeStopStr = r.IncludeStopStrInOutput
 	s.Logprobs = r.Logprobs.V
 	if r.TopLogprobs.Defined {
 		if r.TopLogprobs.V < 0 || r.TopLogprobs.V > engine.MaxTopLogprobs {

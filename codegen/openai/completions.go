@@ -35,9 +35,12 @@ type CompletionRequest struct {
 
 	MaxTokens opt.Int `json:"max_tokens"`
 	IgnoreEOS bool    `json:"ignore_eos"` // vLLM extension
+	MinTokens opt.Int `json:"min_tokens"` // vLLM extension
 
 	Stop         StopList `json:"stop"`
 	StopTokenIDs []int    `json:"stop_token_ids"` // vLLM extension
+	// IncludeStopStrInOutput keeps a matched stop string (vLLM extension).
+	IncludeStopStrInOutput bool `json:"include_stop_str_in_output"`
 
 	// SkipSpecialTokens and SpacesBetweenSpecialTokens are vLLM's
 	// detokenizer options (both default true).

@@ -127,6 +127,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				out.IgnoreEOS = bool(in.Bool())
 			}
+		case "min_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.MinTokens).UnmarshalEasyJSON(in)
+			}
 		case "stop":
 			if in.IsNull() {
 				in.Skip()
@@ -159,6 +165,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 					in.WantComma()
 				}
 				in.Delim(']')
+			}
+		case "include_stop_str_in_output":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.IncludeStopStrInOutput = bool(in.Bool())
 			}
 		case "skip_special_tokens":
 			if in.IsNull() {
@@ -305,6 +317,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		out.Bool(bool(in.IgnoreEOS))
 	}
 	{
+		const prefix string = ",\"min_tokens\":"
+		out.RawString(prefix)
+		(in.MinTokens).MarshalEasyJSON(out)
+	}
+	{
 		const prefix string = ",\"stop\":"
 		out.RawString(prefix)
 		(in.Stop).MarshalEasyJSON(out)
@@ -324,6 +341,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 			}
 			out.RawByte(']')
 		}
+	}
+	{
+		const prefix string = ",\"include_stop_str_in_output\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.IncludeStopStrInOutput))
 	}
 	{
 		const prefix string = ",\"skip_special_tokens\":"

@@ -100,9 +100,13 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 	}
 	s.IgnoreEOS = r.IgnoreEOS
 	detokenizeOptions(s, r.SkipSpecialTokens, r.SpacesBetweenSpecialTokens)
+	if err := checkMinTokens(r.MinTokens, s); err != nil {
+		return err
+	}
 	if err := validateStop(r.Stop, r.StopTokenIDs, s); err != nil {
 		return err
 	}
+	s.IncludeStopStr = r.IncludeStopStrInOutput
 	if r.Logprobs.Defined {
 		if r.Logprobs.V < 0 || r.Logprobs.V > engine.MaxTopLogprobs {
 			return rangeError("logprobs", "an integer from 0 to 20", strconv.Itoa(r.Logprobs.V))

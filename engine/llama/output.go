@@ -39,6 +39,9 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 	}
 	q.gen = append(q.gen, int(tok))
 	q.hist = append(q.hist, tok)
+	if len(q.gen) == sp.MinTokens {
+		q.sampler.Unban() // min_tokens reached: the stop tokens may come
+	}
 	switch {
 	case e.eog[tok] && !sp.IgnoreEOS:
 		q.finish = engine.FinishStop

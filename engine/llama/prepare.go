@@ -83,6 +83,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if cerr != nil {
 		return cerr
 	}
+	if cerr := engine.CheckMinTokens(req.Sampling.MinTokens, mt); cerr != nil {
+		return cerr
+	}
 	p.maxTokens = mt
 	fg, named, forced, ferr := grammar.ForToolChoice(req)
 	if ferr != nil {
@@ -115,6 +118,8 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	}
 	p.parse = text.Options{
 		Stop:         req.Sampling.Stop,
+		IncludeStop:  req.Sampling.IncludeStopStr,
+		MinTokens:    req.Sampling.MinTokens,
 		Reasoning:    e.cfg.ReasoningParser,
 		ReasoningOff: thinkingOff,
 		Tools:        e.cfg.ToolCallParser,

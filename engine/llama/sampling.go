@@ -25,5 +25,19 @@ func (e *Engine) samplerParams(sp *engine.Sampling, grammar string) capi.Sampler
 			p.LogitBias[i] = capi.LogitBias{Token: capi.Token(b.TokenID), Bias: float32(b.Bias)}
 		}
 	}
+	if sp.MinTokens > 0 {
+		// vLLM's min_tokens bans its all_stop_token_ids: the stop token
+		// ids, and the end-of-generation tokens unless ignore_eos.
+		for _, id := range sp.StopTokenIDs {
+			p.Ban = append(p.Ban, capi.Token(id))
+		}
+		if !sp.IgnoreEOS {
+			for t, eog := range e.eog {
+				if eog {
+					p.Ban = append(p.Ban, capi.Token(t))
+				}
+			}
+		}
+	}
 	return p
 }

@@ -93,6 +93,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if cerr != nil {
 		return cerr
 	}
+	if cerr := engine.CheckMinTokens(req.Sampling.MinTokens, mt); cerr != nil {
+		return cerr
+	}
 	p.maxTokens = mt
 	g, named, forced, ferr := grammar.ForToolChoice(req)
 	if ferr != nil {
@@ -117,6 +120,8 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	}
 	p.parse = text.Options{
 		Stop:         sp.Stop,
+		IncludeStop:  sp.IncludeStopStr,
+		MinTokens:    sp.MinTokens,
 		Reasoning:    e.cfg.ReasoningParser,
 		ReasoningOff: thinkingOff,
 		Tools:        e.cfg.ToolCallParser,

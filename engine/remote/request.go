@@ -120,6 +120,7 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		Prompt:         p.prompt,
 		Sampling:       &req.Sampling,
 		MaxTokens:      p.maxTokens,
+		MinTokens:      min(req.Sampling.MinTokens, p.maxTokens),
 		Constraint:     p.constraint,
 		PromptLogprobs: req.PromptLogprobs,
 		CachePrompt:    true,
@@ -383,6 +384,9 @@ func (r *request) Tokens(ck *Chunk) {
 		// the chunk's last token.
 		r.usage.CompletionTokens += ck.Missing
 		c.n += ck.Missing
+		if c.parser != nil {
+			c.parser.Count(ck.Missing)
+		}
 	}
 	last := len(ck.TokenIDs) - 1
 	for i, id := range ck.TokenIDs {

@@ -200,7 +200,7 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 		case p.respSchema != nil:
 			s.script = e.vocab.encode(string(p.respSchema.appendValue(nil, e.corpus, &s.rng, 0)))
 		case e.cfg.Mode == ModeEcho && len(p.echo) > 0:
-			s.script, s.loop = p.echo, sp.IgnoreEOS
+			s.script, s.loop = p.echo, sp.IgnoreEOS || sp.MinTokens > len(p.echo)
 		}
 		s.phase = s.after
 		if req.Reasoning.Enabled {

@@ -27,7 +27,7 @@ func TestPromptCacheExact(t *testing.T) {
 			text := RenderChatML(msgs, nil)
 			want := toInt32(oldEncode(v, text))
 			for pass := 0; pass < 3; pass++ { // miss, miss (stored), hit
-				if got := v.encodeChatML(msgs, nil); !slices.Equal(got, want) {
+				if got := v.encodeChatML(msgs, nil, promptGen); !slices.Equal(got, want) {
 					t.Fatalf("%q pass %d:\n got %v\nwant %v", text, pass, got, want)
 				}
 			}
@@ -79,7 +79,7 @@ func BenchmarkEncodeChatML(b *testing.B) {
 	b.Run("cached", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = v.encodeChatML(msgs, nil)
+			_ = v.encodeChatML(msgs, nil, promptGen)
 		}
 	})
 }

@@ -413,7 +413,7 @@ func (e *Engine) produce(s *seq) {
 		id = s.script[s.spos]
 		s.spos++
 		if s.loop && s.spos == len(s.script) {
-			s.spos = 0
+			s.spos, s.passed = 0, true
 		}
 	}
 	s.ids = append(s.ids, id)
@@ -443,26 +443,34 @@ func (e *Engine) produce(s *seq) {
 		}
 	default:
 		s.answerToks++
-		if slices.Contains(sp.StopTokenIDs, id) {
+		// min_tokens: within the first MinTokens tokens no stop token,
+		// stop string or natural end ends the choice (vLLM bans the stop
+		// tokens there and looks for stop strings only after).
+		armed := len(s.ids) > sp.MinTokens
+		if armed && slices.Contains(sp.StopTokenIDs, id) {
 			s.stopTokenID = id
 			s.end(engine.FinishStop)
 			break
 		}
 		prev := len(s.text)
 		s.text = append(s.text, txt...)
-		if len(g.prep.stops) > 0 && e.matchStop(s, prev) {
+		if armed && len(g.prep.stops) > 0 && e.matchStop(s, prev) {
 			s.end(engine.FinishStop)
 			break
 		}
 		if sp.IgnoreEOS || g.prep.exact > 0 {
 			break
 		}
-		if s.script == nil {
-			if s.answerToks >= s.target && e.atSentenceEnd(&s.walk) {
+		switch {
+		case s.script == nil:
+			if s.answerToks >= s.target && len(s.ids) >= sp.MinTokens && e.atSentenceEnd(&s.walk) {
 				s.end(engine.FinishStop)
 			}
-		} else if !s.loop && s.spos >= len(s.script) {
+		case !s.loop && s.spos >= len(s.script):
+			// A script's end (a schema's complete value) is final.
 			s.end(engine.FinishStop)
+		case s.passed && len(s.ids) >= sp.MinTokens:
+			s.end(engine.FinishStop) // echo, repeated up to min_tokens
 		}
 	}
 	if !s.done && len(s.ids) >= g.prep.maxTokens {
@@ -500,6 +508,9 @@ func (e *Engine) matchStop(s *seq, prev int) bool {
 	}
 	if at < 0 {
 		return false
+	}
+	if s.g.req.Sampling.IncludeStopStr {
+		at += len(p.stops[which])
 	}
 	s.text = s.text[:at]
 	s.stopString = s.g.req.Sampling.Stop[p.stopIndex[which]]

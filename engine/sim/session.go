@@ -129,7 +129,8 @@ type seq struct {
 	decisions uint32
 	phase     phase
 	after     phase // the phase that follows reasoning
-	loop      bool  // script repeats (echo with ignore_eos)
+	loop      bool  // script repeats (echo with ignore_eos or min_tokens)
+	passed    bool  // a looping script has been through once
 	first     bool
 	toolOpen  bool
 	done      bool

@@ -26,8 +26,35 @@ import (
 // The special markers are plain text to o200k_base, so they count as the
 // several tokens they tokenize to. Safe for concurrent use.
 func RenderChatML(msgs []engine.Message, tools []engine.Tool) string {
-	b := appendChatML(make([]byte, 0, chatMLSize(msgs)), msgs, tools)
+	b := appendChatML(make([]byte, 0, chatMLSize(msgs)), msgs, tools, promptGen)
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+}
+
+// RenderChatMLRequest is RenderChatML for a request's messages, tools and
+// generation-prompt switches (engine.Request.NoGenerationPrompt and
+// ContinueFinalMessage), as Prepare renders them. Safe for concurrent use.
+func RenderChatMLRequest(req *engine.Request) string {
+	b := appendChatML(make([]byte, 0, chatMLSize(req.Messages)), req.Messages, req.Tools, promptEnd(req))
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+}
+
+// promptEnding says how a rendered conversation ends.
+type promptEnding uint8
+
+const (
+	promptGen      promptEnding = iota // an assistant header follows (add_generation_prompt)
+	promptClosed                       // the last turn is closed, nothing follows
+	promptContinue                     // the final assistant turn stays open (continue_final_message)
+)
+
+func promptEnd(req *engine.Request) promptEnding {
+	switch {
+	case req.ContinueFinalMessage:
+		return promptContinue
+	case req.NoGenerationPrompt:
+		return promptClosed
+	}
+	return promptGen
 }
 
 // chatMLSize is a guess at the rendered size of msgs, for a first buffer.
@@ -41,7 +68,12 @@ func chatMLSize(msgs []engine.Message) int {
 
 // appendChatML appends the prompt RenderChatML renders to dst and returns
 // it. Safe for concurrent use.
-func appendChatML(dst []byte, msgs []engine.Message, tools []engine.Tool) []byte {
+//
+// end says how it ends; with promptContinue the final message, an
+// assistant turn, is written up to its content and left open (its tool
+// calls and end-of-turn are not written), which is where transformers'
+// continue_final_message cuts this layout.
+func appendChatML(dst []byte, msgs []engine.Message, tools []engine.Tool, end promptEnding) []byte {
 	first := 0
 	sys := len(msgs) > 0 && isSystem(msgs[0].Role)
 	if sys || len(tools) > 0 {
@@ -73,6 +105,9 @@ func appendChatML(dst []byte, msgs []engine.Message, tools []engine.Tool) []byte
 		case m.Role == "assistant":
 			dst = append(dst, "<|im_start|>assistant\n"...)
 			dst = append(dst, m.Content...)
+			if end == promptContinue && i == len(msgs)-1 {
+				return dst
+			}
 			for j, tc := range m.ToolCalls {
 				if j > 0 || m.Content != "" {
 					dst = append(dst, '\n')
@@ -95,6 +130,9 @@ func appendChatML(dst []byte, msgs []engine.Message, tools []engine.Tool) []byte
 			dst = append(dst, m.Content...)
 			dst = append(dst, "<|im_end|>\n"...)
 		}
+	}
+	if end != promptGen {
+		return dst
 	}
 	return append(dst, "<|im_start|>assistant\n"...)
 }
@@ -138,9 +176,9 @@ const maxPooledRender = 64 << 10
 
 // encodeChatML renders msgs and tools into a pooled buffer and returns the
 // prompt's token ids.
-func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool) []int32 {
+func (v *vocab) encodeChatML(msgs []engine.Message, tools []engine.Tool, end promptEnding) []int32 {
 	bp := renderPool.Get().(*[]byte)
-	b := appendChatML((*bp)[:0], msgs, tools)
+	b := appendChatML((*bp)[:0], msgs, tools, end)
 	// The string lives only for the call: encode copies the ids out and
 	// keeps nothing of the text (see encodeAppend).
 	ids := v.encodePrompt(unsafe.String(unsafe.SliceData(b), len(b)), true)
@@ -226,7 +264,7 @@ func (e *Engine) Prepare(req *engine.Request) error {
 			return err
 		}
 	case len(req.Messages) > 0:
-		req.PromptTokens = e.vocab.encodeChatML(req.Messages, req.Tools)
+		req.PromptTokens = e.vocab.encodeChatML(req.Messages, req.Tools, promptEnd(req))
 		for i := len(req.Messages) - 1; i >= 0; i-- {
 			if req.Messages[i].Role == "user" {
 				lastUser = req.Messages[i].Content
@@ -266,6 +304,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 			" tokens, which leaves no room for the completion. Please reduce the length of the messages."}
 	case mt == 0:
 		mt = limit - p.promptLen
+	}
+	if cerr := engine.CheckMinTokens(req.Sampling.MinTokens, mt); cerr != nil {
+		return cerr
 	}
 	if p.exact > 0 {
 		mt = min(mt, p.exact)

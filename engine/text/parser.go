@@ -10,6 +10,14 @@ type Options struct {
 	// include_stop_str_in_output false). Empty strings are ignored. The
 	// Parser keeps the slice: the caller must not change it until Reset.
 	Stop []string
+	// IncludeStop (vLLM's include_stop_str_in_output) keeps the matched
+	// stop string at the end of the content instead of dropping it.
+	IncludeStop bool
+	// MinTokens (vLLM's min_tokens) is how many calls to Feed (one per
+	// generated token) pass before a stop string may end the output: a
+	// stop string counts only when the text of a later token completes it,
+	// as in vLLM's detokenizer.
+	MinTokens int
 	// Reasoning names the reasoning parser (see ReasoningParsers); empty
 	// means none: all text is content.
 	Reasoning string
@@ -77,6 +85,7 @@ type Parser struct {
 	reasoning []byte
 	calls     []engine.ToolCall
 
+	fed      int // calls to Feed so far
 	stopped  bool
 	stopStr  string
 	finished bool
@@ -122,7 +131,7 @@ func (p *Parser) Reset(opt Options) error {
 	p.reasoning = p.reasoning[:0]
 	clear(p.calls)
 	p.calls = p.calls[:0]
-	p.stopped, p.stopStr, p.finished = false, "", false
+	p.fed, p.stopped, p.stopStr, p.finished = 0, false, "", false
 	return nil
 }
 
@@ -141,10 +150,16 @@ func (p *Parser) Feed(dst []Event, raw []byte) ([]Event, bool) {
 		return dst, p.stopped
 	}
 	p.begin(dst)
+	p.fed++
 	p.text = p.dec.Append(p.text[:0], raw)
 	p.stop.feed(p, p.text)
 	return p.end(), p.stopped
 }
+
+// Count counts n generated tokens whose text comes with a later Feed (a
+// worker that sends the text of several tokens at once), for
+// Options.MinTokens.
+func (p *Parser) Count(n int) { p.fed += n }
 
 // Finish ends the output: it flushes a held incomplete character (as
 // U+FFFD), text held back as a possible stop string, an unclosed think tag
@@ -282,7 +297,7 @@ func (s *stopStage) feed(p *Parser, text []byte) {
 	}
 	best, which := -1, -1
 	for i, st := range s.stops {
-		if st == "" {
+		if st == "" || p.fed <= p.opt.MinTokens {
 			continue
 		}
 		if j := indexString(buf, st); j >= 0 && (best < 0 || j < best) {
@@ -291,6 +306,9 @@ func (s *stopStage) feed(p *Parser, text []byte) {
 	}
 	if best >= 0 {
 		p.stopped, p.stopStr = true, s.stops[which]
+		if p.opt.IncludeStop {
+			best += len(p.stopStr)
+		}
 		p.think.feed(p, buf[:best])
 		s.held = s.held[:0]
 		return

@@ -212,6 +212,33 @@ func TestStop(t *testing.T) {
 		result{Content: "a", Calls: []call{{"f", "{}"}}, Stop: "</tool_call>"})
 }
 
+func TestIncludeStop(t *testing.T) {
+	o := Options{Stop: []string{"END", "!"}, IncludeStop: true}
+	check(t, o, "abcENDxyz", result{Content: "abcEND", Stop: "END"})
+	check(t, o, "ENENDx", result{Content: "ENEND", Stop: "END"})
+	check(t, o, "hi!there", result{Content: "hi!", Stop: "!"})
+	check(t, o, "abcEN", result{Content: "abcEN"})
+}
+
+// TestMinTokensStop: a stop string counts only once a token after the
+// first MinTokens completes it (one Feed per token).
+func TestMinTokensStop(t *testing.T) {
+	f := func(minTokens int, pieces []string, want result) {
+		t.Helper()
+		var bs [][]byte
+		for _, p := range pieces {
+			bs = append(bs, []byte(p))
+		}
+		if got := drive(t, Options{Stop: []string{"X"}, MinTokens: minTokens}, bs); !sameResult(got, want) {
+			t.Fatalf("min %d, %q: got %+v, want %+v", minTokens, pieces, got, want)
+		}
+	}
+	f(0, []string{"a", "X", "b"}, result{Content: "a", Stop: "X"})
+	f(2, []string{"a", "X", "b", "X", "c"}, result{Content: "aXb", Stop: "X"})
+	f(2, []string{"X", "a", "X"}, result{Content: "Xa", Stop: "X"})
+	f(3, []string{"X", "X", "X"}, result{Content: "XXX"}) // never armed: all content
+}
+
 func TestReasoning(t *testing.T) {
 	for _, name := range []string{"deepseek_r1", "qwen3"} {
 		o := Options{Reasoning: name}
@@ -370,7 +397,16 @@ func TestFeedAfterEnd(t *testing.T) {
 // TestZeroAllocs: a reused Parser handles a whole plain-text choice, with
 // stop strings and both parsers configured, without allocating.
 func TestZeroAllocs(t *testing.T) {
-	opt := Options{Stop: []string{"STOP", "\n\nUser:"}, Reasoning: "qwen3", Tools: "hermes"}
+	for _, opt := range []Options{
+		{Stop: []string{"STOP", "\n\nUser:"}, Reasoning: "qwen3", Tools: "hermes"},
+		// vLLM's min_tokens and include_stop_str_in_output cost nothing either.
+		{Stop: []string{"STOP", "said"}, Reasoning: "qwen3", Tools: "hermes", MinTokens: 30, IncludeStop: true},
+	} {
+		zeroAllocs(t, opt)
+	}
+}
+
+func zeroAllocs(t *testing.T, opt Options) {
 	p, _ := NewParser(opt)
 	tokens := tokenize("I should think about <this> carefully. 世界</think>\n\nThe answer: <b>42</b>, said the model; "+
 		strings.Repeat("more text é ", 20), 3)

@@ -204,6 +204,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -640,6 +641,7 @@ func (b *Batch) Add(t Token, pos, seq int, logits bool) int {
 type Sampler struct {
 	list []*C.struct_llama_sampler
 	rep  *C.struct_llama_sampler // the repetition penalty, or nil
+	ban  *C.struct_llama_sampler // SamplerParams.Ban's until Unban, or nil
 	mode C.int                   // vj_sample's: 1 greedy alone, 2 grammar first
 }
 
@@ -656,6 +658,9 @@ type SamplerParams struct {
 	RepeatPenalty, FrequencyPenalty, PresencePenalty float32
 	PenaltyLastN                                     int
 	LogitBias                                        []LogitBias
+	// Ban lists tokens drawn never until Unban (vLLM's min_tokens: the
+	// end-of-generation and stop tokens of the first tokens); nil: none.
+	Ban []Token
 	// Grammar is a GBNF grammar with a root rule, or "".
 	Grammar string
 }
@@ -683,6 +688,14 @@ func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
 			return nil, errors.New("llama.cpp refused the grammar")
 		}
 		add(g)
+	}
+	if len(sp.Ban) > 0 {
+		lb := make([]C.llama_logit_bias, len(sp.Ban))
+		for i, t := range sp.Ban {
+			lb[i] = C.llama_logit_bias{token: C.llama_token(t), bias: C.float(math.Inf(-1))}
+		}
+		s.ban = C.vjw_llama_sampler_init_logit_bias(nv, C.int32_t(len(lb)), &lb[0])
+		add(s.ban)
 	}
 	if len(sp.LogitBias) > 0 {
 		lb := make([]C.llama_logit_bias, len(sp.LogitBias))
@@ -729,6 +742,22 @@ func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
 	}
 	add(C.vjw_llama_sampler_init_dist(C.uint32_t(sp.Seed)))
 	return s, nil
+}
+
+// Unban drops the sampler of SamplerParams.Ban: from the next draw on,
+// those tokens may be drawn. It does nothing when there is none.
+func (s *Sampler) Unban() {
+	if s.ban == nil {
+		return
+	}
+	for i, x := range s.list {
+		if x == s.ban {
+			s.list = append(s.list[:i], s.list[i+1:]...)
+			break
+		}
+	}
+	C.vjw_llama_sampler_free(s.ban)
+	s.ban = nil
 }
 
 // AcceptPrompt feeds the prompt's tokens to the repetition penalty.
@@ -794,5 +823,5 @@ func (s *Sampler) Free() {
 	for _, x := range s.list {
 		C.vjw_llama_sampler_free(x)
 	}
-	s.list, s.rep = nil, nil
+	s.list, s.rep, s.ban = nil, nil, nil
 }

@@ -260,13 +260,27 @@ func (c *Client) tokenize(ctx context.Context, s string, addSpecial, parseSpecia
 // prefill), and a refusal comes in End.
 func (c *Client) Generate(_ context.Context, g *remote.Generate, rx remote.Receiver) (remote.Call, error) {
 	n := g.Sampling.Choices()
+	if g.MinTokens > 0 && g.MinTokens < g.MaxTokens && g.Constraint.Kind != remote.ConstraintNone {
+		// The continuation (see minTokensBodies) would start the grammar
+		// afresh in the middle of the constrained output.
+		return nil, &remote.WorkerError{Worker: c.url, Status: http.StatusBadRequest,
+			Message: "min_tokens below max_tokens cannot be combined with response_format or a forced tool call on a llama-server worker"}
+	}
 	k := &call{c: c, rx: rx, streams: make([]stream, n), left: n}
 	k.end.Choices = make([]remote.ChoiceEnd, n)
 	for i := range k.streams {
 		s := &k.streams[i]
 		s.k, s.index = k, i
 		s.ctx, s.cancel = context.WithCancel(context.Background())
-		s.body = appendBody(nil, g, i)
+		if g.MinTokens > 0 {
+			var n1 int
+			s.body, s.prompt2, s.rest2, n1 = minTokensBodies(g, i)
+			if s.prompt2 != nil {
+				s.ids = make([]int32, 0, n1) // no growth per token
+			}
+		} else {
+			s.body = appendBody(nil, g, i)
+		}
 		k.end.Choices[i] = remote.ChoiceEnd{FinishReason: "abort", MatchedTokenID: -1}
 	}
 	c.mu.Lock()
@@ -315,6 +329,13 @@ type stream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	body   []byte
+	// prompt2 and rest2 frame the continuation of a min_tokens request
+	// (see minTokensBodies); nil otherwise. ids and text collect the first
+	// part's tokens for it, and missing says llama-server left some ids out.
+	prompt2, rest2 []byte
+	ids            []int32
+	text           []byte
+	missing        bool
 }
 
 // readBuf is the size of a stream's read buffer: an event of one token
@@ -344,10 +365,42 @@ func (s *stream) run() {
 	k.rx.End(&k.end)
 }
 
+// read runs the stream's request; for min_tokens, its first part and then,
+// when that ran to its length, the continuation.
 func (s *stream) read() (remote.ChoiceEnd, error) {
+	ce, err := s.readOne(s.body, s.prompt2 != nil, true)
+	if err != nil || s.prompt2 == nil || ce.FinishReason != "length" {
+		return ce, err
+	}
+	n1 := ce.CompletionTokens
+	body := s.prompt2
+	if !s.missing {
+		for _, id := range s.ids {
+			body = append(body, ',')
+			body = strconv.AppendInt(body, int64(id), 10)
+		}
+	} else {
+		// llama-server named not every token (a character split across
+		// tokens): the continuation gives the first part as text, which
+		// llama-server tokenizes (a mixed prompt).
+		q, _ := json.Marshal(string(s.text))
+		body = append(append(body, ','), q...)
+	}
+	body = append(body, s.rest2...)
+	s.ids, s.text = nil, nil
+	ce, err = s.readOne(body, false, false)
+	ce.CompletionTokens += n1
+	return ce, err
+}
+
+// readOne does one /completion request and reads its events to the end.
+// With collect it keeps the tokens' ids and text in s; with usage it
+// reports the prompt's token counts (a continuation's prompt is not the
+// request's).
+func (s *stream) readOne(body []byte, collect, usage bool) (remote.ChoiceEnd, error) {
 	k, c := s.k, s.k.c
 	ce := remote.ChoiceEnd{FinishReason: "abort", MatchedTokenID: -1}
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, c.base+"/completion", bytes.NewReader(s.body))
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, c.base+"/completion", bytes.NewReader(body))
 	if err != nil {
 		return ce, err
 	}
@@ -406,6 +459,11 @@ func (s *stream) read() (remote.ChoiceEnd, error) {
 					chunk.Missing, chunk.Text = gap, text
 				}
 				got += len(ev.tokens) + chunk.Missing
+				if collect {
+					s.ids = append(s.ids, ev.tokens...)
+					s.text = appendUnescaped(s.text, ev.content)
+					s.missing = s.missing || chunk.Missing > 0
+				}
 				if len(chunk.Logprobs) != len(chunk.TokenIDs) {
 					chunk.Logprobs, chunk.Top = nil, nil
 				}
@@ -421,10 +479,12 @@ func (s *stream) read() (remote.ChoiceEnd, error) {
 				default:
 					ce.FinishReason = "stop"
 				}
-				k.mu.Lock()
-				k.end.PromptTokens = max(k.end.PromptTokens, ev.evaluated)
-				k.end.CachedTokens = max(k.end.CachedTokens, ev.cacheN)
-				k.mu.Unlock()
+				if usage {
+					k.mu.Lock()
+					k.end.PromptTokens = max(k.end.PromptTokens, ev.evaluated)
+					k.end.CachedTokens = max(k.end.CachedTokens, ev.cacheN)
+					k.mu.Unlock()
+				}
 				// Read to the end, so that the connection goes back to
 				// the pool.
 				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
@@ -485,18 +545,54 @@ func eventData(ev []byte) []byte {
 // sampling field is explicit: llama-server's defaults (min_p 0.05,
 // repeat_last_n 64, top_k 40, ...) are not the OpenAI API's.
 func appendBody(dst []byte, g *remote.Generate, i int) []byte {
-	sp := g.Sampling
+	dst = appendPrompt(dst, g.Prompt)
+	return appendParams(dst, g, i, g.MaxTokens, g.Sampling.IgnoreEOS, false)
+}
+
+// minTokensBodies returns the two /completion requests of choice i of g
+// when g asks for min_tokens, which llama-server's /completion does not
+// take. The first generates exactly min(MinTokens, MaxTokens) tokens with
+// ignore_eos (llama-server then biases every end-of-generation token to
+// -inf) and the stop token ids banned by logit_bias. The second, sent only
+// when tokens are still due, continues from the prompt and the first's
+// tokens (cache_prompt reuses the slot's KV cache) with the request's own
+// parameters: prompt2 is its head, to which the caller appends
+// ",id,id...]" (or a JSON string for text) and then rest2.
+func minTokensBodies(g *remote.Generate, i int) (first, prompt2, rest2 []byte, n1 int) {
+	n1 = min(g.MinTokens, g.MaxTokens)
+	first = appendPrompt(nil, g.Prompt)
+	first = appendParams(first, g, i, n1, true, true)
+	if n1 == g.MaxTokens {
+		return first, nil, nil, n1
+	}
+	prompt2 = appendPrompt(nil, g.Prompt)
+	prompt2 = prompt2[:len(prompt2)-1] // reopen the array
+	rest2 = append(rest2, ']')
+	rest2 = appendParams(rest2, g, i, g.MaxTokens-n1, g.Sampling.IgnoreEOS, false)
+	return first, prompt2, rest2, n1
+}
+
+// appendPrompt appends `{"prompt":[ids]`.
+func appendPrompt(dst []byte, prompt []int32) []byte {
 	dst = append(dst, `{"prompt":[`...)
-	for j, id := range g.Prompt {
+	for j, id := range prompt {
 		if j > 0 {
 			dst = append(dst, ',')
 		}
 		dst = strconv.AppendInt(dst, int64(id), 10)
 	}
-	dst = append(dst, `],"stream":true,"return_tokens":true,"id_slot":-1,"cache_prompt":`...)
+	return append(dst, ']')
+}
+
+// appendParams appends the rest of a /completion body after its prompt:
+// nPredict tokens at most, ignoreEOS, and with banStops the stop token ids
+// banned (the first part of a min_tokens request).
+func appendParams(dst []byte, g *remote.Generate, i, nPredict int, ignoreEOS, banStops bool) []byte {
+	sp := g.Sampling
+	dst = append(dst, `,"stream":true,"return_tokens":true,"id_slot":-1,"cache_prompt":`...)
 	dst = strconv.AppendBool(dst, g.CachePrompt)
 	dst = append(dst, `,"n_predict":`...)
-	dst = strconv.AppendInt(dst, int64(g.MaxTokens), 10)
+	dst = strconv.AppendInt(dst, int64(nPredict), 10)
 	dst = append(dst, `,"temperature":`...)
 	dst = appendFloat(dst, sp.Temperature)
 	dst = append(dst, `,"top_k":`...)
@@ -527,7 +623,7 @@ func appendBody(dst []byte, g *remote.Generate, i int) []byte {
 	dst = append(dst, `,"seed":`...)
 	dst = strconv.AppendInt(dst, seedFor(sp.Seed, sp.HasSeed, i), 10)
 	dst = append(dst, `,"ignore_eos":`...)
-	dst = strconv.AppendBool(dst, sp.IgnoreEOS)
+	dst = strconv.AppendBool(dst, ignoreEOS)
 	nProbs := 0
 	if sp.Logprobs {
 		nProbs = max(1, sp.TopLogprobs)
@@ -549,6 +645,16 @@ func appendBody(dst []byte, g *remote.Generate, i int) []byte {
 			dst = appendFloat(dst, b.Bias)
 		}
 		dst = append(dst, ']')
+	}
+	if banStops {
+		for j, id := range sp.StopTokenIDs {
+			if j > 0 || len(sp.LogitBias) > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '[')
+			dst = strconv.AppendInt(dst, int64(id), 10)
+			dst = append(dst, ",false]"...)
+		}
 	}
 	dst = append(dst, ']')
 	switch g.Constraint.Kind {

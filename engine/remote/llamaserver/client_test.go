@@ -22,20 +22,27 @@ import (
 // llama-server's cpp-httplib writes them), so that what a client costs
 // per token can be measured without a model.
 type streamServer struct {
-	l    net.Listener
-	n    int
-	mu   sync.Mutex
-	reqs []string
+	l      net.Listener
+	n      int
+	mu     sync.Mutex
+	reqs   []string
+	bodies []string
 }
 
 func startStreamServer(tb testing.TB, n int) *streamServer {
+	tb.Helper()
+	return startBodyServer(tb, n, streamBytes(n))
+}
+
+// startBodyServer is startStreamServer with the stream given: pre, the
+// chunked body of a stream of n tokens.
+func startBodyServer(tb testing.TB, n int, pre []byte) *streamServer {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s := &streamServer{l: l, n: n}
-	pre := streamBytes(n)
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -74,10 +81,11 @@ func (s *streamServer) serve(c net.Conn, body []byte) {
 		if err != nil {
 			return
 		}
-		_, _ = io.Copy(io.Discard, req.Body)
+		b, _ := io.ReadAll(req.Body)
 		req.Body.Close()
 		s.mu.Lock()
 		s.reqs = append(s.reqs, req.URL.Path)
+		s.bodies = append(s.bodies, string(b))
 		s.mu.Unlock()
 		head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100000\r\n\r\n"
 		if _, err := c.Write(append([]byte(head), body...)); err != nil {

@@ -130,6 +130,32 @@ func TestRealVLLM(t *testing.T) {
 			t.Errorf("tokens %v end %+v", rx.IDs[0], end.Choices[0])
 		}
 	})
+	t.Run("MinTokens", func(t *testing.T) {
+		// The end-of-sequence token forced by logit_bias ends the output
+		// at once; vLLM's min_tokens bans it for the first 5 tokens.
+		info, err := c.Info(ctx)
+		if err != nil || len(info.EOSTokenIDs) == 0 {
+			t.Fatalf("info %+v, %v", info, err)
+		}
+		eos := info.EOSTokenIDs[0]
+		sp := &engine.Sampling{LogitBias: []engine.TokenBias{{TokenID: int(eos), Bias: 100}}}
+		g := &remote.Generate{ID: "real-min0", Prompt: prompt, MaxTokens: 12, Sampling: sp}
+		rx, end := runReal(t, c, g)
+		if end.Err != nil || end.Choices[0].CompletionTokens > 1 {
+			t.Fatalf("forced EOS without min_tokens: %v, end %+v", rx.IDs[0], end)
+		}
+		g = &remote.Generate{ID: "real-min5", Prompt: prompt, MaxTokens: 12, MinTokens: 5, Sampling: sp}
+		rx, end = runReal(t, c, g)
+		n := end.Choices[0].CompletionTokens
+		if end.Err != nil || n < 5 || n > 6 || end.Choices[0].FinishReason != "stop" || len(rx.IDs[0]) < 5 {
+			t.Fatalf("min_tokens 5: tokens %v, end %+v", rx.IDs[0], end)
+		}
+		for _, id := range rx.IDs[0][:5] {
+			if id == eos {
+				t.Fatalf("EOS among the first 5 tokens %v", rx.IDs[0])
+			}
+		}
+	})
 	t.Run("Abort", func(t *testing.T) {
 		rx := testworker.NewRecorder()
 		g := &remote.Generate{ID: "real-abort", Prompt: prompt, MaxTokens: 2000, Sampling: &engine.Sampling{IgnoreEOS: true, Temperature: 1}}

@@ -327,3 +327,37 @@ func BenchmarkRenderQwen3(b *testing.B) {
 		}
 	}
 }
+
+// TestRenderRequestPrefill: add_generation_prompt false leaves the
+// assistant header out; continue_final_message renders the final
+// assistant turn open (its end-of-turn cut), as transformers does.
+func TestRenderRequestPrefill(t *testing.T) {
+	tmpl := ChatML(Options{})
+	msgs := []engine.Message{{Role: "user", Content: "Count"}, {Role: "assistant", Content: "1, 2, "}}
+	f := func(req engine.Request, want string) {
+		t.Helper()
+		got, _, err := tmpl.RenderRequest(&req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("got %q\nwant %q", got, want)
+		}
+	}
+	user := "<|im_start|>user\nCount<|im_end|>\n"
+	f(engine.Request{Messages: msgs[:1]}, user+"<|im_start|>assistant\n")
+	f(engine.Request{Messages: msgs[:1], NoGenerationPrompt: true}, user)
+	f(engine.Request{Messages: msgs, NoGenerationPrompt: true}, user+"<|im_start|>assistant\n1, 2, <|im_end|>\n")
+	f(engine.Request{Messages: msgs, NoGenerationPrompt: true, ContinueFinalMessage: true}, user+"<|im_start|>assistant\n1, 2, ")
+
+	c := func(rendered, final, want string, wantOK bool) {
+		t.Helper()
+		if got, ok := ContinueFinal(rendered, final); got != want || ok != wantOK {
+			t.Errorf("ContinueFinal(%q, %q) = %q, %v; want %q, %v", rendered, final, got, ok, want, wantOK)
+		}
+	}
+	c("<a>x y <e>", "x y ", "<a>x y ", true) // trailing space kept where the template kept it
+	c("<a>x y<e>", "x y ", "<a>x y", true)   // a template that trimmed it
+	c("<a>ab<e><a>ab<e>", "ab", "<a>ab<e><a>ab", true)
+	c("<a>ab<e>", "zz", "", false)
+}
