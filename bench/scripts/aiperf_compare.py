@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Tabulate a bench/scripts/bench-aiperf.sh run: aiperf, vajra bench and the
+raw SSE capture side by side per concurrency and round, and aiperf's figures
+over vajra bench's from the same round.
+
+    aiperf_compare.py OUT_DIR [CLK_TCK]
+
+Columns, each under its tool's own definition (bench/RESULTS.md explains
+them): tok/s as the tool reports it (aiperf: its tokenizer's count of the
+output text over first request to last response; vajra bench: content
+events arriving in its window; capture: usage over first start to last
+content event) and by the server's usage.completion_tokens; tokens per
+request as counted; TTFT p50/p99; the tool's headline ITL p50/p99
+(aiperf: one mean per request, (latency - TTFT) / (OSL - 1); vajra bench
+and the capture: the gap between consecutive content events, every one);
+the per-event gap (aiperf's inter_chunk_latency); request latency p50/p99;
+the tool's own CPU seconds (user + system, whole process tree and run) and
+the server's over the run.
+"""
+import glob
+import json
+import os
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def aiperf_row(d):
+    j = load(os.path.join(d, "profile_export_aiperf.json"))
+    g = lambda k, s="avg": (j.get(k) or {}).get(s)  # noqa: E731
+    n = g("request_count")
+    usage, osl = g("total_usage_completion_tokens"), g("total_osl")
+    tps = g("output_token_throughput")
+    return {
+        # aiperf's own window (its output_token_throughput's), by usage.
+        "req": n, "tok_s": tps,
+        "tok_s_usage": tps * usage / osl if tps and usage and osl else None,
+        "tok_req": g("output_sequence_length"), "usage_req": g("usage_completion_tokens"),
+        "ttft50": g("time_to_first_token", "p50"), "ttft99": g("time_to_first_token", "p99"),
+        "itl50": g("inter_token_latency", "p50"), "itl99": g("inter_token_latency", "p99"),
+        "gap50": g("inter_chunk_latency", "p50"), "gap99": g("inter_chunk_latency", "p99"),
+        "e2e50": g("request_latency", "p50"), "e2e99": g("request_latency", "p99"),
+        "errors": (j.get("error_summary") or []) and len(j["error_summary"]),
+    }
+
+
+def vajra_row(d):
+    j = load(os.path.join(d, "vajra.json"))
+    req = j["requests"]
+    return {
+        "req": req, "tok_s": j["tokens_per_s"],
+        "tok_s_usage": j.get("usage_tokens_per_s"),
+        "tok_req": j["tokens_per_request"], "usage_req": j["usage_tokens"] / req if req else None,
+        "ttft50": j["ttft"]["p50_ms"], "ttft99": j["ttft"]["p99_ms"],
+        "itl50": j["inter_token_gap"]["p50_ms"], "itl99": j["inter_token_gap"]["p99_ms"],
+        "gap50": j["inter_token_gap"]["p50_ms"], "gap99": j["inter_token_gap"]["p99_ms"],
+        "e2e50": j["end_to_end"]["p50_ms"], "e2e99": j["end_to_end"]["p99_ms"],
+        "errors": j["errors"],
+    }
+
+
+def raw_row(d):
+    j = load(os.path.join(d, "capture.json"))
+    req = j["requests"]
+    return {
+        "req": req, "tok_s": j["tokens_per_s_events"], "tok_s_usage": j["tokens_per_s_usage"],
+        "tok_req": j["content_events"] / req, "usage_req": j["usage_tokens"] / req,
+        "ttft50": j["ttft_ms"]["p50"], "ttft99": j["ttft_ms"]["p99"],
+        "itl50": j["gap_ms"]["p50"], "itl99": j["gap_ms"]["p99"],
+        "gap50": j["gap_ms"]["p50"], "gap99": j["gap_ms"]["p99"],
+        "e2e50": j["e2e_done_ms"]["p50"], "e2e99": j["e2e_done_ms"]["p99"],
+        "errors": j["errors"],
+        "itl_req50": j["itl_per_request_ms"]["p50"], "itl_req99": j["itl_per_request_ms"]["p99"],
+    }
+
+
+COLS = [("tok_s", "tok/s", 1), ("tok_s_usage", "tok/s usage", 1), ("tok_req", "tok/req", 1),
+        ("usage_req", "usage/req", 1), ("ttft50", "TTFT p50", 1), ("ttft99", "TTFT p99", 1),
+        ("itl50", "ITL p50", 1), ("itl99", "ITL p99", 1), ("gap50", "gap p50", 1), ("gap99", "gap p99", 1),
+        ("e2e50", "latency p50", 0), ("e2e99", "latency p99", 0)]
+
+
+def fmt(v, digits):
+    if v is None:
+        return "n/a"
+    return f"{v:.{digits}f}"
+
+
+def main():
+    out = sys.argv[1]
+    tck = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+    runs = {}
+    for d in sorted(glob.glob(os.path.join(out, "r*-c*-*"))):
+        r, c, tool = os.path.basename(d).split("-", 2)
+        row = None
+        try:
+            row = {"aiperf": aiperf_row, "vajra": vajra_row, "raw": raw_row}[tool](d)
+        except (OSError, KeyError, ValueError, ZeroDivisionError) as e:
+            row = {"failed": f"{type(e).__name__}: {e}"}
+        try:
+            u, s, _wall = open(os.path.join(d, "time")).read().split()[-3:]
+            row["cpu"] = float(u) + float(s)
+        except (OSError, ValueError):
+            row["cpu"] = None
+        try:
+            row["srv_cpu"] = int(open(os.path.join(d, "server_ticks")).read()) / tck
+            row["load"] = open(os.path.join(d, "loadavg")).read().split()[0]
+        except (OSError, ValueError):
+            row["srv_cpu"], row["load"] = None, "?"
+        runs.setdefault(int(c[1:]), {}).setdefault(int(r[1:]), {})[tool] = row
+    head = "| c | round | tool | req | " + " | ".join(h for _, h, _ in COLS) + " | tool cpu s | server cpu s | load |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for c in sorted(runs):
+        for r in sorted(runs[c]):
+            rr = runs[c][r]
+            for tool in ("aiperf", "vajra", "raw"):
+                row = rr.get(tool)
+                if not row:
+                    continue
+                if "failed" in row:
+                    print(f"| {c} | {r} | {tool} | failed: {row['failed']} |")
+                    continue
+                name = {"vajra": "vajra bench", "raw": "capture"}.get(tool, tool)
+                print(f"| {c} | {r} | {name} | {row['req']:.0f} | "
+                      + " | ".join(fmt(row.get(k), dg) for k, _, dg in COLS)
+                      + f" | {fmt(row['cpu'], 2)} | {fmt(row['srv_cpu'], 1)} | {row['load']} |")
+            a, v = rr.get("aiperf"), rr.get("vajra")
+            if a and v and "failed" not in a and "failed" not in v:
+                ratio = lambda k: a[k] / v[k] if a.get(k) and v.get(k) else None  # noqa: E731
+                print(f"| {c} | {r} | aiperf/vajra | | "
+                      + " | ".join(fmt(ratio(k), 2) for k, _, _ in COLS) + " | | | |")
+            raw = rr.get("raw")
+            if raw and "itl_req50" in raw:
+                print(f"| {c} | {r} | capture, ITL per request | | | | | | | | "
+                      f"{fmt(raw['itl_req50'], 1)} | {fmt(raw['itl_req99'], 1)} | | | | | | | |")
+
+
+if __name__ == "__main__":
+    main()
