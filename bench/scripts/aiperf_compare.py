@@ -14,6 +14,7 @@ request as counted; TTFT p50/p99; the tool's headline ITL p50/p99
 (aiperf: one mean per request, (latency - TTFT) / (OSL - 1); vajra bench
 and the capture: the gap between consecutive content events, every one);
 the per-event gap (aiperf's inter_chunk_latency); request latency p50/p99;
+the share of per-event gaps under 1 ms (two events in one read);
 the tool's own CPU seconds (user + system, whole process tree and run) and
 the server's over the run.
 """
@@ -44,7 +45,22 @@ def aiperf_row(d):
         "gap50": g("inter_chunk_latency", "p50"), "gap99": g("inter_chunk_latency", "p99"),
         "e2e50": g("request_latency", "p50"), "e2e99": g("request_latency", "p99"),
         "errors": (j.get("error_summary") or []) and len(j["error_summary"]),
+        "zero": aiperf_zero_gaps(os.path.join(d, "profile_export.jsonl")),
     }
+
+
+def aiperf_zero_gaps(path):
+    """The share of aiperf's per-chunk gaps under 1 ms (events read together)."""
+    n = z = 0
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            if (rec.get("metadata") or {}).get("benchmark_phase") != "profiling":
+                continue
+            for g in ((rec.get("metrics") or {}).get("inter_chunk_latency") or {}).get("value") or []:
+                n += 1
+                z += g < 1.0
+    return z / n if n else None
 
 
 def vajra_row(d):
@@ -59,6 +75,8 @@ def vajra_row(d):
         "gap50": j["inter_token_gap"]["p50_ms"], "gap99": j["inter_token_gap"]["p99_ms"],
         "e2e50": j["end_to_end"]["p50_ms"], "e2e99": j["end_to_end"]["p99_ms"],
         "errors": j["errors"],
+        "zero": (sum(b["count"] for b in j["gap_histogram"] if b["hi_ns"] <= 1_000_000) / j["inter_token_gap"]["count"]
+                 if j["inter_token_gap"]["count"] else None),
     }
 
 
@@ -74,13 +92,25 @@ def raw_row(d):
         "e2e50": j["e2e_done_ms"]["p50"], "e2e99": j["e2e_done_ms"]["p99"],
         "errors": j["errors"],
         "itl_req50": j["itl_per_request_ms"]["p50"], "itl_req99": j["itl_per_request_ms"]["p99"],
+        "zero": raw_zero_gaps(os.path.join(d, "events.jsonl")),
     }
+
+
+def raw_zero_gaps(path):
+    n = z = 0
+    with open(path) as f:
+        for line in f:
+            ts = [t for t, c, _ in json.loads(line)["events"] if c]
+            for a, b in zip(ts, ts[1:]):
+                n += 1
+                z += b - a < 1_000_000
+    return z / n if n else None
 
 
 COLS = [("tok_s", "tok/s", 1), ("tok_s_usage", "tok/s usage", 1), ("tok_req", "tok/req", 1),
         ("usage_req", "usage/req", 1), ("ttft50", "TTFT p50", 1), ("ttft99", "TTFT p99", 1),
         ("itl50", "ITL p50", 1), ("itl99", "ITL p99", 1), ("gap50", "gap p50", 1), ("gap99", "gap p99", 1),
-        ("e2e50", "latency p50", 0), ("e2e99", "latency p99", 0)]
+        ("e2e50", "latency p50", 0), ("e2e99", "latency p99", 0), ("zero", "gaps <1 ms", 3)]
 
 
 def fmt(v, digits):
@@ -136,7 +166,7 @@ def main():
             raw = rr.get("raw")
             if raw and "itl_req50" in raw:
                 print(f"| {c} | {r} | capture, ITL per request | | | | | | | | "
-                      f"{fmt(raw['itl_req50'], 1)} | {fmt(raw['itl_req99'], 1)} | | | | | | | |")
+                      f"{fmt(raw['itl_req50'], 1)} | {fmt(raw['itl_req99'], 1)} | | | | | | | | | |")
 
 
 if __name__ == "__main__":
