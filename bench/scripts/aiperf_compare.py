@@ -16,7 +16,11 @@ and the capture: the gap between consecutive content events, every one);
 the per-event gap (aiperf's inter_chunk_latency); request latency p50/p99;
 the share of per-event gaps under 1 ms (two events in one read);
 the tool's own CPU seconds (user + system, whole process tree and run) and
-the server's over the run.
+the server's over the run. Under each tool's row, when the run saved them,
+the server's own histograms over that run (vllm:time_to_first_token,
+inter_token_latency: one value per engine step that gave the request
+output, e2e_request_latency; percentiles interpolated within their coarse
+buckets, means exact), warm-up requests included.
 """
 import glob
 import json
@@ -107,6 +111,63 @@ def raw_zero_gaps(path):
     return z / n if n else None
 
 
+def prom(path):
+    """The vllm: series of a /metrics text: {name: value}, {name: [(le, count)]}."""
+    vals, hist = {}, {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("vllm:"):
+                continue
+            key, _, v = line.rpartition(" ")
+            name = key.split("{", 1)[0]
+            if name.endswith("_bucket"):
+                le = key.split('le="', 1)[1].split('"', 1)[0]
+                hist.setdefault(name[:-7], []).append((float(le), float(v)))
+            elif 'finished_reason="' in key:
+                vals[name] = vals.get(name, 0) + float(v)
+            else:
+                vals[name] = float(v)
+    return vals, hist
+
+
+def hist_pct(buckets, p):
+    """Percentile p of a cumulative histogram, linear within its bucket (s)."""
+    total = buckets[-1][1]
+    if total <= 0:
+        return None
+    want, lo, below = p / 100 * total, 0.0, 0.0
+    for le, cum in buckets:
+        if cum >= want:
+            if le == float("inf"):
+                return lo
+            return lo + (le - lo) * (want - below) / (cum - below) if cum > below else le
+        lo, below = le, cum
+    return lo
+
+
+def server_row(d):
+    """The server's own view of one run: the delta of its /metrics."""
+    (v0, h0), (v1, h1) = prom(os.path.join(d, "metrics.before")), prom(os.path.join(d, "metrics.after"))
+    dv = lambda k: v1.get(k, 0) - v0.get(k, 0)  # noqa: E731
+
+    def dh(name):
+        a = dict(h0.get(name, []))
+        return [(le, c - a.get(le, 0)) for le, c in h1.get(name, [])]
+
+    row = {"req": dv("vllm:request_success_total")}
+    row["usage_req"] = dv("vllm:generation_tokens_total") / row["req"] if row["req"] else None
+    for key, name in [("ttft", "vllm:time_to_first_token_seconds"), ("itl", "vllm:inter_token_latency_seconds"),
+                      ("e2e", "vllm:e2e_request_latency_seconds")]:
+        b = dh(name)
+        for q in (50, 99):
+            x = hist_pct(b, q) if b else None
+            row[f"{key}{q}"] = x * 1e3 if x is not None else None
+        n = dv(name + "_count")
+        row[key + "_mean"] = dv(name + "_sum") / n * 1e3 if n else None
+    row["gap50"], row["gap99"] = row["itl50"], row["itl99"]
+    return row
+
+
 COLS = [("tok_s", "tok/s", 1), ("tok_s_usage", "tok/s usage", 1), ("tok_req", "tok/req", 1),
         ("usage_req", "usage/req", 1), ("ttft50", "TTFT p50", 1), ("ttft99", "TTFT p99", 1),
         ("itl50", "ITL p50", 1), ("itl99", "ITL p99", 1), ("gap50", "gap p50", 1), ("gap99", "gap p99", 1),
@@ -141,6 +202,11 @@ def main():
         except (OSError, ValueError):
             row["srv_cpu"], row["load"] = None, "?"
         runs.setdefault(int(c[1:]), {}).setdefault(int(r[1:]), {})[tool] = row
+        if os.path.exists(os.path.join(d, "metrics.after")):
+            try:
+                row["server"] = server_row(d)
+            except (OSError, ValueError, IndexError) as e:
+                row["server"] = {"failed": str(e)}
     head = "| c | round | tool | req | " + " | ".join(h for _, h, _ in COLS) + " | tool cpu s | server cpu s | load |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
@@ -158,6 +224,11 @@ def main():
                 print(f"| {c} | {r} | {name} | {row['req']:.0f} | "
                       + " | ".join(fmt(row.get(k), dg) for k, _, dg in COLS)
                       + f" | {fmt(row['cpu'], 2)} | {fmt(row['srv_cpu'], 1)} | {row['load']} |")
+                sv = row.get("server")
+                if sv and "failed" not in sv:
+                    print(f"| {c} | {r} | server /metrics, {name} run | {sv['req']:.0f} | "
+                          + " | ".join(fmt(sv.get(k), dg) for k, _, dg in COLS)
+                          + f" | means: TTFT {fmt(sv['ttft_mean'], 1)}, ITL {fmt(sv['itl_mean'], 1)}, latency {fmt(sv['e2e_mean'], 0)} | | |")
             a, v = rr.get("aiperf"), rr.get("vajra")
             if a and v and "failed" not in a and "failed" not in v:
                 ratio = lambda k: a[k] / v[k] if a.get(k) and v.get(k) else None  # noqa: E731

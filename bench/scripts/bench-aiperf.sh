@@ -9,8 +9,11 @@
 # BuildPrompt: ISL words, ISL tokens in the model's vocabulary; aiperf reads
 # the same text from a single_turn input file), OSL output tokens with
 # ignore_eos, closed loop at each of CONCURRENCY streams, PER_STREAM
-# measured requests per stream after a warm-up; every run bounded by
-# MAX_TIME seconds. Each round runs aiperf, vajra bench and the capture at
+# measured requests per stream (or REQUESTS, one count per concurrency)
+# after a warm-up of one request per stream; every run bounded by MAX_TIME
+# seconds. The server's own histograms (/metrics: vllm:time_to_first_token,
+# inter_token_latency, e2e_request_latency, generation_tokens) are saved
+# before and after every run, the fourth view of the same requests. Each round runs aiperf, vajra bench and the capture at
 # each concurrency, their order rotated by round.
 #
 # Needs: make build real-model llama aiperf (the Makefile target
@@ -19,7 +22,7 @@
 # summary, and summary.md, the table of bench/scripts/aiperf_compare.py.
 #
 # Variables: MODEL, VENV (.venv-aiperf), PORT (18431), ROUNDS (2),
-# CONCURRENCY ("1 8"), PER_STREAM (10), ISL (128), OSL (64), MAX_TIME (300),
+# CONCURRENCY ("1 8"), PER_STREAM (10), REQUESTS (e.g. "10 24"), ISL (128), OSL (64), MAX_TIME (300),
 # SERVE_FLAGS (extra `vajra serve` flags), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,6 +32,7 @@ PORT=${PORT:-18431}
 ROUNDS=${ROUNDS:-2}
 CONCURRENCY=${CONCURRENCY:-"1 8"}
 PER_STREAM=${PER_STREAM:-10}
+REQUESTS=${REQUESTS:-}
 ISL=${ISL:-128}
 OSL=${OSL:-64}
 MAX_TIME=${MAX_TIME:-300}
@@ -68,7 +72,7 @@ PYEOF
 {
 	echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+dirty')"
 	echo "model $MODEL ($NAME), serve flags: ${SERVE_FLAGS:-none}, nproc $(nproc)"
-	echo "rounds $ROUNDS, concurrency $CONCURRENCY, per stream $PER_STREAM, isl $ISL, osl $OSL"
+	echo "rounds $ROUNDS, concurrency $CONCURRENCY, requests ${REQUESTS:-$PER_STREAM per stream}, isl $ISL, osl $OSL"
 	echo "aiperf $("$VENV/bin/aiperf" --version 2>/dev/null | tail -1)"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt"
@@ -82,6 +86,7 @@ run() {
 	local dir="$OUT/r$round-c$c-$tool"
 	mkdir -p "$dir"
 	cut -d' ' -f1-3 /proc/loadavg >"$dir/loadavg"
+	curl -sf "$URL/metrics" >"$dir/metrics.before" || true
 	local t0; t0=$(cpu_ticks)
 	local rc=0
 	case $tool in
@@ -107,15 +112,20 @@ run() {
 		;;
 	esac
 	echo $(($(cpu_ticks) - t0)) >"$dir/server_ticks"
+	curl -sf "$URL/metrics" >"$dir/metrics.after" || true
 	echo "$rc" >"$dir/rc"
 	echo "round $round c=$c $tool: rc $rc, load $(cat "$dir/loadavg"), $(cat "$dir/time" | tail -1) (user sys wall s)"
 }
 
 tools=(aiperf vajra raw)
 for round in $(seq 1 "$ROUNDS"); do
+	k=0
+	read -r -a counts <<<"$REQUESTS"
 	for c in $CONCURRENCY; do
+		n=${counts[$k]:-$((c * PER_STREAM))}
+		k=$((k + 1))
 		for i in 0 1 2; do
-			run "${tools[$(((i + round - 1) % 3))]}" "$c" $((c * PER_STREAM)) "$round"
+			run "${tools[$(((i + round - 1) % 3))]}" "$c" "$n" "$round"
 		done
 	done
 done
