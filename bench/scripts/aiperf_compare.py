@@ -15,7 +15,8 @@ request as counted; TTFT p50/p99; the tool's headline ITL p50/p99
 and the capture: the gap between consecutive content events, every one);
 the per-event gap (aiperf's inter_chunk_latency); request latency p50/p99;
 the share of per-event gaps under 1 ms (two events in one read);
-the tool's own CPU seconds (user + system, whole process tree and run) and
+the tool's own CPU seconds (user + system, whole process tree and run;
+aiperf's also in cores over its profiling window, from tree_cpu.txt) and
 the server's over the run. Under each tool's row, when the run saved them,
 the server's own histograms over that run (vllm:time_to_first_token,
 inter_token_latency: one value per engine step that gave the request
@@ -50,7 +51,23 @@ def aiperf_row(d):
         "e2e50": g("request_latency", "p50"), "e2e99": g("request_latency", "p99"),
         "errors": (j.get("error_summary") or []) and len(j["error_summary"]),
         "zero": aiperf_zero_gaps(os.path.join(d, "profile_export.jsonl")),
+        "cores": aiperf_window_cores(d, j),
     }
+
+
+def aiperf_window_cores(d, j):
+    """aiperf's CPU (cores) over its profiling window, from tree_cpu.txt."""
+    import datetime
+    try:
+        rows = [tuple(map(float, l.split())) for l in open(os.path.join(d, "tree_cpu.txt")) if l.strip()]
+        t0, t1 = (datetime.datetime.fromisoformat(j[k]).replace(tzinfo=datetime.timezone.utc).timestamp()
+                  for k in ("start_time", "end_time"))
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+    inside = [(t, c) for t, c in rows if t0 <= t <= t1]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
 
 
 def aiperf_zero_gaps(path):
@@ -223,7 +240,9 @@ def main():
                 name = {"vajra": "vajra bench", "raw": "capture"}.get(tool, tool)
                 print(f"| {c} | {r} | {name} | {row['req']:.0f} | "
                       + " | ".join(fmt(row.get(k), dg) for k, _, dg in COLS)
-                      + f" | {fmt(row['cpu'], 2)} | {fmt(row['srv_cpu'], 1)} | {row['load']} |")
+                      + f" | {fmt(row['cpu'], 2)}"
+                      + (f" ({row['cores']:.2f} cores in its window)" if row.get("cores") is not None else "")
+                      + f" | {fmt(row['srv_cpu'], 1)} | {row['load']} |")
                 sv = row.get("server")
                 if sv and "failed" not in sv:
                     print(f"| {c} | {r} | server /metrics, {name} run | {sv['req']:.0f} | "

@@ -96,7 +96,12 @@ run() {
 			--tokenizer "$TOK" --input-file "$OUT/prompt.jsonl" --custom-dataset-type single_turn \
 			--extra-inputs ignore_eos:true --concurrency "$c" --request-count "$n" \
 			--warmup-request-count "$c" --request-timeout-seconds "$MAX_TIME" \
-			--ui-type none --no-server-metrics --artifact-dir "$dir" >"$dir/stdout.txt" 2>&1 || rc=$?
+			--ui-type none --no-server-metrics --artifact-dir "$dir" >"$dir/stdout.txt" 2>&1 &
+		local pid=$!
+		# aiperf's CPU over time (its services are separate processes), to
+		# tell the profiling window's from the start-up's.
+		"$PY" bench/scripts/tree_cpu.py "$pid" "$dir/tree_cpu.txt" &
+		wait "$pid" || rc=$?
 		;;
 	vajra)
 		/usr/bin/time -f '%U %S %e' -o "$dir/time" \
