@@ -60,11 +60,6 @@ type recorder struct {
 	lastDone                       atomic.Int64    // end of the latest measured request
 	active                         atomic.Int64
 
-	// usageTokensWin is the servers' own output token counts (usage) of the
-	// requests completed in the window, whichever phase they started in:
-	// tokens/s by the server's count, as requests/s counts completions.
-	usageTokensWin atomic.Int64
-
 	binW     int64
 	binTok   []atomic.Int64
 	binReq   []atomic.Int64
@@ -137,9 +132,6 @@ func (r *recorder) finish(s *stream, err error) {
 		// Throughput counts every completion inside the window, whichever
 		// phase the request started in, as it counts every token.
 		r.okReqsWin.Add(1)
-		if s.usage > 0 {
-			r.usageTokensWin.Add(int64(s.usage))
-		}
 	}
 	if !s.measured {
 		if err != nil {

@@ -123,11 +123,13 @@ type Result struct {
 	RequestsPerSec float64          `json:"requests_per_s"`
 
 	// UsageTokensPerSec is output tokens per second by the server's own
-	// count (usage) of the requests completed in the window; TokensPerSec
-	// counts content events. They differ when an event is not one token: a
-	// real model's special tokens (ignore_eos) stream no text and so no
-	// event, and --stream-interval N coalesces up to N tokens per event.
-	// 0 when the server reports no usage.
+	// count: TokensPerSec (content events arriving in the window) times the
+	// measured requests' usage tokens per event. They differ when an event
+	// is not one token: a real model's special tokens (ignore_eos) stream no
+	// text and so no event, and --stream-interval N sends up to N tokens
+	// per event. (Summing the usage of the requests completed in the window
+	// would count, with -n, the tokens a warm-up request made before the
+	// window.) 0 when the server reports no usage.
 	UsageTokensPerSec float64 `json:"usage_tokens_per_s"`
 
 	Head        Latency `json:"time_to_headers"`
@@ -187,7 +189,9 @@ func (r *runner) result(srv, self *serverWatch, end int64) *Result {
 	if window > 0 {
 		res.TokensPerSec = float64(res.Tokens) / window
 		res.RequestsPerSec = float64(rec.okReqsWin.Load()) / window
-		res.UsageTokensPerSec = float64(rec.usageTokensWin.Load()) / window
+		if m := rec.measuredTokens.Load(); m > 0 && res.UsageTokens > 0 {
+			res.UsageTokensPerSec = res.TokensPerSec * float64(res.UsageTokens) / float64(m)
+		}
 	}
 	res.Head = latencyOf(&rec.head)
 	res.TTFT = latencyOf(&rec.ttft)

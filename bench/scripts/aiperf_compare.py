@@ -89,7 +89,10 @@ def vajra_row(d):
     req = j["requests"]
     return {
         "req": req, "tok_s": j["tokens_per_s"],
-        "tok_s_usage": j.get("usage_tokens_per_s"),
+        # usage_tokens_per_s as vajra bench computes it since 35b9937's
+        # successor: the window's events times usage tokens per event.
+        "tok_s_usage": (j["tokens_per_s"] * j["usage_tokens"] / (j["tokens_per_request"] * req)
+                        if req and j["tokens_per_request"] and j["usage_tokens"] else None),
         "tok_req": j["tokens_per_request"], "usage_req": j["usage_tokens"] / req if req else None,
         "ttft50": j["ttft"]["p50_ms"], "ttft99": j["ttft"]["p99_ms"],
         "itl50": j["inter_token_gap"]["p50_ms"], "itl99": j["inter_token_gap"]["p99_ms"],
