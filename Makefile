@@ -23,7 +23,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv vllm
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv vllm aiperf bench-aiperf
 
 # The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
 # from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
@@ -156,6 +156,19 @@ venv:
 VLLM_DIR ?= .vllm
 vllm:
 	@nice -n 10 bash engine/remote/vllm/install-vllm.sh "$(VLLM_DIR)"
+
+## aiperf: NVIDIA's aiperf $(AIPERF_VERSION) (PyPI) and gguf 0.19.0 in the venv
+## .venv-aiperf, with a Hugging Face tokenizer of the real model written from
+## its GGUF into .venv-aiperf/tokenizer (idempotent; bench-aiperf's tools)
+AIPERF_VERSION ?= 0.13.0
+aiperf: real-model
+	@bash bench/scripts/install-aiperf.sh .venv-aiperf "$(AIPERF_VERSION)" .models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+## bench-aiperf: aiperf against vajra bench and a raw SSE capture on one
+## `vajra serve --model` (the real model), alternating (ROUNDS, CONCURRENCY,
+## PER_STREAM, ISL, OSL, MAX_TIME: the script's header; not part of make test)
+bench-aiperf: build llama aiperf
+	nice -n 10 bash bench/scripts/bench-aiperf.sh
 
 clean:
 	rm -rf bin

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -121,6 +122,16 @@ type Result struct {
 	TokensPerSec   float64          `json:"tokens_per_s"`
 	RequestsPerSec float64          `json:"requests_per_s"`
 
+	// UsageTokensPerSec is output tokens per second by the server's own
+	// count: TokensPerSec (content events arriving in the window) times the
+	// measured requests' usage tokens per event. They differ when an event
+	// is not one token: a real model's special tokens (ignore_eos) stream no
+	// text and so no event, and --stream-interval N sends up to N tokens
+	// per event. (Summing the usage of the requests completed in the window
+	// would count, with -n, the tokens a warm-up request made before the
+	// window.) 0 when the server reports no usage.
+	UsageTokensPerSec float64 `json:"usage_tokens_per_s"`
+
 	Head        Latency `json:"time_to_headers"`
 	TTFT        Latency `json:"ttft"`
 	Gap         Latency `json:"inter_token_gap"`
@@ -178,6 +189,9 @@ func (r *runner) result(srv, self *serverWatch, end int64) *Result {
 	if window > 0 {
 		res.TokensPerSec = float64(res.Tokens) / window
 		res.RequestsPerSec = float64(rec.okReqsWin.Load()) / window
+		if m := rec.measuredTokens.Load(); m > 0 && res.UsageTokens > 0 {
+			res.UsageTokensPerSec = res.TokensPerSec * float64(res.UsageTokens) / float64(m)
+		}
 	}
 	res.Head = latencyOf(&rec.head)
 	res.TTFT = latencyOf(&rec.ttft)
@@ -284,6 +298,11 @@ func (res *Result) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "throughput: %.1f tokens/s, %.2f requests/s, %.1f tokens/request (server says %d tokens)\n",
 		res.TokensPerSec, res.RequestsPerSec, res.TokensPerReq, res.UsageTokens)
+	if res.UsageTokensPerSec > 0 && math.Abs(res.UsageTokensPerSec-res.TokensPerSec) > 0.005*res.TokensPerSec {
+		// Events are not tokens here: say what the server counted.
+		fmt.Fprintf(w, "tokens above are content events; by the server's usage: %.1f tokens/s, %.2f events per token\n",
+			res.UsageTokensPerSec, res.TokensPerSec/res.UsageTokensPerSec)
+	}
 	fmt.Fprintf(w, "%-18s %9s %9s %9s %9s %9s %9s %9s\n", "latency (ms)", "count", "mean", "p50", "p90", "p99", "p99.9", "max")
 	row := func(name string, l Latency) {
 		fmt.Fprintf(w, "%-18s %9d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", name, l.Count, l.Mean, l.P50, l.P90, l.P99, l.P999, l.Max)

@@ -497,3 +497,66 @@ func TestRunSharedPrefix(t *testing.T) {
 		t.Fatal("-shared-prefix accepted for realtime")
 	}
 }
+
+// TestRunUsageTokensPerSec: a stream whose events are not one token each, as
+// a real model's are under ignore_eos (a special token streams no text, so
+// no event) and as --stream-interval makes them (one event, several tokens):
+// tokens/s counts the events, usage_tokens_per_s the server's own count, and
+// the summary says so.
+func TestRunUsageTokensPerSec(t *testing.T) {
+	const events, usage = 3, 7 // "a", "bc", "d": 7 tokens by the server's count
+	var pace atomic.Int64      // between events: the stream's own pacing
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for _, c := range []string{"a", "bc", "d"} {
+			io.WriteString(w, `data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`+c+`"},"finish_reason":null}]}`+"\n\n")
+			fl.Flush()
+			time.Sleep(time.Duration(pace.Load()))
+		}
+		io.WriteString(w, `data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`+"\n\n")
+		io.WriteString(w, `data: {"object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":7,"total_tokens":15}}`+"\n\n")
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	cfg := quickConfig(srv.URL)
+	res, err := Run(context.Background(), cfg)
+	if err != nil || res.Errors != 0 || res.Requests != 8 {
+		t.Fatalf("err %v, %d requests, %d errors %v", err, res.Requests, res.Errors, res.ErrorSamples)
+	}
+	if res.TokensPerReq != events || res.UsageTokens != 8*usage {
+		t.Fatalf("tokens/request %v (want %d events), usage %d (want %d)", res.TokensPerReq, events, res.UsageTokens, 8*usage)
+	}
+	// -n alone, no warm-up: every event arrives in the window, so the
+	// server's count over it is all the usage, and the rates are 3 to 7.
+	if got, want := res.UsageTokensPerSec*res.WindowS, float64(8*usage); got < want-1e-6 || got > want+1e-6 {
+		t.Fatalf("usage tokens/s %v over %vs = %v tokens, want %v", res.UsageTokensPerSec, res.WindowS, got, want)
+	}
+	if r := res.TokensPerSec / res.UsageTokensPerSec; r < float64(events)/usage-1e-9 || r > float64(events)/usage+1e-9 {
+		t.Fatalf("events per token %v, want %v", r, float64(events)/usage)
+	}
+	var out bytes.Buffer
+	res.WriteText(&out)
+	if !strings.Contains(out.String(), "by the server's usage") || !strings.Contains(out.String(), "0.43 events per token") {
+		t.Fatalf("summary does not give the server's count:\n%s", out.String())
+	}
+	// With a warm-up, the requests under way at its end made some of their
+	// tokens before the window: the server's rate is still the window's
+	// events times the tokens per event, not all their usage.
+	pace.Store(int64(15 * time.Millisecond))
+	cfg.Warmup = 100 * time.Millisecond
+	res2, err := Run(context.Background(), cfg)
+	if err != nil || res2.Errors != 0 || res2.WarmupRequests == 0 {
+		t.Fatalf("err %v, %d errors, %d warm-up requests", err, res2.Errors, res2.WarmupRequests)
+	}
+	if r := res2.TokensPerSec / res2.UsageTokensPerSec; r < float64(events)/usage-1e-9 || r > float64(events)/usage+1e-9 {
+		t.Fatalf("with a warm-up: events per token %v, want %v", r, float64(events)/usage)
+	}
+	// One event per token: the rates agree and the summary has no such line.
+	res.UsageTokensPerSec = res.TokensPerSec
+	out.Reset()
+	res.WriteText(&out)
+	if strings.Contains(out.String(), "by the server's usage") {
+		t.Fatalf("usage line printed though the counts agree:\n%s", out.String())
+	}
+}
