@@ -19,7 +19,7 @@ import (
 // encoding a prompt asks the worker's /tokenize (one round trip per
 // request, before the 200).
 func (c *Client) WorkerTokenizer(ctx context.Context) (remote.Tokenizer, error) {
-	info, err := c.Info(ctx)
+	info, err := c.info(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -210,7 +210,7 @@ func (s *vllmService) HealthCheck(context.Context, *vllmpb.HealthCheckRequest) (
 func (s *vllmService) GetModelInfo(context.Context, *vllmpb.GetModelInfoRequest) (*vllmpb.GetModelInfoResponse, error) {
 	c := s.w.cfg
 	return &vllmpb.GetModelInfoResponse{
-		ModelPath: "/models/" + c.ServedName, IsGeneration: true, MaxContextLength: uint32(c.ContextLength),
+		ModelPath: "/models/" + c.ServedName, IsGeneration: !c.Embedding, MaxContextLength: uint32(c.ContextLength),
 		VocabSize: 128256, ServedModelName: c.ServedName, EosTokenIds: c.EOS, BosTokenId: 1,
 	}, nil
 }
@@ -225,13 +225,20 @@ func (s *vllmService) GetTokenizer(_ *commonpb.GetTokenizerRequest, st grpc.Serv
 	return s.w.tokenizerChunks(st.Send)
 }
 
-func (s *vllmService) Embed(_ context.Context, req *vllmpb.EmbedRequest) (*vllmpb.EmbedResponse, error) {
-	ids := req.GetTokenized().GetInputIds()
+// EmbedVector is the test worker's vLLM embedding of ids (not
+// normalised): element k sums the ids at positions i with i%4 == k.
+func EmbedVector(ids []uint32) []float32 {
 	v := make([]float32, 4)
 	for i, t := range ids {
 		v[i%4] += float32(t)
 	}
-	return &vllmpb.EmbedResponse{Embedding: v, PromptTokens: uint32(len(ids)), EmbeddingDim: 4}, nil
+	return v
+}
+
+func (s *vllmService) Embed(_ context.Context, req *vllmpb.EmbedRequest) (*vllmpb.EmbedResponse, error) {
+	defer s.w.embedStart(req.GetRequestId())()
+	ids := req.GetTokenized().GetInputIds()
+	return &vllmpb.EmbedResponse{Embedding: EmbedVector(ids), PromptTokens: uint32(len(ids)), EmbeddingDim: 4}, nil
 }
 
 // ---- SGLang
@@ -328,7 +335,7 @@ func (s *sglangService) HealthCheck(context.Context, *sglangpb.HealthCheckReques
 func (s *sglangService) GetModelInfo(context.Context, *sglangpb.GetModelInfoRequest) (*sglangpb.GetModelInfoResponse, error) {
 	c := s.w.cfg
 	return &sglangpb.GetModelInfoResponse{
-		ModelPath: "/models/" + c.ServedName, IsGeneration: true, MaxContextLength: int32(c.ContextLength),
+		ModelPath: "/models/" + c.ServedName, IsGeneration: !c.Embedding, MaxContextLength: int32(c.ContextLength),
 		VocabSize: 128256, ServedModelName: c.ServedName, EosTokenIds: c.EOS, BosTokenId: 1,
 	}, nil
 }
@@ -344,6 +351,7 @@ func (s *sglangService) GetTokenizer(_ *commonpb.GetTokenizerRequest, st grpc.Se
 }
 
 func (s *sglangService) Embed(_ context.Context, req *sglangpb.EmbedRequest) (*sglangpb.EmbedResponse, error) {
+	defer s.w.embedStart(req.GetRequestId())()
 	ids := req.GetTokenized().GetInputIds()
 	return &sglangpb.EmbedResponse{Embedding: []float32{float32(len(ids))}, PromptTokens: uint32(len(ids)), EmbeddingDim: 1}, nil
 }

@@ -41,6 +41,9 @@ type Config struct {
 	ContextLength int
 	EOS           []int32
 	ServedName    string
+	// Embedding makes GetModelInfo report an embedding model
+	// (is_generation false), as a worker that serves Embed does.
+	Embedding bool
 }
 
 // Token is the token the generator gives choice c at step k: 100*(c+1)+k.
@@ -80,6 +83,10 @@ type Worker struct {
 	// arrived
 	steps   map[string]int
 	abortAt map[string]int
+	// embeds are the request ids of the Embed RPCs received, in order;
+	// embedMax the most of them in flight at once
+	embeds             []string
+	embedNow, embedMax int
 }
 
 func newWorker(cfg Config) *Worker {
@@ -115,6 +122,31 @@ func (w *Worker) Steps(id string) (steps, abortAt int) {
 		a = -1
 	}
 	return w.steps[id], a
+}
+
+// Embeds returns the request ids of the Embed RPCs received, in order,
+// and the most that were in flight at once.
+func (w *Worker) Embeds() (ids []string, maxInFlight int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.embeds...), w.embedMax
+}
+
+// embedStart records an Embed RPC; the func it returns records its end.
+func (w *Worker) embedStart(id string) func() {
+	w.mu.Lock()
+	w.embeds = append(w.embeds, id)
+	w.embedNow++
+	w.embedMax = max(w.embedMax, w.embedNow)
+	w.mu.Unlock()
+	if w.cfg.Step > 0 {
+		time.Sleep(w.cfg.Step) // the worker's compute time, not synchronisation
+	}
+	return func() {
+		w.mu.Lock()
+		w.embedNow--
+		w.mu.Unlock()
+	}
 }
 
 func (w *Worker) abort(id string) {
