@@ -101,6 +101,16 @@ func (c *Client) WorkerTokenizer(ctx context.Context) (remote.Tokenizer, error) 
 	return t, nil
 }
 
+// WorkerEncode implements remote.TokenizerSource: the worker's /tokenize
+// of text, special-token text parsed, no BOS.
+func (c *Client) WorkerEncode(ctx context.Context, dst []int32, text string) ([]int32, error) {
+	ids, err := c.tokenize(ctx, text, false, true)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, ids...), nil
+}
+
 // workerTok is a llama-server's vocabulary: pieces held locally, encoding
 // by the worker.
 type workerTok struct {
