@@ -8,8 +8,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/internal/llamaserver"
 )
 
