@@ -253,7 +253,7 @@ func (s *sglangService) Generate(req *sglangpb.GenerateRequest, st grpc.ServerSt
 	w.record(&w.sglang, req)
 	sp := req.GetSamplingParams()
 	r := &request{id: req.GetRequestId(), prompt: req.GetTokenized().GetInputIds(), n: int(max(sp.GetN(), 1)),
-		maxTokens: 16, stop: map[int32]bool{}, logprobs: -1, promptLogprobs: -1}
+		maxTokens: 16, stop: map[int32]bool{}, logprobs: -1, promptLogprobs: -1, sglang: true}
 	if sp.MaxNewTokens != nil {
 		r.maxTokens = int(sp.GetMaxNewTokens())
 	}
@@ -324,7 +324,7 @@ func (s sglangSender) complete(r *request, choice int, last chunkData, reason st
 }
 
 func (s *sglangService) Abort(_ context.Context, req *sglangpb.AbortRequest) (*sglangpb.AbortResponse, error) {
-	s.w.abort(req.GetRequestId())
+	s.w.abortSGLang(req.GetRequestId())
 	return &sglangpb.AbortResponse{Success: true}, nil
 }
 
