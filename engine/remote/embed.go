@@ -112,7 +112,10 @@ func (e *Engine) pickEmbedder(tried []*Worker) (*Worker, error) {
 	case len(ws) == 1:
 		return ws[0], nil
 	case len(ws) > 1:
-		return e.picker.Pick(ws), nil
+		if w := e.picker.Pick(ws); w != nil {
+			return w, nil
+		}
+		return nil, e.unavailable() // a Router refused them all
 	case !healthy:
 		return nil, e.unavailable()
 	}
