@@ -194,3 +194,26 @@ func TestEngineStopStringStopsChoice(t *testing.T) {
 		t.Fatalf("aborts %v", a)
 	}
 }
+
+// TestEngineEmbed: the remote engine's Embed on an SGLang worker of an
+// embedding model: one Embed RPC per input, the vectors normalised.
+func TestEngineEmbed(t *testing.T) {
+	s := testworker.Start(t, testworker.Config{Embedding: true})
+	e, err := remote.New(remote.Config{Workers: []string{"sglang://" + s.Addr}, Tokenizer: byteTok{}, HealthInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	testworker.WaitFor(t, 5*time.Second, "engine healthy", func() bool { return e.Stats().Healthy })
+	res, err := e.Embed(context.Background(), &engine.EmbedRequest{Inputs: [][]int32{{1, 2, 3}, {4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test worker's SGLang embedding is [len(input)]: unit length is [1].
+	if res.Dim != 1 || len(res.Vectors) != 2 || res.Vectors[0][0] != 1 || res.Vectors[1][0] != 1 || res.PromptTokens != 4 {
+		t.Fatalf("result %+v", res)
+	}
+	if ids, _ := s.Embeds(); len(ids) != 2 {
+		t.Fatalf("Embed RPCs %v", ids)
+	}
+}
