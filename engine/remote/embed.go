@@ -81,6 +81,18 @@ func (e *Engine) Embed(ctx context.Context, req *engine.EmbedRequest) (*engine.E
 			return nil, ee
 		}
 		var we *WorkerError
+		if errors.As(err, &we) && we.Status == 501 {
+			// The worker no longer serves embeddings (a llama-server
+			// restarted without --embeddings): it is not asked again,
+			// and the next one is.
+			if info := w.info.Load(); info != nil && info.Embeddings {
+				cp := *info
+				cp.Embeddings = false
+				w.info.CompareAndSwap(info, &cp)
+			}
+			tried = append(tried, w)
+			continue
+		}
 		if !errors.As(err, &we) || !we.Retryable || len(tried) >= 4 {
 			return nil, workerError(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
@@ -139,5 +141,27 @@ func TestEngineEmbedFailover(t *testing.T) {
 	}
 	if ids, _ := b.Embeds(); len(ids) != 4 {
 		t.Fatalf("the live worker got %d Embed RPCs, want 4", len(ids))
+	}
+}
+
+// TestEngineEmbedUnimplemented: a worker that said it serves embeddings
+// and then answers UNIMPLEMENTED (a llama-server restarted without
+// --embeddings answers 501 alike) is not asked again; the next one is.
+func TestEngineEmbedUnimplemented(t *testing.T) {
+	a := testworker.Start(t, testworker.Config{Embedding: true, EmbedRefuse: codes.Unimplemented})
+	b := testworker.Start(t, testworker.Config{Embedding: true})
+	e := newEngine(t, a.Addr, b.Addr)
+	testworker.WaitFor(t, 5*time.Second, "both workers healthy", func() bool {
+		return e.Workers()[0].Healthy() && e.Workers()[1].Healthy()
+	})
+	for i := range 4 {
+		if _, err := e.Embed(context.Background(), &engine.EmbedRequest{Inputs: [][]int32{{1, 2}}}); err != nil {
+			t.Fatalf("embed %d: %v", i, err)
+		}
+	}
+	ra, _ := a.Embeds()
+	rb, _ := b.Embeds()
+	if len(ra) > 1 || len(rb) != 4 || e.Workers()[0].Info().Embeddings {
+		t.Fatalf("Embed RPCs: %d on the refusing worker, %d on the other", len(ra), len(rb))
 	}
 }

@@ -237,6 +237,9 @@ func EmbedVector(ids []uint32) []float32 {
 
 func (s *vllmService) Embed(_ context.Context, req *vllmpb.EmbedRequest) (*vllmpb.EmbedResponse, error) {
 	defer s.w.embedStart(req.GetRequestId())()
+	if c := s.w.cfg.EmbedRefuse; c != 0 {
+		return nil, statusErr(c, "refused by the test worker")
+	}
 	ids := req.GetTokenized().GetInputIds()
 	return &vllmpb.EmbedResponse{Embedding: EmbedVector(ids), PromptTokens: uint32(len(ids)), EmbeddingDim: 4}, nil
 }

@@ -46,6 +46,8 @@ type Config struct {
 	// Embedding makes GetModelInfo report an embedding model
 	// (is_generation false), as a worker that serves Embed does.
 	Embedding bool
+	// EmbedRefuse ends every Embed with this status (0 = serve).
+	EmbedRefuse codes.Code
 }
 
 // Token is the token the generator gives choice c at step k: 100*(c+1)+k.
