@@ -50,7 +50,9 @@ type Config struct {
 	// (--tokenizer: a tokenizer.json, a model folder or a GGUF file) is
 	// loaded; else the first worker that answers provides one: its
 	// tokenizer files through TokenizerFromFiles (vLLM's and SGLang's
-	// GetTokenizer), or its own (TokenizerSource: llama-server).
+	// GetTokenizer), or its own (TokenizerSource: llama-server, whose
+	// prompts are then encoded on any healthy worker of the same
+	// vocabulary, so that the first may go down).
 	Tokenizer     Tokenizer
 	TokenizerPath string
 	// TokenizerFromFiles builds a Tokenizer from the files a worker sends
@@ -259,7 +261,7 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 			if err != nil {
 				return fmt.Errorf("the worker's tokenizer: %w", err)
 			}
-			tok = t
+			tok = &anyWorkerTok{Tokenizer: t, e: e, from: w}
 		case e.cfg.TokenizerFromFiles != nil:
 			files, err := w.client.TokenizerFiles(ctx)
 			if err != nil {

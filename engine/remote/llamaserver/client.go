@@ -155,8 +155,23 @@ func (c *Client) statusError(status int, b []byte) *remote.WorkerError {
 }
 
 // Info asks /props (context length per slot, model path, slots, chat
-// template) and /v1/models (vocabulary size).
+// template) and /v1/models (vocabulary size), and probes /v1/embeddings
+// with one token for whether the worker computes pooled embeddings (it
+// does when started with --embeddings and a pooling other than none: /props
+// does not say).
 func (c *Client) Info(ctx context.Context) (*remote.Info, error) {
+	info, err := c.info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info.Embeddings, err = c.probeEmbeddings(ctx); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// info is Info without the embeddings probe.
+func (c *Client) info(ctx context.Context) (*remote.Info, error) {
 	b, err := c.get(ctx, "/props")
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 // encoding a prompt asks the worker's /tokenize (one round trip per
 // request, before the 200).
 func (c *Client) WorkerTokenizer(ctx context.Context) (remote.Tokenizer, error) {
-	info, err := c.Info(ctx)
+	info, err := c.info(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +99,16 @@ func (c *Client) WorkerTokenizer(ctx context.Context) (remote.Tokenizer, error) 
 	}
 	t.addBOS = len(with) > len(without) && t.bos >= 0 && with[0] == t.bos
 	return t, nil
+}
+
+// WorkerEncode implements remote.TokenizerSource: the worker's /tokenize
+// of text, special-token text parsed, no BOS.
+func (c *Client) WorkerEncode(ctx context.Context, dst []int32, text string) ([]int32, error) {
+	ids, err := c.tokenize(ctx, text, false, true)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, ids...), nil
 }
 
 // workerTok is a llama-server's vocabulary: pieces held locally, encoding

@@ -65,7 +65,8 @@ func Dial(url string, o Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{s: s, api: sglangpb.NewSglangSchedulerClient(s.Conn)}
-	c.gen = grpcworker.Stream{Method: sglangpb.SglangScheduler_Generate_FullMethodName, Fields: &fields, Abort: c.abort}
+	c.gen = grpcworker.Stream{Method: sglangpb.SglangScheduler_Generate_FullMethodName, Fields: &fields, Abort: c.abort,
+		ChoiceID: grpcworker.ChoiceSuffix, Prefix: true}
 	return c, nil
 }
 
@@ -81,11 +82,21 @@ func (c *Client) abort(ctx context.Context, id string) error {
 	return err
 }
 
+// WireID is the request id the worker is sent for the engine's id: id and
+// a dot. SGLang's scheduler aborts every request whose id begins with the
+// one named, so "vajra-1" would stop "vajra-10" too; no id ends in a dot
+// but these, and "vajra-1." begins none but its own and its choices'
+// ("vajra-1.-0", ..., SGLang's ids of the choices of an n > 1 request).
+func WireID(id string) string { return id + "." }
+
 // Generate implements remote.Client: one streamed Generate RPC with every
-// sampling field set explicitly.
+// sampling field set explicitly. Its Call is a remote.ChoiceAborter: one
+// choice of an n > 1 request is stopped by an Abort of its own id (see
+// grpcworker.Call.AbortChoice).
 func (c *Client) Generate(ctx context.Context, g *remote.Generate, rx remote.Receiver) (remote.Call, error) {
+	id := WireID(g.ID)
 	req := &sglangpb.GenerateRequest{
-		RequestId:      g.ID,
+		RequestId:      id,
 		Tokenized:      &sglangpb.TokenizedInput{InputIds: uint32s(g.Prompt)},
 		SamplingParams: Sampling(g),
 		Stream:         true,
@@ -99,7 +110,7 @@ func (c *Client) Generate(ctx context.Context, g *remote.Generate, rx remote.Rec
 	if g.PromptLogprobs != 0 {
 		req.LogprobStartLen = 0
 	}
-	call, err := c.s.Generate(ctx, &c.gen, g.ID, g.Sampling.Choices(), req, rx)
+	call, err := c.s.Generate(ctx, &c.gen, id, g.Sampling.Choices(), req, rx)
 	if err != nil {
 		return nil, err
 	}

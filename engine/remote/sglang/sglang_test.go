@@ -147,8 +147,8 @@ func TestAbortReachesWorker(t *testing.T) {
 		t.Fatalf("end %+v", end)
 	}
 	testworker.WaitFor(t, 2*time.Second, "worker's running count at 0", func() bool { return s.Running() == 0 })
-	steps, at := s.Steps("ab")
-	if a := s.Aborted(); len(a) != 1 || a[0] != "ab" || at < 0 || steps > at+1 {
+	steps, at := s.Steps(WireID("ab"))
+	if a := s.Aborted(); len(a) != 1 || a[0] != WireID("ab") || at < 0 || steps > at+1 {
 		t.Errorf("aborts %v; %d steps, abort at step %d", a, steps, at)
 	}
 }

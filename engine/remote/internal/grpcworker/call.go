@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -19,6 +22,14 @@ type Stream struct {
 	Fields *Fields
 	// Abort sends the protocol's Abort RPC for the request id.
 	Abort func(ctx context.Context, id string) error
+	// ChoiceID is the id under which the worker runs choice i of request
+	// id, which Abort stops alone (SGLang's "{id}-{i}"); nil when the
+	// protocol cannot stop one choice (vLLM). Prefix says the worker's
+	// Abort stops every request whose id begins with the one named
+	// (SGLang's scheduler), so a choice whose id is a prefix of a running
+	// sibling's ("-1" of "-10") is stopped only once that sibling is over.
+	ChoiceID func(id string, i int) string
+	Prefix   bool
 }
 
 var generateDesc = &grpc.StreamDesc{ServerStreams: true}
@@ -46,6 +57,13 @@ type Call struct {
 	done      remote.End
 	finished  []bool
 	delivered bool
+
+	// Bit i of fin: choice i's complete came (set by the loop); of
+	// dropped: the engine ended choice i (AbortChoice), whose output is
+	// no longer delivered; of pending: its Abort RPC waits for a sibling
+	// (Stream.Prefix). At most 64 choices (remote.MaxN is 16).
+	fin, dropped atomic.Uint64
+	pending      uint64 // guarded by mu
 }
 
 // Generate starts req (a GenerateRequest with N choices and id) on the
@@ -118,6 +136,91 @@ func (c *Call) Abort() {
 	}()
 }
 
+// AbortChoice implements remote.ChoiceAborter: the engine has ended
+// choice i while the others go on. Its output is dropped from now on; with
+// Stream.ChoiceID the worker is told to stop it (an Abort RPC for the
+// choice's id, on a goroutine of its own); and once every other choice has
+// finished on the worker the whole request is aborted (Abort), so that a
+// choice the worker could not stop alone does not run on to its own end.
+// Safe for concurrent use; idempotent; nothing after End or Abort.
+func (c *Call) AbortChoice(i int) {
+	if i < 0 || i >= c.n || i >= 64 {
+		return
+	}
+	bit := uint64(1) << i
+	if c.dropped.Or(bit)&bit != 0 || c.fin.Load()&bit != 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.over || c.abortDone != nil {
+		c.mu.Unlock()
+		return
+	}
+	if c.st.ChoiceID != nil {
+		c.pending |= bit
+	}
+	c.mu.Unlock()
+	c.settle()
+}
+
+// settle sends the Abort RPCs of the dropped choices that may go now, and
+// aborts the call once no choice runs on the worker that the engine
+// wants.
+func (c *Call) settle() {
+	fin, dropped := c.fin.Load(), c.dropped.Load()
+	all := uint64(1)<<c.n - 1
+	if c.n >= 64 {
+		all = ^uint64(0)
+	}
+	if dropped != 0 && (fin|dropped)&all == all {
+		c.Abort()
+		return
+	}
+	c.mu.Lock()
+	if c.over || c.abortDone != nil || c.pending == 0 {
+		c.mu.Unlock()
+		return
+	}
+	var send []int
+	for i := 0; i < c.n && i < 64; i++ {
+		if c.pending&(1<<i) == 0 || c.st.Prefix && c.shadows(i, fin, dropped) {
+			continue
+		}
+		c.pending &^= 1 << i
+		send = append(send, i)
+	}
+	if len(send) > 0 {
+		c.s.calls.Add(1)
+	}
+	c.mu.Unlock()
+	if len(send) == 0 {
+		return
+	}
+	go func() {
+		defer c.s.calls.Done()
+		for _, i := range send {
+			ctx, cancel := context.WithTimeout(c.s.ctx, c.s.abortTimeout)
+			_ = c.st.Abort(ctx, c.st.ChoiceID(c.id, i))
+			cancel()
+		}
+	}()
+}
+
+// shadows reports whether stopping choice i by its id, as a prefix, would
+// stop a sibling still running that the engine wants.
+func (c *Call) shadows(i int, fin, dropped uint64) bool {
+	own := c.st.ChoiceID(c.id, i)
+	for j := 0; j < c.n && j < 64; j++ {
+		if j != i && (fin|dropped)&(1<<j) == 0 && strings.HasPrefix(c.st.ChoiceID(c.id, j), own) {
+			return true
+		}
+	}
+	return false
+}
+
+// ChoiceSuffix is the usual ChoiceID: id, a dash, the choice's index.
+func ChoiceSuffix(id string, i int) string { return id + "-" + strconv.Itoa(i) }
+
 func (c *Call) loop() {
 	defer func() {
 		// The loop's count covers the Abort RPC too: Close waits for both.
@@ -148,7 +251,7 @@ func (c *Call) loop() {
 				c.done.PromptTokens = r.PromptTokens
 				c.done.CachedTokens = r.Cached
 			}
-			if len(r.TokenIDs) == 0 && r.PromptLogprobs == nil {
+			if len(r.TokenIDs) == 0 && r.PromptLogprobs == nil || c.dropped.Load()&(1<<r.Index) != 0 {
 				continue
 			}
 			ch := &c.chunk
@@ -177,6 +280,12 @@ func (c *Call) loop() {
 				c.done.CachedTokens = r.Cached
 			}
 			c.finished[r.Index] = true
+			if r.Index < 64 {
+				c.fin.Or(1 << r.Index)
+				if c.dropped.Load() != 0 {
+					c.settle()
+				}
+			}
 		}
 	}
 }

@@ -210,7 +210,7 @@ func (s *vllmService) HealthCheck(context.Context, *vllmpb.HealthCheckRequest) (
 func (s *vllmService) GetModelInfo(context.Context, *vllmpb.GetModelInfoRequest) (*vllmpb.GetModelInfoResponse, error) {
 	c := s.w.cfg
 	return &vllmpb.GetModelInfoResponse{
-		ModelPath: "/models/" + c.ServedName, IsGeneration: true, MaxContextLength: uint32(c.ContextLength),
+		ModelPath: "/models/" + c.ServedName, IsGeneration: !c.Embedding, MaxContextLength: uint32(c.ContextLength),
 		VocabSize: 128256, ServedModelName: c.ServedName, EosTokenIds: c.EOS, BosTokenId: 1,
 	}, nil
 }
@@ -225,13 +225,23 @@ func (s *vllmService) GetTokenizer(_ *commonpb.GetTokenizerRequest, st grpc.Serv
 	return s.w.tokenizerChunks(st.Send)
 }
 
-func (s *vllmService) Embed(_ context.Context, req *vllmpb.EmbedRequest) (*vllmpb.EmbedResponse, error) {
-	ids := req.GetTokenized().GetInputIds()
+// EmbedVector is the test worker's vLLM embedding of ids (not
+// normalised): element k sums the ids at positions i with i%4 == k.
+func EmbedVector(ids []uint32) []float32 {
 	v := make([]float32, 4)
 	for i, t := range ids {
 		v[i%4] += float32(t)
 	}
-	return &vllmpb.EmbedResponse{Embedding: v, PromptTokens: uint32(len(ids)), EmbeddingDim: 4}, nil
+	return v
+}
+
+func (s *vllmService) Embed(_ context.Context, req *vllmpb.EmbedRequest) (*vllmpb.EmbedResponse, error) {
+	defer s.w.embedStart(req.GetRequestId())()
+	if c := s.w.cfg.EmbedRefuse; c != 0 {
+		return nil, statusErr(c, "refused by the test worker")
+	}
+	ids := req.GetTokenized().GetInputIds()
+	return &vllmpb.EmbedResponse{Embedding: EmbedVector(ids), PromptTokens: uint32(len(ids)), EmbeddingDim: 4}, nil
 }
 
 // ---- SGLang
@@ -246,7 +256,7 @@ func (s *sglangService) Generate(req *sglangpb.GenerateRequest, st grpc.ServerSt
 	w.record(&w.sglang, req)
 	sp := req.GetSamplingParams()
 	r := &request{id: req.GetRequestId(), prompt: req.GetTokenized().GetInputIds(), n: int(max(sp.GetN(), 1)),
-		maxTokens: 16, stop: map[int32]bool{}, logprobs: -1, promptLogprobs: -1}
+		maxTokens: 16, stop: map[int32]bool{}, logprobs: -1, promptLogprobs: -1, sglang: true}
 	if sp.MaxNewTokens != nil {
 		r.maxTokens = int(sp.GetMaxNewTokens())
 	}
@@ -317,7 +327,7 @@ func (s sglangSender) complete(r *request, choice int, last chunkData, reason st
 }
 
 func (s *sglangService) Abort(_ context.Context, req *sglangpb.AbortRequest) (*sglangpb.AbortResponse, error) {
-	s.w.abort(req.GetRequestId())
+	s.w.abortSGLang(req.GetRequestId())
 	return &sglangpb.AbortResponse{Success: true}, nil
 }
 
@@ -328,7 +338,7 @@ func (s *sglangService) HealthCheck(context.Context, *sglangpb.HealthCheckReques
 func (s *sglangService) GetModelInfo(context.Context, *sglangpb.GetModelInfoRequest) (*sglangpb.GetModelInfoResponse, error) {
 	c := s.w.cfg
 	return &sglangpb.GetModelInfoResponse{
-		ModelPath: "/models/" + c.ServedName, IsGeneration: true, MaxContextLength: int32(c.ContextLength),
+		ModelPath: "/models/" + c.ServedName, IsGeneration: !c.Embedding, MaxContextLength: int32(c.ContextLength),
 		VocabSize: 128256, ServedModelName: c.ServedName, EosTokenIds: c.EOS, BosTokenId: 1,
 	}, nil
 }
@@ -344,6 +354,7 @@ func (s *sglangService) GetTokenizer(_ *commonpb.GetTokenizerRequest, st grpc.Se
 }
 
 func (s *sglangService) Embed(_ context.Context, req *sglangpb.EmbedRequest) (*sglangpb.EmbedResponse, error) {
+	defer s.w.embedStart(req.GetRequestId())()
 	ids := req.GetTokenized().GetInputIds()
 	return &sglangpb.EmbedResponse{Embedding: []float32{float32(len(ids))}, PromptTokens: uint32(len(ids)), EmbeddingDim: 1}, nil
 }

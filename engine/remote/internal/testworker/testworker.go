@@ -12,6 +12,8 @@ package testworker
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,11 @@ type Config struct {
 	ContextLength int
 	EOS           []int32
 	ServedName    string
+	// Embedding makes GetModelInfo report an embedding model
+	// (is_generation false), as a worker that serves Embed does.
+	Embedding bool
+	// EmbedRefuse ends every Embed with this status (0 = serve).
+	EmbedRefuse codes.Code
 }
 
 // Token is the token the generator gives choice c at step k: 100*(c+1)+k.
@@ -64,6 +71,14 @@ type request struct {
 	stop           map[int32]bool
 	logprobs       int // -1 none
 	promptLogprobs int // -1 none
+	// sglang: Abort matches by id prefix, and the choices of an n > 1
+	// request run as "{id}-{i}", each of which Abort stops alone, after
+	// which the stream waits for the client to end it (as SGLang's
+	// servicer, whose multiplexer waits for the stopped choice's output,
+	// which its scheduler drops).
+	sglang bool
+	// choiceAborted has bit i set once choice i was stopped alone.
+	choiceAborted atomic.Uint64
 }
 
 // Worker is the state both services share.
@@ -73,6 +88,7 @@ type Worker struct {
 	running atomic.Int64
 	mu      sync.Mutex
 	aborts  map[string]chan struct{}
+	live    map[string]*request // running requests by id
 	aborted []string
 	vllm    []any // received requests, by protocol
 	sglang  []any
@@ -80,6 +96,12 @@ type Worker struct {
 	// arrived
 	steps   map[string]int
 	abortAt map[string]int
+	// tokens generated per request id and choice
+	counts map[string][]int
+	// embeds are the request ids of the Embed RPCs received, in order;
+	// embedMax the most of them in flight at once
+	embeds             []string
+	embedNow, embedMax int
 }
 
 func newWorker(cfg Config) *Worker {
@@ -92,7 +114,8 @@ func newWorker(cfg Config) *Worker {
 	if cfg.ServedName == "" {
 		cfg.ServedName = "test-model"
 	}
-	return &Worker{cfg: cfg, aborts: map[string]chan struct{}{}, steps: map[string]int{}, abortAt: map[string]int{}}
+	return &Worker{cfg: cfg, aborts: map[string]chan struct{}{}, live: map[string]*request{}, steps: map[string]int{},
+		abortAt: map[string]int{}, counts: map[string][]int{}}
 }
 
 // Running is the number of Generate streams the worker is serving.
@@ -117,10 +140,75 @@ func (w *Worker) Steps(id string) (steps, abortAt int) {
 	return w.steps[id], a
 }
 
-func (w *Worker) abort(id string) {
+// Embeds returns the request ids of the Embed RPCs received, in order,
+// and the most that were in flight at once.
+func (w *Worker) Embeds() (ids []string, maxInFlight int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return append([]string(nil), w.embeds...), w.embedMax
+}
+
+// embedStart records an Embed RPC; the func it returns records its end.
+func (w *Worker) embedStart(id string) func() {
+	w.mu.Lock()
+	w.embeds = append(w.embeds, id)
+	w.embedNow++
+	w.embedMax = max(w.embedMax, w.embedNow)
+	w.mu.Unlock()
+	if w.cfg.Step > 0 {
+		time.Sleep(w.cfg.Step) // the worker's compute time, not synchronisation
+	}
+	return func() {
+		w.mu.Lock()
+		w.embedNow--
+		w.mu.Unlock()
+	}
+}
+
+// ChoiceTokens returns how many tokens choice c of request id generated.
+func (w *Worker) ChoiceTokens(id string, c int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := w.counts[id]; c < len(n) {
+		return n[c]
+	}
+	return 0
+}
+
+// abortSGLang is SGLang's Abort: every running request whose id begins
+// with id is stopped, and every choice "{rid}-{i}" of an n > 1 request
+// that begins with it.
+func (w *Worker) abortSGLang(id string) {
+	w.mu.Lock()
+	var whole []string
+	for rid, r := range w.live {
+		if strings.HasPrefix(rid, id) {
+			whole = append(whole, rid)
+			continue
+		}
+		if r.n > 1 {
+			for c := range r.n {
+				if strings.HasPrefix(rid+"-"+strconv.Itoa(c), id) {
+					r.choiceAborted.Or(1 << c)
+				}
+			}
+		}
+	}
 	w.aborted = append(w.aborted, id)
+	w.mu.Unlock()
+	for _, rid := range whole {
+		w.abortOne(rid, false)
+	}
+}
+
+func (w *Worker) abort(id string) { w.abortOne(id, true) }
+
+func (w *Worker) abortOne(id string, record bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if record {
+		w.aborted = append(w.aborted, id)
+	}
 	if _, ok := w.abortAt[id]; !ok {
 		w.abortAt[id] = w.steps[id]
 	}
@@ -151,11 +239,15 @@ func (w *Worker) generate(ctx context.Context, r *request, out sender) error {
 	abort := make(chan struct{})
 	w.mu.Lock()
 	w.aborts[r.id] = abort
+	w.live[r.id] = r
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
 		if w.aborts[r.id] == abort {
 			delete(w.aborts, r.id)
+		}
+		if w.live[r.id] == r {
+			delete(w.live, r.id)
 		}
 		w.mu.Unlock()
 	}()
@@ -197,8 +289,15 @@ func (w *Worker) generate(ctx context.Context, r *request, out sender) error {
 		if w.cfg.FailAfter > 0 && step >= w.cfg.FailAfter {
 			return statusErr(codes.Internal, "the test worker failed mid-stream")
 		}
+		stopped := r.choiceAborted.Load()
 		for c := 0; c < r.n; c++ {
 			if done[c] {
+				continue
+			}
+			if stopped&(1<<c) != 0 {
+				// Stopped alone: no more output, no complete.
+				done[c] = true
+				left--
 				continue
 			}
 			d := chunkData{choice: c, step0: count[c]}
@@ -230,7 +329,18 @@ func (w *Worker) generate(ctx context.Context, r *request, out sender) error {
 		}
 		w.mu.Lock()
 		w.steps[r.id] = step + 1
+		w.counts[r.id] = append(w.counts[r.id][:0], count...)
 		w.mu.Unlock()
+	}
+	if r.sglang && r.choiceAborted.Load() != 0 {
+		// SGLang's stream of an n > 1 request with a choice stopped alone
+		// never ends by itself: the client aborts it.
+		select {
+		case <-abort:
+			return w.aborted1(r, out, done, count)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }
