@@ -231,7 +231,8 @@ func New(cfg Config) (*Server, error) {
 	var m *metrics.Metrics
 	var obs actors.Observer
 	if !cfg.DisableMetrics {
-		m = metrics.New(cfg.ServedModelNames, metrics.Sources{Engine: func() metrics.EngineStats { return engineStats(eng) }})
+		m = metrics.New(cfg.ServedModelNames, metrics.Sources{Engine: func() metrics.EngineStats { return engineStats(eng) }},
+			metrics.MaxModelLen(maxModelLen(cfg, eng)))
 		obs = requestObserver{m}
 	}
 	sessions, err := actors.NewSessions(actors.Config{
@@ -392,6 +393,7 @@ func (o requestObserver) RequestDone(_ actors.Endpoint, model string, res *engin
 	if n := len(res.Choices); n > 0 {
 		r.Tokens = res.Usage.CompletionTokens / n
 	}
+	r.PromptTokens, r.GenerationTokens, r.N = res.Usage.PromptTokens, res.Usage.CompletionTokens, len(res.Choices)
 	if res.Gaps.Recorded() {
 		r.Gaps, r.GapSum = res.Gaps.Counts[:], res.Gaps.Sum
 	}

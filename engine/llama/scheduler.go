@@ -216,6 +216,22 @@ func (s *scheduler) runningSeqs() int {
 	return n
 }
 
+// runningRequests counts the running groups that hold a sequence: the
+// requests running, whatever their n (vllm:num_requests_running counts
+// requests, not sequences). Once per loop pass, never per token.
+func (s *scheduler) runningRequests() int {
+	n := 0
+	for _, g := range s.running {
+		for i := range g.seqs {
+			if g.seqs[i].id >= 0 {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 // place gives g's live choices sequence ids and their longest cached
 // prefix, and makes g running.
 func (s *scheduler) place(g *group) {
@@ -693,7 +709,7 @@ func (s *scheduler) failed(g *group, r any) {
 // publish makes the loop's figures visible to Stats.
 func (s *scheduler) publish() {
 	st := &s.e.st
-	st.running.Store(int64(s.runningSeqs()))
+	st.running.Store(int64(s.runningRequests()))
 	st.kvUsed.Store(int64(s.kvUsed))
 	st.prefixQueries.Store(s.prefixQueries)
 	st.prefixHits.Store(s.prefixHits)
