@@ -107,7 +107,11 @@ func New(cfg Config) (*Engine, error) {
 				zap.String("llama_lib", dir))
 		}
 	}
-	m, err := capi.LoadModel(cfg.ModelPath, capi.ModelParams{GPULayers: gpu})
+	loadMode, err := cfg.loadMode()
+	if err != nil {
+		return nil, err
+	}
+	m, err := capi.LoadModel(cfg.ModelPath, capi.ModelParams{GPULayers: gpu, LoadMode: loadMode})
 	if err != nil {
 		return nil, err
 	}
@@ -127,15 +131,22 @@ func New(cfg Config) (*Engine, error) {
 		m.Free()
 		return nil, fmt.Errorf("--max-num-seqs %d is more than llama.cpp's %d sequences", cfg.MaxNumSeqs, seqMax)
 	}
+	// Checked by normalize: these cannot fail here.
+	fa, _ := cfg.flashAttn()
+	typeK, _ := cacheType("--cache-type-k", cfg.CacheTypeK)
+	typeV, _ := cacheType("--cache-type-v", cfg.CacheTypeV)
 	c, err := capi.NewContext(m, capi.ContextParams{
-		Ctx:        cfg.KVCacheTokens,
-		Batch:      cfg.MaxNumBatchedTokens,
-		UBatch:     min(512, cfg.MaxNumBatchedTokens),
-		SeqMax:     seqMax,
-		Threads:    cfg.Threads,
-		FlashAttn:  -1,
-		KVUnified:  unified,
-		OffloadKQV: true,
+		Ctx:          cfg.KVCacheTokens,
+		Batch:        cfg.MaxNumBatchedTokens,
+		UBatch:       min(512, cfg.MaxNumBatchedTokens),
+		SeqMax:       seqMax,
+		Threads:      cfg.Threads,
+		ThreadsBatch: cfg.threadsBatch(cfg.Threads),
+		FlashAttn:    fa,
+		TypeK:        typeK,
+		TypeV:        typeV,
+		KVUnified:    unified,
+		OffloadKQV:   true,
 	})
 	if err != nil {
 		m.Free()
@@ -171,6 +182,11 @@ func New(cfg Config) (*Engine, error) {
 		zap.Int("kv_cache_tokens", c.Size()),
 		zap.Bool("kv_unified", unified),
 		zap.Int("threads", cfg.Threads),
+		zap.Int("threads_batch", cfg.threadsBatch(cfg.Threads)),
+		zap.String("flash_attn", cfg.FlashAttn),
+		zap.String("cache_type_k", cfg.CacheTypeK),
+		zap.String("cache_type_v", cfg.CacheTypeV),
+		zap.Int("load_mode", loadMode),
 		zap.Bool("prefix_caching", cfg.PrefixCaching))
 	return e, nil
 }

@@ -94,7 +94,7 @@ func (s *scheduler) init(e *Engine, seqMax int) {
 	s.slots = make([]*seq, seqMax)
 	if e.cfg.autoThreads {
 		if s.threads = newThreadTuner(e.cfg.Threads); s.threads != nil {
-			e.ctx.SetThreads(1)
+			e.ctx.SetThreads(1, e.cfg.threadsBatch(1))
 		}
 	}
 	s.chunk = initialChunk
@@ -149,7 +149,7 @@ func (e *Engine) run() {
 		if len(s.running) > 0 {
 			s.step()
 			if n := s.threads.check(s.stepAt); n > 0 {
-				e.ctx.SetThreads(n)
+				e.ctx.SetThreads(n, e.cfg.threadsBatch(n))
 			}
 		}
 		s.publish()
