@@ -119,6 +119,11 @@ type Config struct {
 	// none, mmap, mlock, mmap+mlock. MLock and NoMMap, when set, override
 	// it.
 	LoadMode string
+	// Adapters are LoRA adapters served beside the base model (--lora,
+	// --lora-scaled, --lora-modules), each under its own model name: a
+	// request naming an adapter generates with it applied, one naming any
+	// other served name with the base model alone. See Adapter.
+	Adapters []Adapter
 	// GPULayers is the number of layers offloaded to a GPU (--n-gpu-layers;
 	// -1 all); it matters only with a CUDA or Vulkan build in LibDir.
 	GPULayers int
@@ -149,6 +154,22 @@ type Config struct {
 	// cores (see threadTuner).
 	autoThreads bool
 }
+
+// Adapter is a LoRA adapter (a GGUF of general.type "adapter") served
+// under its own model name.
+type Adapter struct {
+	// Name is the model name requests use for it (and /v1/models lists).
+	Name string
+	// Path is the adapter's GGUF file.
+	Path string
+	// Scale multiplies the adapter's delta (llama-server's --lora-scaled;
+	// 0 is taken as 1, llama-server's --lora).
+	Scale float32
+}
+
+// MaxAdapters caps Config.Adapters: a step's adapter is found among the
+// running requests' with a 64-bit set (the base model is bit 0).
+const MaxAdapters = 63
 
 // DefaultLibDirs are searched for the llama.cpp libraries when LibDir is
 // empty: $VAJRA_LLAMA_LIB, then .llama/linux-x64 (where `make llama` puts
@@ -224,6 +245,23 @@ func (c *Config) normalize(trainCtx, kvBytes int) error {
 	}
 	if err := c.normalizeKV(); err != nil {
 		return err
+	}
+	if len(c.Adapters) > MaxAdapters {
+		return fmt.Errorf("%d LoRA adapters: at most %d", len(c.Adapters), MaxAdapters)
+	}
+	seen := map[string]bool{}
+	for i := range c.Adapters {
+		a := &c.Adapters[i]
+		if a.Name == "" || a.Path == "" {
+			return fmt.Errorf("LoRA adapter %d: a name and a file are needed (name=path)", i+1)
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("LoRA adapter name %q given twice", a.Name)
+		}
+		seen[a.Name] = true
+		if a.Scale == 0 {
+			a.Scale = 1
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

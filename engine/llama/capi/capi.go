@@ -474,12 +474,79 @@ func (m *Model) Piece(dst []byte, t Token, special bool) []byte {
 	return append(dst, buf[:n]...)
 }
 
+// Adapter is a LoRA adapter loaded for a model (llama_adapter_lora_init):
+// valid while its model is.
+type Adapter struct {
+	p *C.struct_llama_adapter_lora
+}
+
+// LoadAdapter loads the LoRA adapter GGUF at path for m. llama.cpp checks
+// that the adapter's architecture and tensor shapes match the model.
+func LoadAdapter(m *Model, path string) (*Adapter, error) {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	a := C.vjw_llama_adapter_lora_init(m.p, cp)
+	if a == nil {
+		return nil, fmt.Errorf("llama.cpp could not load the LoRA adapter %s for this model (see the log above for why)", path)
+	}
+	return &Adapter{p: a}, nil
+}
+
+// Meta returns the adapter's GGUF metadata value of key as a string, ""
+// when it has none.
+func (a *Adapter) Meta(key string) string {
+	ck := C.CString(key)
+	defer C.free(unsafe.Pointer(ck))
+	var buf [256]C.char
+	if C.vjw_llama_adapter_meta_val_str(a.p, ck, &buf[0], C.size_t(len(buf))) < 0 {
+		return ""
+	}
+	return C.GoString(&buf[0])
+}
+
+// Free releases the adapter (a context must not apply it any more).
+func (a *Adapter) Free() {
+	if a.p != nil {
+		C.vjw_llama_adapter_lora_free(a.p)
+		a.p = nil
+	}
+}
+
 // Context is an inference context: the KV cache and the compute buffers.
 type Context struct {
 	p       *C.struct_llama_context
 	mem     C.llama_memory_t
 	m       *Model
 	unified bool
+	// The adapter the next Decode calls apply (SetAdapter), and the
+	// one-element arrays llama_set_adapters_lora reads, kept here so that
+	// a switch allocates nothing.
+	adapter *Adapter
+	scale   float32
+	loraP   [1]*C.struct_llama_adapter_lora
+	loraS   [1]C.float
+}
+
+// SetAdapter makes the next Decode calls apply adapter a at scale (nil:
+// the base model alone). A call that changes nothing costs nothing; a
+// switch costs llama.cpp a rebuild of its graph at the next Decode.
+// Loop-only: the caller owns the context.
+func (c *Context) SetAdapter(a *Adapter, scale float32) error {
+	if a == c.adapter && (a == nil || scale == c.scale) {
+		return nil
+	}
+	var rc C.int32_t
+	if a == nil {
+		rc = C.vjw_llama_set_adapters_lora(c.p, nil, 0, nil)
+	} else {
+		c.loraP[0], c.loraS[0] = a.p, C.float(scale)
+		rc = C.vjw_llama_set_adapters_lora(c.p, &c.loraP[0], 1, &c.loraS[0])
+	}
+	if rc != 0 {
+		return fmt.Errorf("llama_set_adapters_lora failed (code %d)", int(rc))
+	}
+	c.adapter, c.scale = a, scale
+	return nil
 }
 
 // ContextParams are the context options Vajra sets.
