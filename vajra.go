@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -181,6 +182,10 @@ type Server struct {
 	stopErr  error
 }
 
+// LoRAAdapter is a LoRA adapter the llama engine serves beside its model
+// under its own name (Config.Llama.Adapters; engine/llama.Adapter).
+type LoRAAdapter = llama.Adapter
+
 // New builds a server from cfg; nothing listens until Start.
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
@@ -218,6 +223,12 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("vajra: engine: %w", err)
 		}
 		eng = e
+		// Each LoRA adapter is served under its own model name.
+		for _, name := range e.AdapterNames() {
+			if !slices.Contains(cfg.ServedModelNames, name) {
+				cfg.ServedModelNames = append(cfg.ServedModelNames, name)
+			}
+		}
 	}
 	if eng == nil {
 		sc := cfg.Sim

@@ -65,6 +65,9 @@ type serveSettings struct {
 	origins    stringList
 	workers    stringList
 	pprofAddr  string
+	// LoRA adapters: llama-server's --lora and --lora-scaled, vLLM's
+	// --lora-modules (lora.go).
+	lora, loraScaled, loraModules stringList
 }
 
 // serveFlags binds every `vajra serve` flag to st. Flag names follow
@@ -136,6 +139,9 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&lc.CacheTypeV, "cache-type-v", "f16", "llama: KV cache type of V, as --cache-type-k; a quantized one needs flash attention (not --flash-attn off)")
 	fs.BoolVar(&lc.MLock, "mlock", false, "llama: keep the model's weights in RAM (mlock), never swapped out")
 	fs.BoolVar(&lc.NoMMap, "no-mmap", false, "llama: read the model into memory instead of mapping the file")
+	fs.Var(&st.lora, "lora", "llama: serve a LoRA adapter GGUF as its own model, named after its file: FILE or FILE:SCALE; repeatable or comma-separated (llama-server's --lora)")
+	fs.Var(&st.loraScaled, "lora-scaled", "llama: a LoRA adapter with a scale: FILE:SCALE (or llama-server's older FILE SCALE); repeatable or comma-separated")
+	fs.Var(&st.loraModules, "lora-modules", "llama: a LoRA adapter served under a name: NAME=FILE or vLLM's JSON {\"name\":...,\"path\":...}; repeatable (vLLM's --lora-modules)")
 	fs.StringVar(&lc.LoadMode, "load-mode", "auto", "llama: how the model is loaded: auto, none, mmap, mlock, mmap+mlock (--mlock and --no-mmap override it)")
 	// Remote engine workers (engine/remote), used when --worker is given.
 	rc := &cfg.Remote
@@ -309,7 +315,7 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(loraArgs(args)); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -356,6 +362,11 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 			lc.MaxModelLen /= max(lc.MaxNumSeqs, 1)
 		}
 		lc.Seed = st.cfg.Sim.Seed
+		adapters, err := st.adapters()
+		if err != nil {
+			return nil, err
+		}
+		lc.Adapters = adapters
 		if len(st.models.vals) == 0 {
 			// vLLM serves a model under the name it was given by.
 			st.cfg.ServedModelNames = []string{strings.TrimSuffix(filepath.Base(lc.ModelPath), ".gguf")}
@@ -364,6 +375,9 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 	if rc := &st.cfg.Remote; len(st.workers.vals) > 0 {
 		if st.cfg.Llama.ModelPath != "" {
 			return nil, errors.New("--worker and --model exclude each other: serve either remote workers or a local model")
+		}
+		if len(st.lora.vals)+len(st.loraScaled.vals)+len(st.loraModules.vals) > 0 {
+			return nil, errors.New("--lora serves adapters of --model; a llama-server worker loads its own (its --lora)")
 		}
 		rc.Workers = st.workers.vals
 		// The settings of the text the engine handles itself are the
