@@ -1,11 +1,13 @@
 package llama
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
 )
 
@@ -172,4 +174,50 @@ func BenchmarkLoRAMix(b *testing.B) {
 	b.ReportMetric(rate(spent[1]), "mixed4+4-tokens/s")
 	b.ReportMetric(rate(spent[2]), "adapter8-tokens/s")
 	b.ReportMetric(rate(spent[1])/rate(spent[0]), "mixed/base")
+}
+
+// TestLoRATokenPathAllocations: a step's adapter switch allocates nothing.
+// Two streams, one on the base model and one on an adapter, take
+// alternate steps (an adapter switch each step); 1,200 tokens each
+// against 200 each, so that the requests' setup cancels out, as in
+// TestTokenPathAllocations.
+func TestLoRATokenPathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	mc := tinymodel.Config{}
+	ad, err := tinymodel.LoRATempFile(t.TempDir(), tinymodel.LoRAConfig{Base: mc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEngine(t, Config{MaxModelLen: 1300, Adapters: []Adapter{{Name: "ad", Path: ad}}}, mc)
+	pair := func(n int) {
+		ns := [2]*nopStream{{done: make(chan *engine.Result, 1)}, {done: make(chan *engine.Result, 1)}}
+		for i, model := range []string{"tiny", "ad"} {
+			req := chatReq("Tell me about the sea.", n)
+			req.Model = model
+			req.Sampling.IgnoreEOS, req.Stream, req.Formatter = true, true, ns[i]
+			if _, err := e.Start(req, ns[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range ns {
+			if res := <-s.done; res.Err != nil || res.Usage.CompletionTokens != n {
+				t.Fatalf("err %v usage %+v", res.Err, res.Usage)
+			}
+		}
+	}
+	mallocs := func(n int) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		pair(n)
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	pair(1200) // warm the engine's buffers
+	short, long := mallocs(200), mallocs(1200)
+	if per := (float64(long) - float64(short)) / 2000; per > 0.02 {
+		t.Fatalf("%.4f allocations per token: %d for 2x1,200 tokens, %d for 2x200", per, long, short)
+	}
 }
