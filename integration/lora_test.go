@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/llama"
@@ -76,6 +77,17 @@ func TestLoRAMatchesLlamaServer(t *testing.T) {
 	}
 	if l := chat(ls.URL(), tinyName, `,"lora":[{"id":0,"scale":0}]`); plain != l {
 		t.Errorf("base model:\n  vajra        %q\n  llama-server %q (adapter scale 0)", plain, l)
+	}
+	// The adapter's request is counted under its own model name (the
+	// observer runs as the session ends: polled, bounded).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n := scrapeSum(t, base, `vllm:request_success_total{finished_reason="length",model_name="tiny-lora"}`)
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("vllm:request_success_total of tiny-lora: %d, want 1", n)
+		}
 	}
 	// Requests naming the base after the adapter get the base's output:
 	// the adapter's cached prefix is not reused for them.
