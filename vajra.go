@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -182,6 +183,10 @@ type Server struct {
 	stopErr  error
 }
 
+// LoRAAdapter is a LoRA adapter the llama engine serves beside its model
+// under its own name (Config.Llama.Adapters; engine/llama.Adapter).
+type LoRAAdapter = llama.Adapter
+
 // New builds a server from cfg; nothing listens until Start.
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
@@ -219,6 +224,12 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("vajra: engine: %w", err)
 		}
 		eng = e
+		// Each LoRA adapter is served under its own model name.
+		for _, name := range e.AdapterNames() {
+			if !slices.Contains(cfg.ServedModelNames, name) {
+				cfg.ServedModelNames = append(cfg.ServedModelNames, name)
+			}
+		}
 	}
 	if eng == nil {
 		sc := cfg.Sim
@@ -232,7 +243,8 @@ func New(cfg Config) (*Server, error) {
 	var m *metrics.Metrics
 	var obs actors.Observer
 	if !cfg.DisableMetrics {
-		m = metrics.New(cfg.ServedModelNames, metrics.Sources{Engine: func() metrics.EngineStats { return engineStats(eng) }})
+		m = metrics.New(cfg.ServedModelNames, metrics.Sources{Engine: func() metrics.EngineStats { return engineStats(eng) }},
+			metrics.MaxModelLen(maxModelLen(cfg, eng)))
 		obs = requestObserver{m}
 	}
 	sessions, err := actors.NewSessions(actors.Config{
@@ -393,6 +405,7 @@ func (o requestObserver) RequestDone(_ actors.Endpoint, model string, res *engin
 	if n := len(res.Choices); n > 0 {
 		r.Tokens = res.Usage.CompletionTokens / n
 	}
+	r.PromptTokens, r.GenerationTokens, r.N = res.Usage.PromptTokens, res.Usage.CompletionTokens, len(res.Choices)
 	if res.Gaps.Recorded() {
 		r.Gaps, r.GapSum = res.Gaps.Counts[:], res.Gaps.Sum
 	}

@@ -257,7 +257,11 @@ type Choice struct {
 
 // Stats are the engine's load figures.
 type Stats struct {
-	Running          int
+	// Running counts the requests running (admitted and not ended), a
+	// request of n choices once: vllm:num_requests_running.
+	Running int
+	// Waiting counts the requests queued for admission, preempted ones
+	// included.
 	Waiting          int
 	KVUsage          float64 // 0..1, fraction of KV blocks in use
 	KVBlocksTotal    int

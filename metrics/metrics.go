@@ -132,6 +132,12 @@ type Request struct {
 	// during ObserveRequest.
 	Gaps   []uint32
 	GapSum time.Duration
+	// PromptTokens is the request's prompt length and GenerationTokens
+	// the tokens it generated over all its choices (usage.prompt_tokens
+	// and usage.completion_tokens), for vllm:request_prompt_tokens and
+	// vllm:request_generation_tokens; N is its number of choices (n), for
+	// vllm:request_params_n (0 is counted as 1).
+	PromptTokens, GenerationTokens, N int
 }
 
 // Buckets, in seconds: vLLM's, so that dashboards built for vLLM read the
@@ -147,6 +153,45 @@ var (
 	latencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
 		120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 )
+
+// requestParamsNBuckets are vLLM's for vllm:request_params_n.
+var requestParamsNBuckets = []float64{1, 2, 5, 10, 20}
+
+// DefaultMaxModelLen is the largest bucket bound of the token-count
+// histograms when New is given no MaxModelLen (vLLM bounds them by the
+// model's context length).
+const DefaultMaxModelLen = 131072
+
+// TokenBuckets returns vLLM's buckets for a token-count histogram of a
+// model of context maxModelLen (build_1_2_5_buckets): 1, 2, 5, 10, 20,
+// 50, ... up to the last not above maxModelLen.
+func TokenBuckets(maxModelLen int) []float64 {
+	var b []float64
+	for exp := 1.0; ; exp *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if m*exp > float64(maxModelLen) {
+				return b
+			}
+			b = append(b, m*exp)
+		}
+	}
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct{ maxModelLen int }
+
+// MaxModelLen bounds the buckets of vllm:request_prompt_tokens and
+// vllm:request_generation_tokens by the model's context length, as vLLM
+// does (default DefaultMaxModelLen).
+func MaxModelLen(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxModelLen = n
+		}
+	}
+}
 
 // ITLBuckets returns the upper bounds, in seconds, of
 // vllm:inter_token_latency_seconds' buckets (the +Inf bucket follows), in
@@ -170,17 +215,25 @@ type Metrics struct {
 }
 
 type modelMetrics struct {
-	name    string
-	ttft    prometheus.Observer
-	e2e     prometheus.Observer
-	queue   prometheus.Observer
-	itl     *gapHistogram
-	success map[string]prometheus.Counter
+	name  string
+	ttft  prometheus.Observer
+	e2e   prometheus.Observer
+	queue prometheus.Observer
+	// The per-request histograms vLLM exports beside them: the phases of
+	// a request that ran (inference = prefill + decode) and its sizes.
+	inference, prefill, decode prometheus.Observer
+	promptLen, genLen, paramsN prometheus.Observer
+	itl                        *gapHistogram
+	success                    map[string]prometheus.Counter
 }
 
 // New builds the metrics of a server serving models (the first names the
 // engine-wide figures, as vLLM's first --served-model-name does).
-func New(models []string, src Sources) *Metrics {
+func New(models []string, src Sources, opts ...Option) *Metrics {
+	o := options{maxModelLen: DefaultMaxModelLen}
+	for _, f := range opts {
+		f(&o)
+	}
 	if len(models) == 0 {
 		models = []string{""}
 	}
@@ -192,6 +245,16 @@ func New(models []string, src Sources) *Metrics {
 		Help: "End-to-end request latency, from arrival.", Buckets: latencyBuckets}, label)
 	queue := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vllm:request_queue_time_seconds",
 		Help: "Time a request waited before the engine ran it.", Buckets: latencyBuckets}, label)
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, label)
+	}
+	inference := hist("vllm:request_inference_time_seconds", "Time a request spent running (prefill and decode): from admission to its end.", latencyBuckets)
+	prefill := hist("vllm:request_prefill_time_seconds", "Time a request spent in prefill: from admission to its first token.", latencyBuckets)
+	decode := hist("vllm:request_decode_time_seconds", "Time a request spent in decode: from its first token to its end.", latencyBuckets)
+	tokenBuckets := TokenBuckets(o.maxModelLen)
+	promptLen := hist("vllm:request_prompt_tokens", "Prompt tokens of each request.", tokenBuckets)
+	genLen := hist("vllm:request_generation_tokens", "Tokens each request generated, over all its choices.", tokenBuckets)
+	paramsN := hist("vllm:request_params_n", "The n request parameter (choices per request).", requestParamsNBuckets)
 	success := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 		Help: "Finished requests, by finish reason."}, []string{"model_name", "finished_reason"})
 	itlDesc := prometheus.NewDesc("vllm:inter_token_latency_seconds",
@@ -201,10 +264,18 @@ func New(models []string, src Sources) *Metrics {
 			continue
 		}
 		mm := &modelMetrics{
-			name:    name,
-			ttft:    ttft.WithLabelValues(name),
-			e2e:     e2e.WithLabelValues(name),
-			queue:   queue.WithLabelValues(name),
+			name:  name,
+			ttft:  ttft.WithLabelValues(name),
+			e2e:   e2e.WithLabelValues(name),
+			queue: queue.WithLabelValues(name),
+
+			inference: inference.WithLabelValues(name),
+			prefill:   prefill.WithLabelValues(name),
+			decode:    decode.WithLabelValues(name),
+			promptLen: promptLen.WithLabelValues(name),
+			genLen:    genLen.WithLabelValues(name),
+			paramsN:   paramsN.WithLabelValues(name),
+
 			itl:     newGapHistogram(itlBuckets),
 			success: map[string]prometheus.Counter{},
 		}
@@ -217,7 +288,7 @@ func New(models []string, src Sources) *Metrics {
 		}
 	}
 	m.src.Store(&src)
-	m.reg.MustRegister(ttft, e2e, queue, success, &collector{m: m, itlDesc: itlDesc},
+	m.reg.MustRegister(ttft, e2e, queue, success, inference, prefill, decode, promptLen, genLen, paramsN, &collector{m: m, itlDesc: itlDesc},
 		// The Go runtime and the process, as every Go exporter has them,
 		// plus runtime/metrics' heap allocation count
 		// (go_gc_heap_allocs_objects_total): `vajra bench -server-allocs`
@@ -244,6 +315,19 @@ func (m *Metrics) ObserveRequest(r *Request) {
 	mm.e2e.Observe(r.E2E.Seconds())
 	if r.TTFT > 0 {
 		mm.ttft.Observe(r.TTFT.Seconds())
+		// The phases of a request that ran and produced a token, as vLLM
+		// times them: prefill from admission to the first token, decode
+		// from there to the end, inference both.
+		mm.prefill.Observe(max(0, r.TTFT-r.Queue).Seconds())
+		mm.decode.Observe(max(0, r.E2E-r.TTFT).Seconds())
+		mm.inference.Observe(max(0, r.E2E-r.Queue).Seconds())
+	}
+	if r.PromptTokens > 0 {
+		// Sizes of a request that reached the engine (one refused before
+		// tokenizing has none).
+		mm.promptLen.Observe(float64(r.PromptTokens))
+		mm.genLen.Observe(float64(r.GenerationTokens))
+		mm.paramsN.Observe(float64(max(1, r.N)))
 	}
 	switch {
 	case len(r.Gaps) == len(mm.itl.counts):

@@ -173,3 +173,64 @@ func BenchmarkPrometheusObserve(b *testing.B) {
 		h.Observe(0.0123)
 	}
 }
+
+// TestTokenBuckets: vLLM's build_1_2_5_buckets, bounded by the context.
+func TestTokenBuckets(t *testing.T) {
+	f := func(max int, want ...float64) {
+		t.Helper()
+		got := TokenBuckets(max)
+		if len(got) != len(want) {
+			t.Fatalf("TokenBuckets(%d) = %v, want %v", max, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("TokenBuckets(%d) = %v, want %v", max, got, want)
+			}
+		}
+	}
+	f(0)
+	f(1, 1)
+	f(100, 1, 2, 5, 10, 20, 50, 100)
+	f(4096, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
+}
+
+// TestRequestPhaseHistograms: one request's phases as vLLM splits them
+// (prefill from admission to the first token, decode from there to the
+// end) and its sizes, observed once whatever its n.
+func TestRequestPhaseHistograms(t *testing.T) {
+	m := New([]string{"m"}, Sources{}, MaxModelLen(1000))
+	m.ObserveRequest(&Request{Model: "m", FinishReason: "length", Queue: 100 * time.Millisecond, TTFT: 400 * time.Millisecond,
+		E2E: 1400 * time.Millisecond, Tokens: 5, PromptTokens: 7, GenerationTokens: 10, N: 2})
+	// Refused before the engine: no phases, no sizes.
+	m.ObserveRequest(&Request{Model: "m", FinishReason: "error", E2E: time.Millisecond})
+	out, err := m.AppendText(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	for _, want := range []string{
+		`vllm:request_prefill_time_seconds_sum{model_name="m"} 0.3`,
+		`vllm:request_prefill_time_seconds_count{model_name="m"} 1`,
+		`vllm:request_decode_time_seconds_sum{model_name="m"} 1`,
+		`vllm:request_inference_time_seconds_sum{model_name="m"} 1.3`,
+		`vllm:request_inference_time_seconds_bucket{model_name="m",le="1.5"} 1`,
+		`vllm:request_inference_time_seconds_bucket{model_name="m",le="1"} 0`,
+		`vllm:e2e_request_latency_seconds_count{model_name="m"} 2`,
+		`vllm:request_prompt_tokens_sum{model_name="m"} 7`,
+		`vllm:request_prompt_tokens_count{model_name="m"} 1`,
+		`vllm:request_prompt_tokens_bucket{model_name="m",le="5"} 0`,
+		`vllm:request_prompt_tokens_bucket{model_name="m",le="10"} 1`,
+		`vllm:request_prompt_tokens_bucket{model_name="m",le="1000"} 1`,
+		`vllm:request_generation_tokens_sum{model_name="m"} 10`,
+		`vllm:request_params_n_sum{model_name="m"} 2`,
+		`vllm:request_params_n_bucket{model_name="m",le="1"} 0`,
+		`vllm:request_params_n_bucket{model_name="m",le="2"} 1`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if strings.Contains(text, `vllm:request_prompt_tokens_bucket{model_name="m",le="2000"}`) {
+		t.Error("a token bucket above MaxModelLen")
+	}
+}

@@ -24,6 +24,22 @@ var llamaServerAliases = []struct{ alias, flag, note string }{
 	{"ngl", "n-gpu-layers", ""},
 	{"gpu-layers", "n-gpu-layers", ""},
 	{"chat-template-file", "chat-template", ""},
+	{"tb", "threads-batch", ""},
+	{"fa", "flash-attn", ""},
+	{"ctk", "cache-type-k", ""},
+	{"ctv", "cache-type-v", ""},
+	{"lm", "load-mode", ""},
+}
+
+// llamaServerSlots reports whether a command line gave both llama-server's
+// context size (-c, --ctx-size) and its slots (-np, --parallel), which
+// llama-server reads as slots of -c / -np tokens each (its KV cache is a
+// stream per slot when -np is given): `vajra serve` then reads them alike,
+// --kv-cache-tokens -c and --max-model-len -c / -np. With -c alone
+// llama-server's slots share one KV cache of -c, which one request may
+// fill: --max-model-len -c.
+func llamaServerSlots(cmdline map[string]bool) bool {
+	return (cmdline["c"] || cmdline["ctx-size"]) && (cmdline["np"] || cmdline["parallel"])
 }
 
 // noopFlag is a llama-server switch for what Vajra always does.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vajra-go/vajra"
 )
 
 // A llama-server command line parses into the same settings as Vajra's
@@ -23,7 +25,8 @@ func TestLlamaServerAliases(t *testing.T) {
 		t.Fatal(err)
 	}
 	lc := st.cfg.Llama
-	if lc.ModelPath != model || lc.MaxModelLen != 4096 || lc.MaxNumSeqs != 4 || lc.Threads != 1 || lc.GPULayers != 0 ||
+	// -c 4096 -np 4: llama-server's four slots of 1024 tokens, 4096 in all.
+	if lc.ModelPath != model || lc.MaxModelLen != 1024 || lc.KVCacheTokens != 4096 || lc.MaxNumSeqs != 4 || lc.Threads != 1 || lc.GPULayers != 0 ||
 		lc.MaxNumBatchedTokens != 512 || lc.ChatTemplate != "tmpl.jinja" || len(st.cfg.ServedModelNames) != 1 || st.cfg.ServedModelNames[0] != "mine" {
 		t.Fatalf("llama %+v, models %v", lc, st.cfg.ServedModelNames)
 	}
@@ -32,4 +35,57 @@ func TestLlamaServerAliases(t *testing.T) {
 	if err != nil || st.cfg.Llama.MaxModelLen != 1024 {
 		t.Fatalf("env: %v %d", err, st.cfg.Llama.MaxModelLen)
 	}
+}
+
+// TestLlamaServerKnobs: llama.cpp's own settings under llama-server's
+// names and Vajra's, and -c without -np as one request's context.
+func TestLlamaServerKnobs(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(model, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := func(args []string, check func(vajra.Config) bool) {
+		t.Helper()
+		st, err := parseServe(append([]string{"-m", model}, args...), envOf(nil), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !check(st.cfg) {
+			t.Fatalf("%v: %+v", args, st.cfg.Llama)
+		}
+	}
+	f(nil, func(c vajra.Config) bool {
+		lc := c.Llama
+
+		return lc.FlashAttn == "auto" && lc.CacheTypeK == "f16" && lc.CacheTypeV == "f16" && !lc.MLock && !lc.NoMMap &&
+			lc.LoadMode == "auto" && lc.ThreadsBatch == 0
+	})
+	f([]string{"-fa", "on", "-ctk", "q8_0", "-ctv", "q4_0", "-tb", "2", "--mlock", "--no-mmap", "-lm", "mmap"}, func(c vajra.Config) bool {
+		lc := c.Llama
+
+		return lc.FlashAttn == "on" && lc.CacheTypeK == "q8_0" && lc.CacheTypeV == "q4_0" && lc.ThreadsBatch == 2 && lc.MLock && lc.NoMMap && lc.LoadMode == "mmap"
+	})
+	f([]string{"--flash-attn", "off", "--cache-type-k", "bf16", "--threads-batch", "3"}, func(c vajra.Config) bool {
+		lc := c.Llama
+
+		return lc.FlashAttn == "off" && lc.CacheTypeK == "bf16" && lc.ThreadsBatch == 3
+	})
+	f([]string{"-c", "2048"}, func(c vajra.Config) bool {
+		lc := c.Llama
+		return lc.MaxModelLen == 2048 && lc.KVCacheTokens == 0
+	})
+	f([]string{"--ctx-size", "2048", "--parallel", "2"}, func(c vajra.Config) bool {
+		lc := c.Llama
+		return lc.MaxModelLen == 1024 && lc.KVCacheTokens == 2048
+	})
+	// Vajra's own names keep their meaning: a context per sequence.
+	f([]string{"--max-model-len", "2048", "--max-num-seqs", "2"}, func(c vajra.Config) bool {
+		lc := c.Llama
+		return lc.MaxModelLen == 2048 && lc.KVCacheTokens == 0
+	})
+	f([]string{"-c", "4096", "-np", "4", "--kv-cache-tokens", "8192"}, func(c vajra.Config) bool {
+		lc := c.Llama
+		return lc.MaxModelLen == 4096 && lc.KVCacheTokens == 8192
+	})
 }

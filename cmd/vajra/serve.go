@@ -65,6 +65,9 @@ type serveSettings struct {
 	origins    stringList
 	workers    stringList
 	pprofAddr  string
+	// LoRA adapters: llama-server's --lora and --lora-scaled, vLLM's
+	// --lora-modules (lora.go).
+	lora, loraScaled, loraModules stringList
 }
 
 // serveFlags binds every `vajra serve` flag to st. Flag names follow
@@ -128,6 +131,18 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&lc.GPULayers, "n-gpu-layers", -1, "llama: layers to offload to the GPU of a CUDA or Vulkan build (-1: all)")
 	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
 	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
+	// llama.cpp's own knobs, as llama-server names them (aliases.go adds
+	// its short names: -tb, -fa, -ctk, -ctv, -lm).
+	fs.IntVar(&lc.ThreadsBatch, "threads-batch", 0, "llama: threads for prompt batches (default: as --threads)")
+	fs.StringVar(&lc.FlashAttn, "flash-attn", "auto", "llama: flash attention: on, off or auto (where the backend supports it for the model)")
+	fs.StringVar(&lc.CacheTypeK, "cache-type-k", "f16", "llama: KV cache type of K: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1")
+	fs.StringVar(&lc.CacheTypeV, "cache-type-v", "f16", "llama: KV cache type of V, as --cache-type-k; a quantized one needs flash attention (not --flash-attn off)")
+	fs.BoolVar(&lc.MLock, "mlock", false, "llama: keep the model's weights in RAM (mlock), never swapped out")
+	fs.BoolVar(&lc.NoMMap, "no-mmap", false, "llama: read the model into memory instead of mapping the file")
+	fs.Var(&st.lora, "lora", "llama: serve a LoRA adapter GGUF as its own model, named after its file: FILE or FILE:SCALE; repeatable or comma-separated (llama-server's --lora)")
+	fs.Var(&st.loraScaled, "lora-scaled", "llama: a LoRA adapter with a scale: FILE:SCALE (or llama-server's older FILE SCALE); repeatable or comma-separated")
+	fs.Var(&st.loraModules, "lora-modules", "llama: a LoRA adapter served under a name: NAME=FILE or vLLM's JSON {\"name\":...,\"path\":...}; repeatable (vLLM's --lora-modules)")
+	fs.StringVar(&lc.LoadMode, "load-mode", "auto", "llama: how the model is loaded: auto, none, mmap, mlock, mmap+mlock (--mlock and --no-mmap override it)")
 	// Remote engine workers (engine/remote), used when --worker is given.
 	rc := &cfg.Remote
 	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT, vllm://HOST:PORT (vllm serve --grpc), sglang://HOST:PORT (--grpc-mode); repeatable, or comma-separated (YAML: workers: [...])")
@@ -300,14 +315,15 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(loraArgs(args)); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name], set[aliasTarget(f.Name)] = true, true })
+	cmdline := map[string]bool{} // the names given on the command line, aliases as given
+	fs.Visit(func(f *flag.Flag) { set[f.Name], set[aliasTarget(f.Name)], cmdline[f.Name] = true, true, true })
 	if err := applyEnv(fs, set, lookup); err != nil {
 		return nil, err
 	}
@@ -339,7 +355,18 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		if set["kv-cache-tokens"] {
 			lc.KVCacheTokens = st.cfg.Sim.KVCacheTokens
 		}
+		if llamaServerSlots(cmdline) && !set["kv-cache-tokens"] {
+			// llama-server's -c C with -np N: N slots of C/N tokens each,
+			// a KV cache of C in all (a stream per slot, kv_unified off).
+			lc.KVCacheTokens = lc.MaxModelLen
+			lc.MaxModelLen /= max(lc.MaxNumSeqs, 1)
+		}
 		lc.Seed = st.cfg.Sim.Seed
+		adapters, err := st.adapters()
+		if err != nil {
+			return nil, err
+		}
+		lc.Adapters = adapters
 		if len(st.models.vals) == 0 {
 			// vLLM serves a model under the name it was given by.
 			st.cfg.ServedModelNames = []string{strings.TrimSuffix(filepath.Base(lc.ModelPath), ".gguf")}
@@ -348,6 +375,9 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 	if rc := &st.cfg.Remote; len(st.workers.vals) > 0 {
 		if st.cfg.Llama.ModelPath != "" {
 			return nil, errors.New("--worker and --model exclude each other: serve either remote workers or a local model")
+		}
+		if len(st.lora.vals)+len(st.loraScaled.vals)+len(st.loraModules.vals) > 0 {
+			return nil, errors.New("--lora serves adapters of --model; a llama-server worker loads its own (its --lora)")
 		}
 		rc.Workers = st.workers.vals
 		// The settings of the text the engine handles itself are the

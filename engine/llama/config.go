@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/vajra-go/vajra/engine/llama/capi"
 )
 
 // Defaults of Config.
@@ -89,6 +91,39 @@ type Config struct {
 	// other processes leave free, once a second (see threadTuner); a
 	// given --threads is kept.
 	Threads int
+	// ThreadsBatch is llama.cpp's threads for prompt batches
+	// (--threads-batch, llama-server's -tb). Default: Threads, as
+	// llama-server's ("same as --threads"), following the thread tuner
+	// when Threads was not given.
+	ThreadsBatch int
+	// FlashAttn is when llama.cpp uses flash attention (--flash-attn,
+	// llama-server's -fa): "auto" (the default, as llama-server's: on
+	// where the backend supports it for the model), "on" or "off"; also
+	// llama-server's other spellings (enabled/true/1, disabled/false/0,
+	// -1).
+	FlashAttn string
+	// CacheTypeK and CacheTypeV are the KV cache's data types
+	// (--cache-type-k, --cache-type-v; llama-server's -ctk, -ctv): f32,
+	// f16 (the default, llama.cpp's), bf16, q8_0, q4_0, q4_1, iq4_nl,
+	// q5_0 or q5_1. A quantized V cache needs flash attention (llama.cpp
+	// stores V transposed without it): with --flash-attn off it is
+	// refused at start, as llama-server refuses it.
+	CacheTypeK, CacheTypeV string
+	// MLock keeps the model's weights in RAM (--mlock: mlock(2), no
+	// swapping); NoMMap reads them into memory instead of mapping the file
+	// (--no-mmap). llama-server's older switches; this release's
+	// llama-server spells them --load-mode (LoadMode).
+	MLock, NoMMap bool
+	// LoadMode is llama.cpp's model loading mode (--load-mode,
+	// llama-server's -lm): auto (the default: mmap unless a device cannot),
+	// none, mmap, mlock, mmap+mlock. MLock and NoMMap, when set, override
+	// it.
+	LoadMode string
+	// Adapters are LoRA adapters served beside the base model (--lora,
+	// --lora-scaled, --lora-modules), each under its own model name: a
+	// request naming an adapter generates with it applied, one naming any
+	// other served name with the base model alone. See Adapter.
+	Adapters []Adapter
 	// GPULayers is the number of layers offloaded to a GPU (--n-gpu-layers;
 	// -1 all); it matters only with a CUDA or Vulkan build in LibDir.
 	GPULayers int
@@ -119,6 +154,22 @@ type Config struct {
 	// cores (see threadTuner).
 	autoThreads bool
 }
+
+// Adapter is a LoRA adapter (a GGUF of general.type "adapter") served
+// under its own model name.
+type Adapter struct {
+	// Name is the model name requests use for it (and /v1/models lists).
+	Name string
+	// Path is the adapter's GGUF file.
+	Path string
+	// Scale multiplies the adapter's delta (llama-server's --lora-scaled;
+	// 0 is taken as 1, llama-server's --lora).
+	Scale float32
+}
+
+// MaxAdapters caps Config.Adapters: a step's adapter is found among the
+// running requests' with a 64-bit set (the base model is bit 0).
+const MaxAdapters = 63
 
 // DefaultLibDirs are searched for the llama.cpp libraries when LibDir is
 // empty: $VAJRA_LLAMA_LIB, then, in the working directory, beside the
@@ -209,10 +260,143 @@ func (c *Config) normalize(trainCtx, kvBytes int) error {
 	if c.MaxWaiting <= 0 {
 		c.MaxWaiting = DefaultMaxWaiting
 	}
+	if err := c.normalizeKV(); err != nil {
+		return err
+	}
+	if len(c.Adapters) > MaxAdapters {
+		return fmt.Errorf("%d LoRA adapters: at most %d", len(c.Adapters), MaxAdapters)
+	}
+	seen := map[string]bool{}
+	for i := range c.Adapters {
+		a := &c.Adapters[i]
+		if a.Name == "" || a.Path == "" {
+			return fmt.Errorf("LoRA adapter %d: a name and a file are needed (name=path)", i+1)
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("LoRA adapter name %q given twice", a.Name)
+		}
+		seen[a.Name] = true
+		if a.Scale == 0 {
+			a.Scale = 1
+		}
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
 	return nil
+}
+
+// normalizeKV checks the flash attention, KV cache type and load-mode
+// settings, filling their defaults.
+func (c *Config) normalizeKV() error {
+	if _, err := c.flashAttn(); err != nil {
+		return err
+	}
+	if c.FlashAttn == "" {
+		c.FlashAttn = "auto"
+	}
+	if c.CacheTypeK == "" {
+		c.CacheTypeK = "f16"
+	}
+	if c.CacheTypeV == "" {
+		c.CacheTypeV = "f16"
+	}
+	if _, err := cacheType("--cache-type-k", c.CacheTypeK); err != nil {
+		return err
+	}
+	if _, err := cacheType("--cache-type-v", c.CacheTypeV); err != nil {
+		return err
+	}
+	if fa, _ := c.flashAttn(); fa == 0 && quantizedCache(c.CacheTypeV) {
+		return fmt.Errorf("--cache-type-v %s needs flash attention, which --flash-attn %s turns off (llama.cpp quantizes the V cache only with flash attention): use --flash-attn on or auto, or --cache-type-v f16",
+			c.CacheTypeV, c.FlashAttn)
+	}
+	if _, err := c.loadMode(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// flashAttn maps FlashAttn to llama.cpp's enum llama_flash_attn_type: -1
+// auto, 0 off, 1 on. The spellings are llama-server's (is_truthy,
+// is_falsey, is_autoy in common/arg.cpp).
+func (c *Config) flashAttn() (int, error) {
+	switch strings.ToLower(c.FlashAttn) {
+	case "", "auto", "-1":
+		return -1, nil
+	case "on", "enabled", "true", "1":
+		return 1, nil
+	case "off", "disabled", "false", "0":
+		return 0, nil
+	}
+	return 0, fmt.Errorf("--flash-attn %q: want on, off or auto", c.FlashAttn)
+}
+
+// cacheTypes are the KV cache types llama-server accepts (its
+// kv_cache_types), by name, as enum ggml_type values.
+var cacheTypes = []struct {
+	name string
+	typ  int
+}{
+	{"f32", 0}, {"f16", 1}, {"bf16", 30}, {"q8_0", 8}, {"q4_0", 2}, {"q4_1", 3}, {"iq4_nl", 20}, {"q5_0", 6}, {"q5_1", 7},
+}
+
+// cacheType returns the ggml type of a KV cache type name.
+func cacheType(flag, name string) (int, error) {
+	for _, t := range cacheTypes {
+		if strings.EqualFold(t.name, name) {
+			return t.typ, nil
+		}
+	}
+	names := make([]string, len(cacheTypes))
+	for i, t := range cacheTypes {
+		names[i] = t.name
+	}
+	return 0, fmt.Errorf("%s %q: want one of %s", flag, name, strings.Join(names, ", "))
+}
+
+// quantizedCache reports whether a (valid) cache type is quantized.
+func quantizedCache(name string) bool {
+	switch strings.ToLower(name) {
+	case "f32", "f16", "bf16":
+		return false
+	}
+	return true
+}
+
+// loadMode maps LoadMode, MLock and NoMMap to enum llama_load_mode.
+func (c *Config) loadMode() (int, error) {
+	mode := capi.LoadModeAuto
+	switch strings.ToLower(c.LoadMode) {
+	case "", "auto":
+	case "none":
+		mode = capi.LoadModeNone
+	case "mmap":
+		mode = capi.LoadModeMMap
+	case "mlock":
+		mode = capi.LoadModeMLock
+	case "mmap+mlock":
+		mode = capi.LoadModeMMapMLock
+	default:
+		return 0, fmt.Errorf("--load-mode %q: want auto, none, mmap, mlock or mmap+mlock", c.LoadMode)
+	}
+	switch {
+	case c.MLock && c.NoMMap:
+		mode = capi.LoadModeMLock
+	case c.MLock:
+		mode = capi.LoadModeMMapMLock
+	case c.NoMMap:
+		mode = capi.LoadModeNone
+	}
+	return mode, nil
+}
+
+// threadsBatch is the prompt-batch thread count when generation runs n.
+func (c *Config) threadsBatch(n int) int {
+	if c.ThreadsBatch > 0 {
+		return c.ThreadsBatch
+	}
+	return n
 }
 
 // unified reports whether the KV cache is one pool shared by the

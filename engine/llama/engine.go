@@ -23,12 +23,17 @@ import (
 // continuous-batching scheduler. It implements engine.Engine; every
 // exported method is safe for concurrent use.
 type Engine struct {
-	cfg    Config
-	model  *capi.Model
-	ctx    *capi.Context
-	tmpl   *chattemplate.Template
-	bos    string // the BOS token's text, "" when the model has none
-	addBOS bool
+	cfg   Config
+	model *capi.Model
+	ctx   *capi.Context
+	// adapters[i-1] is the LoRA adapter of index i (a group's adapter; 0
+	// is the base model), adapterIdx maps served names to indexes. Both
+	// read-only after New.
+	adapters   []*capi.Adapter
+	adapterIdx map[string]int
+	tmpl       *chattemplate.Template
+	bos        string // the BOS token's text, "" when the model has none
+	addBOS     bool
 
 	vocabN int
 	// pieces[pieceOff[t]:pieceOff[t+1]] is the text of token t as output
@@ -115,7 +120,11 @@ func New(cfg Config) (*Engine, error) {
 				zap.String("llama_lib", dir))
 		}
 	}
-	m, err := capi.LoadModel(cfg.ModelPath, capi.ModelParams{GPULayers: gpu})
+	loadMode, err := cfg.loadMode()
+	if err != nil {
+		return nil, err
+	}
+	m, err := capi.LoadModel(cfg.ModelPath, capi.ModelParams{GPULayers: gpu, LoadMode: loadMode})
 	if err != nil {
 		return nil, err
 	}
@@ -135,27 +144,45 @@ func New(cfg Config) (*Engine, error) {
 		m.Free()
 		return nil, fmt.Errorf("--max-num-seqs %d is more than llama.cpp's %d sequences", cfg.MaxNumSeqs, seqMax)
 	}
+	// Checked by normalize: these cannot fail here.
+	fa, _ := cfg.flashAttn()
+	typeK, _ := cacheType("--cache-type-k", cfg.CacheTypeK)
+	typeV, _ := cacheType("--cache-type-v", cfg.CacheTypeV)
 	c, err := capi.NewContext(m, capi.ContextParams{
-		Ctx:        cfg.KVCacheTokens,
-		Batch:      cfg.MaxNumBatchedTokens,
-		UBatch:     min(512, cfg.MaxNumBatchedTokens),
-		SeqMax:     seqMax,
-		Threads:    cfg.Threads,
-		FlashAttn:  -1,
-		KVUnified:  unified,
-		OffloadKQV: true,
+		Ctx:          cfg.KVCacheTokens,
+		Batch:        cfg.MaxNumBatchedTokens,
+		UBatch:       min(512, cfg.MaxNumBatchedTokens),
+		SeqMax:       seqMax,
+		Threads:      cfg.Threads,
+		ThreadsBatch: cfg.threadsBatch(cfg.Threads),
+		FlashAttn:    fa,
+		TypeK:        typeK,
+		TypeV:        typeV,
+		KVUnified:    unified,
+		OffloadKQV:   true,
 	})
 	if err != nil {
 		m.Free()
 		return nil, err
 	}
+	adapters, err := loadAdapters(m, cfg.Adapters)
+	if err != nil {
+		c.Free()
+		m.Free()
+		return nil, err
+	}
 	e := &Engine{
-		cfg:    cfg,
-		model:  m,
-		ctx:    c,
-		wakeCh: make(chan struct{}, 1),
-		done:   make(chan struct{}),
-		addBOS: m.AddBOS(),
+		cfg:        cfg,
+		model:      m,
+		ctx:        c,
+		adapters:   adapters,
+		adapterIdx: map[string]int{},
+		wakeCh:     make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		addBOS:     m.AddBOS(),
+	}
+	for i, a := range cfg.Adapters {
+		e.adapterIdx[a.Name] = i + 1
 	}
 	e.kvCells = c.Size()
 	e.gate.init()
@@ -180,7 +207,13 @@ func New(cfg Config) (*Engine, error) {
 		zap.Int("kv_cache_tokens", c.Size()),
 		zap.Bool("kv_unified", unified),
 		zap.Int("threads", cfg.Threads),
-		zap.Bool("prefix_caching", cfg.PrefixCaching))
+		zap.Int("threads_batch", cfg.threadsBatch(cfg.Threads)),
+		zap.String("flash_attn", cfg.FlashAttn),
+		zap.String("cache_type_k", cfg.CacheTypeK),
+		zap.String("cache_type_v", cfg.CacheTypeV),
+		zap.Int("load_mode", loadMode),
+		zap.Bool("prefix_caching", cfg.PrefixCaching),
+		zap.Int("lora_adapters", len(adapters)))
 	return e, nil
 }
 
@@ -359,6 +392,9 @@ func (e *Engine) Close() error {
 	if first {
 		e.ctx.Free()
 		e.emb.close()
+		for _, a := range e.adapters {
+			a.Free()
+		}
 		e.model.Free()
 		e.cfg.Logger.Info("llama engine stopped",
 			zap.Uint64("prompt_tokens", e.st.promptTokens.Load()),
@@ -366,6 +402,37 @@ func (e *Engine) Close() error {
 			zap.Uint64("preemptions", e.st.preemptions.Load()))
 	}
 	return nil
+}
+
+// loadAdapters loads the LoRA adapters of cfg for m, freeing those loaded
+// when one fails.
+func loadAdapters(m *capi.Model, cfg []Adapter) ([]*capi.Adapter, error) {
+	var out []*capi.Adapter
+	for _, a := range cfg {
+		ad, err := capi.LoadAdapter(m, a.Path)
+		if err == nil && ad.Meta("adapter.type") != "lora" {
+			ad.Free()
+			err = fmt.Errorf("%s is not a LoRA adapter (adapter.type %q)", a.Path, ad.Meta("adapter.type"))
+		}
+		if err != nil {
+			for _, o := range out {
+				o.Free()
+			}
+			return nil, fmt.Errorf("--lora %s: %w", a.Name, err)
+		}
+		out = append(out, ad)
+	}
+	return out, nil
+}
+
+// AdapterNames returns the served model names of the LoRA adapters, in
+// Config.Adapters' order. Safe for concurrent use.
+func (e *Engine) AdapterNames() []string {
+	names := make([]string, len(e.cfg.Adapters))
+	for i, a := range e.cfg.Adapters {
+		names[i] = a.Name
+	}
+	return names
 }
 
 func (e *Engine) wake() {

@@ -38,8 +38,11 @@ type group struct {
 	started  bool // AppendStart written
 	// broken: the request's own code (its Formatter, its Sink) panicked;
 	// the engine calls neither again but to deliver the final Result.
-	broken   bool
-	live     int // choices not finished
+	broken bool
+	live   int // choices not finished
+	// adapter is the LoRA adapter the request generates with (the index
+	// of Engine.adapters plus one; 0: the base model), by its model name.
+	adapter  int
 	usage    engine.Usage
 	buf      []byte // this step's frames
 	interval int    // tokens per Delta (StreamInterval, at least 1)
@@ -116,6 +119,7 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) (*
 		g.arrival = now
 	}
 	g.usage.PromptTokens = len(p.prompt)
+	g.adapter = e.adapterIdx[req.Model]
 	sp := &req.Sampling
 	params := e.samplerParams(sp, p.grammar)
 	for i := range g.seqs {

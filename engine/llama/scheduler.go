@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
@@ -73,6 +74,12 @@ type scheduler struct {
 	// step is stamped with it, for the requests' inter-token gaps (one
 	// clock read per step).
 	stepAt time.Time
+	// stepAdapter is the LoRA adapter (0: the base model) of the step
+	// being built: llama.cpp applies adapters per context, to a whole
+	// llama_decode, so a step holds one adapter's requests only, and the
+	// adapters of the running requests take the steps in turn (as
+	// llama-server batches only slots of the same LoRA).
+	stepAdapter int
 }
 
 // cached is a finished sequence kept in the KV cache for its prefix.
@@ -80,6 +87,9 @@ type cached struct {
 	id   int
 	toks []int32
 	used uint64
+	// adapter is the LoRA adapter its KV was computed with (0: the base
+	// model): a prefix is reused only by requests of the same adapter.
+	adapter int
 }
 
 func (s *scheduler) init(e *Engine, seqMax int) {
@@ -94,7 +104,7 @@ func (s *scheduler) init(e *Engine, seqMax int) {
 	s.slots = make([]*seq, seqMax)
 	if e.cfg.autoThreads {
 		if s.threads = newThreadTuner(e.cfg.Threads); s.threads != nil {
-			e.ctx.SetThreads(1)
+			e.ctx.SetThreads(1, e.cfg.threadsBatch(1))
 		}
 	}
 	s.chunk = initialChunk
@@ -149,7 +159,7 @@ func (e *Engine) run() {
 		if len(s.running) > 0 {
 			s.step()
 			if n := s.threads.check(s.stepAt); n > 0 {
-				e.ctx.SetThreads(n)
+				e.ctx.SetThreads(n, e.cfg.threadsBatch(n))
 			}
 		}
 		s.publish()
@@ -210,6 +220,22 @@ func (s *scheduler) runningSeqs() int {
 		for i := range g.seqs {
 			if g.seqs[i].id >= 0 {
 				n++
+			}
+		}
+	}
+	return n
+}
+
+// runningRequests counts the running groups that hold a sequence: the
+// requests running, whatever their n (vllm:num_requests_running counts
+// requests, not sequences). Once per loop pass, never per token.
+func (s *scheduler) runningRequests() int {
+	n := 0
+	for _, g := range s.running {
+		for i := range g.seqs {
+			if g.seqs[i].id >= 0 {
+				n++
+				break
 			}
 		}
 	}
@@ -308,6 +334,9 @@ func (s *scheduler) reuse(q *seq, count bool) {
 	want := len(q.hist) - 1
 	ci, lc := -1, 0
 	for i := range s.cache {
+		if s.cache[i].adapter != q.g.adapter {
+			continue // KV of another adapter: other values for the same tokens
+		}
 		l := commonPrefix(q.hist[:want], s.cache[i].toks)
 		if l > lc || l == lc && l > 0 && s.cache[i].id < s.cache[ci].id {
 			ci, lc = i, l
@@ -317,7 +346,7 @@ func (s *scheduler) reuse(q *seq, count bool) {
 	for _, g := range s.running {
 		for i := range g.seqs {
 			o := &g.seqs[i]
-			if o == q || o.id < 0 || o.shadow {
+			if o == q || o.id < 0 || o.shadow || g.adapter != q.g.adapter {
 				continue
 			}
 			if l := commonPrefix(q.hist[:want], o.hist[:o.kv]); l > lr {
@@ -417,7 +446,7 @@ func (s *scheduler) release(q *seq, keep bool) {
 			s.evict()
 		}
 		s.tick++
-		s.cache = append(s.cache, cached{id: q.id, toks: q.hist[:q.kv], used: s.tick})
+		s.cache = append(s.cache, cached{id: q.id, toks: q.hist[:q.kv], used: s.tick, adapter: q.g.adapter})
 		q.hist = nil // the cache owns it now
 	} else {
 		s.e.ctx.SeqRemove(q.id, -1, -1)
@@ -450,10 +479,26 @@ func (s *scheduler) preempt() bool {
 // step runs one batch: decode tokens first, then prefill chunks.
 func (s *scheduler) step() {
 	e := s.e
+	s.pickAdapter()
 	for {
 		s.build()
 		if s.batch.Len() == 0 {
 			return
+		}
+		if len(e.adapters) > 0 {
+			var a *capi.Adapter
+			scale := float32(1)
+			if s.stepAdapter > 0 {
+				a, scale = e.adapters[s.stepAdapter-1], e.cfg.Adapters[s.stepAdapter-1].Scale
+			}
+			if err := e.ctx.SetAdapter(a, scale); err != nil {
+				for _, q := range s.stepSeqs {
+					if q.g.state == stateRunning {
+						s.finishGroup(q.g, &engine.Error{Kind: engine.KindInternal, Message: err.Error()})
+					}
+				}
+				return
+			}
 		}
 		t0, w0 := threadCPU(), time.Now()
 		rc := e.ctx.Decode(s.batch)
@@ -487,6 +532,29 @@ func (s *scheduler) step() {
 	s.afterDecode()
 }
 
+// pickAdapter chooses the step's adapter among the running requests':
+// the next after the last step's, in index order, wrapping (round robin,
+// one step each). With no adapter configured it is always the base model.
+func (s *scheduler) pickAdapter() {
+	if len(s.e.adapters) == 0 {
+		s.stepAdapter = 0
+		return
+	}
+	var set uint64
+	for _, g := range s.running {
+		set |= 1 << uint(g.adapter)
+	}
+	if set == 0 || set == 1<<uint(s.stepAdapter) {
+		return
+	}
+	// The lowest adapter above the last one, else the lowest of all.
+	if above := set &^ (1<<uint(s.stepAdapter+1) - 1); above != 0 {
+		s.stepAdapter = bits.TrailingZeros64(above)
+	} else {
+		s.stepAdapter = bits.TrailingZeros64(set)
+	}
+}
+
 // build fills the batch for this step and records each sequence's part:
 // one token per decoding sequence, then prefill chunks in admission order
 // while the prefill budget lasts; the tokens go in sequence id order.
@@ -501,7 +569,7 @@ func (s *scheduler) build() {
 			continue
 		}
 		q.out, q.fed = -1, 0
-		if q.shadow || q.done || len(q.hist)-q.kv != 1 || budget == 0 {
+		if q.shadow || q.done || len(q.hist)-q.kv != 1 || budget == 0 || q.g.adapter != s.stepAdapter {
 			continue
 		}
 		q.fed = 1
@@ -515,6 +583,9 @@ func (s *scheduler) build() {
 	}
 	prefill := 0
 	for _, g := range s.running {
+		if g.adapter != s.stepAdapter {
+			continue
+		}
 		for i := range g.seqs {
 			q := &g.seqs[i]
 			rem := len(q.hist) - q.kv
@@ -693,7 +764,7 @@ func (s *scheduler) failed(g *group, r any) {
 // publish makes the loop's figures visible to Stats.
 func (s *scheduler) publish() {
 	st := &s.e.st
-	st.running.Store(int64(s.runningSeqs()))
+	st.running.Store(int64(s.runningRequests()))
 	st.kvUsed.Store(int64(s.kvUsed))
 	st.prefixQueries.Store(s.prefixQueries)
 	st.prefixHits.Store(s.prefixHits)

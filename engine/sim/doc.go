@@ -64,9 +64,10 @@
 //     emitted token has 0.90-0.99; common filler tokens complete the top
 //     list. Prompt logprobs are drawn from the content hash, and the first
 //     prompt token has a value rather than null.
-//   - Stats.Running counts running sequences (choices), the unit of
-//     --max-num-seqs; Stats.Waiting counts queued requests, preempted ones
-//     included.
+//   - Stats.Running counts running requests (a request of n choices
+//     once), as vllm:num_requests_running does; --max-num-seqs bounds the
+//     running sequences (choices). Stats.Waiting counts queued requests,
+//     preempted ones included.
 //   - Tool calls: one call per choice, even with parallel_tool_calls; arguments follow the schema's types,
 //     required properties, enums, const, bounds and lengths, about half the
 //     optional properties, local $ref; pattern, dependencies and

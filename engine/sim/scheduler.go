@@ -580,7 +580,14 @@ func (e *Engine) shutdown(now time.Time) {
 
 // publish stores the load figures for Stats, once per pass.
 func (e *Engine) publish() {
-	e.st.running.Store(int64(e.runningSeqs))
+	// Requests, not sequences: a group counts once whatever its n.
+	running := 0
+	for _, g := range e.running {
+		if g.live > 0 {
+			running++
+		}
+	}
+	e.st.running.Store(int64(running))
 	e.st.kvUsed.Store(int64(e.kv.used))
 	e.st.prefixQueries.Store(e.prefixQueries)
 	e.st.prefixHits.Store(e.prefixHits)

@@ -335,12 +335,26 @@ type Model struct {
 // ModelParams are the model-loading options Vajra sets.
 type ModelParams struct {
 	GPULayers int // layers to offload; -1 means all
+	// LoadMode is llama.cpp's enum llama_load_mode: LoadModeAuto (mmap
+	// unless a device cannot), LoadModeNone (read into memory),
+	// LoadModeMMap, LoadModeMLock, LoadModeMMapMLock.
+	LoadMode int
 }
+
+// The load modes of ModelParams.LoadMode (enum llama_load_mode).
+const (
+	LoadModeAuto      = C.LLAMA_LOAD_MODE_AUTO
+	LoadModeNone      = C.LLAMA_LOAD_MODE_NONE
+	LoadModeMMap      = C.LLAMA_LOAD_MODE_MMAP
+	LoadModeMLock     = C.LLAMA_LOAD_MODE_MLOCK
+	LoadModeMMapMLock = C.LLAMA_LOAD_MODE_MMAP_MLOCK
+)
 
 // LoadModel loads a GGUF file.
 func LoadModel(path string, mp ModelParams) (*Model, error) {
 	p := C.vjw_llama_model_default_params()
 	p.n_gpu_layers = C.int32_t(mp.GPULayers)
+	p.load_mode = C.enum_llama_load_mode(mp.LoadMode)
 	cp := C.CString(path)
 	defer C.free(unsafe.Pointer(cp))
 	m := C.vjw_llama_model_load_from_file(cp, p)
@@ -474,25 +488,100 @@ func (m *Model) Piece(dst []byte, t Token, special bool) []byte {
 	return append(dst, buf[:n]...)
 }
 
+// Adapter is a LoRA adapter loaded for a model (llama_adapter_lora_init):
+// valid while its model is.
+type Adapter struct {
+	p *C.struct_llama_adapter_lora
+}
+
+// LoadAdapter loads the LoRA adapter GGUF at path for m. llama.cpp checks
+// that the adapter's architecture and tensor shapes match the model.
+func LoadAdapter(m *Model, path string) (*Adapter, error) {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	a := C.vjw_llama_adapter_lora_init(m.p, cp)
+	if a == nil {
+		return nil, fmt.Errorf("llama.cpp could not load the LoRA adapter %s for this model (see the log above for why)", path)
+	}
+	return &Adapter{p: a}, nil
+}
+
+// Meta returns the adapter's GGUF metadata value of key as a string, ""
+// when it has none.
+func (a *Adapter) Meta(key string) string {
+	ck := C.CString(key)
+	defer C.free(unsafe.Pointer(ck))
+	var buf [256]C.char
+	if C.vjw_llama_adapter_meta_val_str(a.p, ck, &buf[0], C.size_t(len(buf))) < 0 {
+		return ""
+	}
+	return C.GoString(&buf[0])
+}
+
+// Free releases the adapter (a context must not apply it any more).
+func (a *Adapter) Free() {
+	if a.p != nil {
+		C.vjw_llama_adapter_lora_free(a.p)
+		a.p = nil
+	}
+}
+
 // Context is an inference context: the KV cache and the compute buffers.
 type Context struct {
 	p       *C.struct_llama_context
 	mem     C.llama_memory_t
 	m       *Model
 	unified bool
+	// The adapter the next Decode calls apply (SetAdapter), and the
+	// one-element arrays llama_set_adapters_lora reads, kept here so that
+	// a switch allocates nothing.
+	adapter *Adapter
+	scale   float32
+	loraP   [1]*C.struct_llama_adapter_lora
+	loraS   [1]C.float
+}
+
+// SetAdapter makes the next Decode calls apply adapter a at scale (nil:
+// the base model alone). A call that changes nothing costs nothing; a
+// switch costs llama.cpp a rebuild of its graph at the next Decode.
+// Loop-only: the caller owns the context.
+func (c *Context) SetAdapter(a *Adapter, scale float32) error {
+	if a == c.adapter && (a == nil || scale == c.scale) {
+		return nil
+	}
+	var rc C.int32_t
+	if a == nil {
+		rc = C.vjw_llama_set_adapters_lora(c.p, nil, 0, nil)
+	} else {
+		c.loraP[0], c.loraS[0] = a.p, C.float(scale)
+		rc = C.vjw_llama_set_adapters_lora(c.p, &c.loraP[0], 1, &c.loraS[0])
+	}
+	if rc != 0 {
+		return fmt.Errorf("llama_set_adapters_lora failed (code %d)", int(rc))
+	}
+	c.adapter, c.scale = a, scale
+	return nil
 }
 
 // ContextParams are the context options Vajra sets.
 type ContextParams struct {
-	Ctx        int // KV cells in all
-	Batch      int // most tokens in one Decode
-	UBatch     int // physical batch
-	SeqMax     int // sequence ids
-	Threads    int
-	FlashAttn  int // -1 auto, 0 off, 1 on
-	KVUnified  bool
-	OffloadKQV bool
+	Ctx     int // KV cells in all
+	Batch   int // most tokens in one Decode
+	UBatch  int // physical batch
+	SeqMax  int // sequence ids
+	Threads int
+	// ThreadsBatch are the threads of prompt batches (0: Threads).
+	ThreadsBatch int
+	FlashAttn    int // -1 auto, 0 off, 1 on
+	// TypeK and TypeV are the KV cache's ggml types (enum ggml_type; 0
+	// is f32, so the zero value is not a default: pass GGMLTypeF16).
+	TypeK, TypeV int
+	KVUnified    bool
+	OffloadKQV   bool
 }
+
+// GGMLTypeF16 is ggml's f16, llama.cpp's default KV cache type.
+const GGMLTypeF16 = C.GGML_TYPE_F16
 
 // NewContext makes a context for m.
 func NewContext(m *Model, cp ContextParams) (*Context, error) {
@@ -503,13 +592,18 @@ func NewContext(m *Model, cp ContextParams) (*Context, error) {
 	p.n_seq_max = C.uint32_t(cp.SeqMax)
 	p.n_threads = C.int32_t(cp.Threads)
 	p.n_threads_batch = C.int32_t(cp.Threads)
+	if cp.ThreadsBatch > 0 {
+		p.n_threads_batch = C.int32_t(cp.ThreadsBatch)
+	}
 	p.flash_attn_type = C.enum_llama_flash_attn_type(cp.FlashAttn)
+	p.type_k = C.enum_ggml_type(cp.TypeK)
+	p.type_v = C.enum_ggml_type(cp.TypeV)
 	p.kv_unified = C.bool(cp.KVUnified)
 	p.offload_kqv = C.bool(cp.OffloadKQV)
 	p.no_perf = true
 	c := C.vjw_llama_init_from_model(m.p, p)
 	if c == nil {
-		return nil, errors.New("llama.cpp could not create a context (too large a KV cache for memory?)")
+		return nil, errors.New("llama.cpp could not create a context (too large a KV cache for memory, or a quantized V cache without flash attention? see the log above)")
 	}
 	return &Context{p: c, mem: C.vjw_llama_get_memory(c), m: m, unified: cp.KVUnified}, nil
 }
@@ -522,9 +616,10 @@ func (c *Context) Free() {
 	}
 }
 
-// SetThreads sets the compute threads of the next Decode calls.
-func (c *Context) SetThreads(n int) {
-	C.vjw_llama_set_n_threads(c.p, C.int32_t(n), C.int32_t(n))
+// SetThreads sets the compute threads of the next Decode calls: n for
+// generation, batch for prompt batches.
+func (c *Context) SetThreads(n, batch int) {
+	C.vjw_llama_set_n_threads(c.p, C.int32_t(n), C.int32_t(batch))
 }
 
 // Size is the context's KV cells, BatchSize its n_batch, SeqMax its

@@ -77,7 +77,11 @@
 	X(llama, llama_get_embeddings_seq) \
 	X(llama, llama_get_embeddings_ith) \
 	X(llama, llama_model_size) \
-	X(llama, llama_vocab_type)
+	X(llama, llama_vocab_type) \
+	X(llama, llama_adapter_lora_init) \
+	X(llama, llama_adapter_lora_free) \
+	X(llama, llama_adapter_meta_val_str) \
+	X(llama, llama_set_adapters_lora)
 
 #define VJ_DECL(lib, f) extern __typeof__(f) *vj_##f;
 VJ_FUNCS(VJ_DECL)

@@ -71,3 +71,7 @@ static inline float * vjw_llama_get_embeddings_seq(struct llama_context * ctx, l
 static inline float * vjw_llama_get_embeddings_ith(struct llama_context * ctx, int32_t i) { return vj_llama_get_embeddings_ith(ctx, i); }
 static inline uint64_t vjw_llama_model_size(const struct llama_model * model) { return vj_llama_model_size(model); }
 static inline enum llama_vocab_type vjw_llama_vocab_type(const struct llama_vocab * vocab) { return vj_llama_vocab_type(vocab); }
+static inline struct llama_adapter_lora * vjw_llama_adapter_lora_init(struct llama_model * model, const char * path_lora) { return vj_llama_adapter_lora_init(model, path_lora); }
+static inline void vjw_llama_adapter_lora_free(struct llama_adapter_lora * adapter) { vj_llama_adapter_lora_free(adapter); }
+static inline int32_t vjw_llama_adapter_meta_val_str(const struct llama_adapter_lora * adapter, const char * key, char * buf, size_t buf_size) { return vj_llama_adapter_meta_val_str(adapter, key, buf, buf_size); }
+static inline int32_t vjw_llama_set_adapters_lora(struct llama_context * ctx, struct llama_adapter_lora ** adapters, size_t n_adapters, float * scales) { return vj_llama_set_adapters_lora(ctx, adapters, n_adapters, scales); }
