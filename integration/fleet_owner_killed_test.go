@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestFleetOwnerKilledMidResponse(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	owner := exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--response-store", fleetURL(r), "--sim-itl", "20ms")
+		"--response-store", fleetURL(r), "--sim-itl", "20ms", "--sim-mode", "echo")
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +64,14 @@ func TestFleetOwnerKilledMidResponse(t *testing.T) {
 	a := newClient(baseA)
 	b := newClient(startFleetNode(t, fleetURL(r)))
 	ctx := context.Background()
+	// The owner echoes the input, so the answer is as long as this input
+	// whatever the sampler draws (a text-mode answer may end after 16
+	// tokens, before the first progress save): about 500 tokens, 10 s at
+	// 20 ms a token, against a progress save every second.
 	res, err := a.Responses.New(ctx, responses.ResponseNewParams{
-		Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4000),
-		Background: openai.Bool(true),
-	}, greedyEOS...)
+		Model: vajra.DefaultModelName, Input: textInput(strings.Repeat("the river runs past the old mill and on to the sea. ", 40)),
+		MaxOutputTokens: openai.Int(4000), Background: openai.Bool(true),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
