@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
@@ -300,12 +301,14 @@ func TestRemoteDialects(t *testing.T) {
 	}
 
 	ac := newAnthropic(base)
+	// Greedy, so that the two calls, one streamed, must agree.
 	params := anthropic.MessageNewParams{Model: tinyName, MaxTokens: 12, Messages: userText(question)}
-	msg, err := ac.Messages.New(ctx, params)
+	greedy := aoption.WithJSONSet("temperature", 0)
+	msg, err := ac.Messages.New(ctx, params, greedy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := ac.Messages.NewStreaming(ctx, params)
+	ms := ac.Messages.NewStreaming(ctx, params, greedy)
 	var acc anthropic.Message
 	for ms.Next() {
 		if err := acc.Accumulate(ms.Current()); err != nil {
