@@ -1,6 +1,8 @@
 package llama
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +165,68 @@ func TestPenaltiesMatchLlamaCpp(t *testing.T) {
 			t.Fatalf("%+v: no logit penalized", c)
 		}
 	}
+}
+
+// TestDrawFollowsSoftmax: the fused draw of temperature-only sampling
+// (vLLM's defaults: no top-k, top-p or min-p) draws each token with its
+// probability under softmax(logits/T), over a vocabulary the size of a
+// real model's, at two temperatures: every token's count is within 5
+// standard deviations of its expectation (a wrong temperature, an
+// off-by-one in the walk or a broken generator moves the counts by far
+// more).
+func TestDrawFollowsSoftmax(t *testing.T) {
+	newTestEngine(t, Config{}, tinymodel.Config{}) // loads the libraries
+	t.Logf("vectorized softmax: %v", capi.VectorSoftmax())
+	const n, draws = 49152, 40000
+	logits := make([]float32, n)
+	for i := range logits {
+		logits[i] = float32((i*7919)%1000) / 100 // 0 to 9.99, scattered
+	}
+	logits[12345] = 14 // one likely token
+	logits[n-1] = 13   // and the last one
+	for _, temp := range []float32{1, 0.5} {
+		counts := capi.DrawCounts(logits, temp, 42, draws)
+		// Tokens of one logit are alike: compare each logit's total (about
+		// 1,000 groups, so that 5 standard deviations is a bound no fair
+		// draw crosses by chance).
+		var z float64
+		for _, l := range logits {
+			z += math.Exp(float64(l / temp))
+		}
+		got, members := map[float32]int{}, map[float32]int{}
+		total := 0
+		for i, c := range counts {
+			got[logits[i]] += c
+			members[logits[i]]++
+			total += c
+		}
+		for l, c := range got {
+			p := float64(members[l]) * math.Exp(float64(l/temp)) / z
+			want := p * draws
+			if sd := math.Sqrt(want * (1 - p)); math.Abs(float64(c)-want) > 5*sd+1 {
+				t.Fatalf("T=%v: the %d tokens of logit %v drawn %d times, want %.1f ± %.1f", temp, members[l], l, c, want, sd)
+			}
+		}
+		if total != draws {
+			t.Fatalf("T=%v: %d draws counted, want %d", temp, total, draws)
+		}
+		if a, b := capi.DrawCounts(logits, temp, 7, 1000), capi.DrawCounts(logits, temp, 7, 1000); !slices.Equal(a, b) {
+			t.Fatalf("T=%v: the same seed drew differently", temp)
+		}
+	}
+}
+
+// BenchmarkDraw: one fused draw (temperature only) over a vocabulary of
+// 49,152 (SmolLM2's), ggml-cpu's vectorized softmax where it is exported.
+func BenchmarkDraw(b *testing.B) {
+	newTestEngine(b, Config{}, tinymodel.Config{})
+	logits := make([]float32, 49152)
+	for i := range logits {
+		logits[i] = float32((i*7919)%1000) / 100
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	capi.DrawCounts(logits, 1, 1, b.N)
 }
 
 // TestChunkFollowsTheStepCost: the prefill budget of a step that decodes

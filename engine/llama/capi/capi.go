@@ -16,7 +16,7 @@ package capi
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include -O2
-#cgo LDFLAGS: -ldl
+#cgo LDFLAGS: -ldl -lm
 #include <math.h>
 #include <string.h>
 #include "wrappers.h"
@@ -34,6 +34,66 @@ static llama_token vj_run(struct llama_sampler **list, int from, int n, llama_to
 	for (int k = from; k < n; k++) vjw_llama_sampler_apply(list[k], &arr);
 	if (arr.selected < 0 || arr.selected >= (int64_t)arr.size) return -1;
 	return arr.data[arr.selected].id;
+}
+
+// vj_draw is temperature then a seeded draw over the whole vocabulary, in
+// one pass per step instead of llama.cpp's temp and dist samplers over the
+// candidate array (which is first written, 12 bytes a token): the
+// sampling vLLM's defaults ask for (no top-k, top-p or min-p), which costs
+// a few hundred microseconds a draw on a vocabulary of 50,000 and more,
+// serial in the step. p is scratch of n floats. The draw is llama.cpp's:
+// softmax of logits/T, a uniform u in [0,1), the first token whose
+// cumulative probability passes u; the generator is splitmix64.
+static llama_token vj_draw(const float *logits, float *p, int32_t n, float inv_t, uint64_t *state) {
+	// Eight lanes in the max and in the walk's block sums: independent
+	// chains the compiler can vectorize and the CPU can overlap.
+	float m8[8];
+	for (int j = 0; j < 8; j++) m8[j] = logits[0];
+	int32_t t = 0;
+	for (; t + 8 <= n; t += 8) {
+		for (int j = 0; j < 8; j++) m8[j] = logits[t + j] > m8[j] ? logits[t + j] : m8[j];
+	}
+	float mx = m8[0];
+	for (int j = 1; j < 8; j++) mx = m8[j] > mx ? m8[j] : mx;
+	for (; t < n; t++) mx = logits[t] > mx ? logits[t] : mx;
+	for (t = 0; t < n; t++) p[t] = logits[t] * inv_t;
+	const float m = mx * inv_t;
+	double sum = 0;
+	if (vj_softmax) {
+		sum = vj_softmax(n, p, p, m);
+	} else {
+		for (int32_t t = 0; t < n; t++) { p[t] = expf(p[t] - m); sum += p[t]; }
+	}
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	const double target = (double)(z >> 11) * 0x1.0p-53 * sum;
+	double run = 0;
+	for (t = 0; t + 64 <= n; t += 64) {
+		float a[8] = {0};
+		for (int k = 0; k < 64; k += 8) {
+			for (int j = 0; j < 8; j++) a[j] += p[t + k + j];
+		}
+		const double bs = (double)(((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])));
+		if (run + bs > target) break;
+		run += bs;
+	}
+	for (; t < n; t++) {
+		run += p[t];
+		if (run > target) return t;
+	}
+	for (t = n - 1; t > 0; t--) {
+		if (p[t] > 0) return t; // rounding: the last token that can be drawn
+	}
+	return 0;
+}
+
+// vj_draw_ith is vj_draw over the logits of batch output i; -1 without them.
+static llama_token vj_draw_ith(struct llama_context *ctx, int32_t i, float *p, int32_t n, float inv_t, uint64_t *state) {
+	const float *logits = vjw_llama_get_logits_ith(ctx, i);
+	if (!logits) return -1;
+	return vj_draw(logits, p, n, inv_t, state);
 }
 
 // vj_sample draws a token from the logits of batch output i, as
@@ -738,6 +798,11 @@ type Sampler struct {
 	rep  *C.struct_llama_sampler // the repetition penalty, or nil
 	ban  *C.struct_llama_sampler // SamplerParams.Ban's until Unban, or nil
 	mode C.int                   // vj_sample's: 1 greedy alone, 2 grammar first
+	// draw: temperature and a seeded draw alone (no other sampler): vj_draw
+	// over the logits, with invT and the generator's state rng.
+	draw bool
+	invT C.float
+	rng  C.uint64_t
 }
 
 // SamplerParams are the per-request sampling settings, in vLLM's terms.
@@ -825,6 +890,10 @@ func NewSampler(m *Model, sp SamplerParams) (*Sampler, error) {
 		add(C.vjw_llama_sampler_init_greedy())
 		return s, nil
 	}
+	if len(s.list) == 0 && sp.TopK <= 0 && !(sp.TopP > 0 && sp.TopP < 1) && sp.MinP <= 0 {
+		s.draw, s.invT, s.rng = true, C.float(1/sp.Temperature), C.uint64_t(sp.Seed)
+		return s, nil
+	}
 	add(C.vjw_llama_sampler_init_temp(C.float(sp.Temperature)))
 	if sp.TopK > 0 {
 		add(C.vjw_llama_sampler_init_top_k(C.int32_t(sp.TopK)))
@@ -888,11 +957,33 @@ func (c *Candidates) Free() {
 // Sample draws a token from the logits of the last Decode's i-th batch
 // token and feeds it to every sampler (grammar and penalties advance).
 func (s *Sampler) Sample(c *Context, i int, cand *Candidates) Token {
+	if s.draw {
+		return Token(C.vj_draw_ith(c.p, C.int32_t(i), (*C.float)(unsafe.Pointer(cand.p)), C.int32_t(cand.n), s.invT, &s.rng))
+	}
 	if len(s.list) == 0 {
 		return -1
 	}
 	return Token(C.vj_sample(c.p, C.int32_t(i), &s.list[0], C.int(len(s.list)), cand.p, C.int32_t(cand.n), s.mode))
 }
+
+// DrawCounts runs the sampler of temperature t alone (vj_draw, the fused
+// path of Sample) draws times over logits from seed, and returns how often
+// each token was drawn; for tests (the counts must follow softmax(logits/t)).
+func DrawCounts(logits []float32, t float32, seed uint64, draws int) []int {
+	counts := make([]int, len(logits))
+	p := make([]float32, len(logits))
+	st := C.uint64_t(seed)
+	for range draws {
+		tok := C.vj_draw((*C.float)(unsafe.Pointer(&logits[0])), (*C.float)(unsafe.Pointer(&p[0])),
+			C.int32_t(len(logits)), C.float(1/t), &st)
+		counts[tok]++
+	}
+	return counts
+}
+
+// VectorSoftmax reports whether the draw uses ggml-cpu's vectorized
+// softmax (a directly linked libggml-cpu that exports it).
+func VectorSoftmax() bool { return C.vj_softmax != nil }
 
 // PenaltyParity applies llama.cpp's own penalty sampler and Vajra's (see
 // vj_pen), both fed toks, to copies of logits, and returns both results;

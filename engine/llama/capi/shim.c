@@ -14,6 +14,8 @@ static char *vj_err(const char *what, const char *detail) {
 	return s;
 }
 
+vj_softmax_fn vj_softmax;
+
 char *vj_load(const char *ggml_base, const char *ggml_cpu, const char *ggml, const char *llama) {
 	// RTLD_GLOBAL: the CPU backend variants that ggml loads later resolve
 	// ggml-base's symbols from the global scope.
@@ -22,7 +24,11 @@ char *vj_load(const char *ggml_base, const char *ggml_cpu, const char *ggml, con
 	// A build without GGML_BACKEND_DL links libggml against libggml-cpu.so.0
 	// (NEEDED): opened first by its path, it satisfies that dependency by
 	// its soname, so the directory needs no rpath or LD_LIBRARY_PATH.
-	if (ggml_cpu && !dlopen(ggml_cpu, RTLD_NOW | RTLD_GLOBAL)) return vj_err("dlopen", dlerror());
+	void *hcpu = NULL;
+	if (ggml_cpu && !(hcpu = dlopen(ggml_cpu, RTLD_NOW | RTLD_GLOBAL))) return vj_err("dlopen", dlerror());
+	// Optional: ggml-cpu's vectorized exp-and-sum (vj_draw's softmax); a
+	// build that does not export it gets vj_draw's scalar loop.
+	if (hcpu) vj_softmax = (vj_softmax_fn)dlsym(hcpu, "ggml_vec_soft_max_f32");
 	void *hggml = dlopen(ggml, RTLD_NOW | RTLD_GLOBAL);
 	if (!hggml) return vj_err("dlopen", dlerror());
 	void *hllama = dlopen(llama, RTLD_NOW | RTLD_GLOBAL);

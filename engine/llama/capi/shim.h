@@ -7,6 +7,12 @@
 #include <stdlib.h>
 #include "llama.h"
 
+// vj_softmax is ggml-cpu's ggml_vec_soft_max_f32 (y[i] = expf(x[i] - max),
+// vectorized for the build's CPU; returns the sum), resolved from a
+// directly linked libggml-cpu when it exports it, else NULL.
+typedef double (*vj_softmax_fn)(int n, float *y, const float *x, float max);
+extern vj_softmax_fn vj_softmax;
+
 // VJ_FUNCS lists the resolved functions: X(library, name).
 #define VJ_FUNCS(X) \
 	X(ggml, ggml_backend_load_all_from_path) \
