@@ -29,3 +29,15 @@ type ModelInfo struct {
 	// BuildInfo names the engine's build (llama.cpp's release).
 	BuildInfo string
 }
+
+// ProcHolder is an Engine whose own threads sit in long C calls (llama.cpp's
+// compute): a cgo call keeps its goroutine's P until sysmon takes it back,
+// one to two of sysmon's ticks later, and those back off to 10 ms while the
+// Go side of the process is quiet. HeldProcs is how many Ps such calls hold
+// at once; the server adds them to GOMAXPROCS (internal/spareproc), so
+// that a goroutine woken during a step (a session forwarding that step's
+// tokens, an event loop sending them) finds a free P instead of waiting for
+// sysmon. Optional; constant after the engine starts.
+type ProcHolder interface {
+	HeldProcs() int
+}

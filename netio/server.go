@@ -308,7 +308,11 @@ func (s *Server) Start() error {
 		s.ringLoops.Store(int32(loops)) // a loop's ring is set up with its first connection
 	}
 	if !s.opts.KeepGOMAXPROCS {
-		s.ctlDone = spareproc.Start(s.log, loops, s.stopped)
+		held := 0
+		if h, ok := s.opts.Engine.(engine.ProcHolder); ok {
+			held = h.HeldProcs()
+		}
+		s.ctlDone = spareproc.Start(s.log, loops, held, s.stopped)
 	}
 	// The sweep always runs: besides the timeouts and the stream
 	// keep-alives it ends WebSocket close handshakes (ws_conn.go).

@@ -88,6 +88,7 @@ type Engine struct {
 }
 
 var _ engine.Engine = (*Engine)(nil)
+var _ engine.ProcHolder = (*Engine)(nil)
 
 // New loads the llama.cpp libraries (once per process), the model and its
 // chat template, makes the KV cache and starts the scheduler goroutine.
@@ -360,6 +361,10 @@ func (e *Engine) Stats() engine.Stats {
 		Healthy:          !e.closed.Load(),
 	}
 }
+
+// HeldProcs is engine.ProcHolder's: the scheduler's thread holds a P
+// through every llama_decode.
+func (e *Engine) HeldProcs() int { return 1 }
 
 // ComputeCPU is the CPU time the scheduler's thread spent in llama.cpp so
 // far: llama_decode (the forward passes) and the samplers. With --threads

@@ -48,20 +48,38 @@ var controlling atomic.Bool
 // closed once that controller has ended and released GOMAXPROCS to the
 // next server, or nil when it changed nothing (GOMAXPROCS already high
 // enough, or another server's controller runs). Safe for concurrent use.
-func Start(log *zap.Logger, loops int, stop <-chan struct{}) (done <-chan struct{}) {
+//
+// held is the Ps an engine's threads hold in long C calls
+// (engine.ProcHolder): they are added to the reserve (loops + held + 1),
+// and with any the spare stays whatever the load. Such an engine's compute
+// threads are what saturates the CPU, not Go: taking the spare back then
+// leaves every P held (the loops in epoll_wait, the engine in C), and each
+// step's tokens wait for sysmon to be sent (at one stream on the 8x512
+// model, inter-token p99 12-14 ms against 6-7 ms with the spare kept;
+// bench/RESULTS.md).
+func Start(log *zap.Logger, loops, held int, stop <-chan struct{}) (done <-chan struct{}) {
 	if !controlling.CompareAndSwap(false, true) {
 		return nil
 	}
-	from, to := reserve(loops)
+	from, to := reserve(loops + held)
 	if to == from {
 		controlling.Store(false)
 		return nil
 	}
-	log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait; the spare is taken back while the CPU is saturated (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
-		zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
+	if held > 0 {
+		log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait and the engine's threads compute in C; the spare is kept under load, which the engine's compute makes (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
+			zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops), zap.Int("engine_held", held))
+	} else {
+		log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait; the spare is taken back while the CPU is saturated (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
+			zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
+	}
 	ch := make(chan struct{})
 	go func() {
-		control(log, from, to, stop)
+		if held > 0 {
+			<-stop
+		} else {
+			control(log, from, to, stop)
+		}
 		controlling.Store(false)
 		close(ch)
 	}()

@@ -58,21 +58,42 @@ func TestStartOnce(t *testing.T) {
 	old := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(old)
 	stop := make(chan struct{})
-	done := Start(zap.NewNop(), 1, stop)
+	done := Start(zap.NewNop(), 1, 0, stop)
 	if done == nil || runtime.GOMAXPROCS(0) != 2 {
 		t.Fatalf("Start(1) at GOMAXPROCS 1: done %v, GOMAXPROCS %d; want a channel and 2", done, runtime.GOMAXPROCS(0))
 	}
-	if d := Start(zap.NewNop(), 4, stop); d != nil || runtime.GOMAXPROCS(0) != 2 {
+	if d := Start(zap.NewNop(), 4, 0, stop); d != nil || runtime.GOMAXPROCS(0) != 2 {
 		t.Fatalf("a second Start while the first runs: done %v, GOMAXPROCS %d; want nil and 2", d, runtime.GOMAXPROCS(0))
 	}
 	close(stop)
 	<-done
 	runtime.GOMAXPROCS(1)
 	stop2 := make(chan struct{})
-	d := Start(zap.NewNop(), 1, stop2)
+	d := Start(zap.NewNop(), 1, 0, stop2)
 	close(stop2)
 	if d == nil {
 		t.Fatal("Start after the first controller ended changed nothing")
 	}
 	<-d
+}
+
+// TestStartHeld: an engine's Ps held in C calls are added to the reserve
+// (loops + held + 1), and no controller takes the spare back: GOMAXPROCS
+// stays there until stop.
+func TestStartHeld(t *testing.T) {
+	old := runtime.GOMAXPROCS(2)
+	defer runtime.GOMAXPROCS(old)
+	stop := make(chan struct{})
+	done := Start(zap.NewNop(), 2, 1, stop)
+	if done == nil || runtime.GOMAXPROCS(0) != 4 {
+		t.Fatalf("Start(2 loops, 1 held) at GOMAXPROCS 2: done %v, GOMAXPROCS %d; want a channel and 4", done, runtime.GOMAXPROCS(0))
+	}
+	if d := Start(zap.NewNop(), 1, 0, stop); d != nil {
+		t.Fatal("a second Start while the first holds GOMAXPROCS ran")
+	}
+	close(stop)
+	<-done
+	if runtime.GOMAXPROCS(0) != 4 {
+		t.Fatalf("GOMAXPROCS %d after stop, want 4 (left as raised)", runtime.GOMAXPROCS(0))
+	}
 }
