@@ -87,8 +87,6 @@ measure() {
 		/^throughput:/ { tps = $2 }
 		/^ttft / { ttft50 = $4; ttft99 = $6 }
 		/^gap / { gap50 = $4; gap99 = $6 }
-		/^window / { win = $2; sub(/s:$/, "", win) }
-		/server says/ { for (i = 1; i <= NF; i++) if ($i == "says") { st = $(i + 1) } }
 		END { printf "c=%s round=%s %-5s tokens/s=%.1f ttft_p50_ms=%s ttft_p99_ms=%s gap_p50_ms=%s gap_p99_ms=%s server_cpu_s=%.2f loadavg1=%s\n", c, r, tag, tps, ttft50, ttft99, gap50, gap99, cpu, load }' "$o.txt" | tee -a "$out/summary.txt"
 }
 for r in $(seq 1 "$ROUNDS"); do

@@ -23,11 +23,13 @@ func (n *nopStream) AppendChoiceEnd(dst []byte, _ *engine.ChoiceEnd) []byte { re
 func (n *nopStream) AppendEnd(dst []byte, _ *engine.Result) []byte          { return dst }
 func (n *nopStream) AppendError(dst []byte, _ *engine.Error) []byte         { return dst }
 
-// streamTokens runs one streamed chat request of n tokens.
-func streamTokens(tb testing.TB, e *Engine, n int) {
+// streamTokens runs one streamed chat request of n tokens at temperature
+// temp (0: greedy; above it, with no top-k, top-p or min-p, the fused draw).
+func streamTokens(tb testing.TB, e *Engine, n int, temp float64) {
 	ns := &nopStream{done: make(chan *engine.Result, 1)}
 	req := chatReq("Tell me about the sea.", n)
 	req.Sampling.IgnoreEOS, req.Stream, req.Formatter = true, true, ns
+	req.Sampling.Temperature = temp
 	if _, err := e.Start(req, ns); err != nil {
 		tb.Fatal(err)
 	}
@@ -37,13 +39,17 @@ func streamTokens(tb testing.TB, e *Engine, n int) {
 }
 
 // BenchmarkLlamaTokens: one streamed token through the scheduler, the
-// tiny model's decode, sampling, parsing and formatting.
+// tiny model's decode, sampling (greedy, and temperature 1: vLLM's
+// defaults, the fused draw), parsing and formatting.
 func BenchmarkLlamaTokens(b *testing.B) {
 	e := newTestEngine(b, Config{MaxModelLen: 2048}, tinymodel.Config{})
-	b.ReportAllocs()
-	b.ResetTimer()
-	for left := b.N; left > 0; left -= 1000 {
-		streamTokens(b, e, min(left, 1000))
+	for _, temp := range []float64{0, 1} {
+		b.Run(map[float64]string{0: "greedy", 1: "temperature"}[temp], func(b *testing.B) {
+			b.ReportAllocs()
+			for left := b.N; left > 0; left -= 1000 {
+				streamTokens(b, e, min(left, 1000), temp)
+			}
+		})
 	}
 }
 
@@ -57,20 +63,22 @@ func TestTokenPathAllocations(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	e := newTestEngine(t, Config{MaxModelLen: 1300}, tinymodel.Config{})
-	mallocs := func(n int) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		streamTokens(t, e, n)
-		runtime.ReadMemStats(&after)
-		return after.Mallocs - before.Mallocs
-	}
-	streamTokens(t, e, 1200) // warm the engine's buffers
-	short, long := mallocs(200), mallocs(1200)
-	if per := (float64(long) - float64(short)) / 1000; per > 0.02 {
-		t.Fatalf("%.4f allocations per token: %d for 1,200 tokens, %d for 200", per, long, short)
-	}
-	if testing.Verbose() {
-		t.Logf("%d allocations for 1,200 tokens, %d for 200", long, short)
+	for _, temp := range []float64{0, 1} { // greedy, and the fused draw
+		mallocs := func(n int) uint64 {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			streamTokens(t, e, n, temp)
+			runtime.ReadMemStats(&after)
+			return after.Mallocs - before.Mallocs
+		}
+		streamTokens(t, e, 1200, temp) // warm the engine's buffers
+		short, long := mallocs(200), mallocs(1200)
+		if per := (float64(long) - float64(short)) / 1000; per > 0.02 {
+			t.Fatalf("temperature %v: %.4f allocations per token: %d for 1,200 tokens, %d for 200", temp, per, long, short)
+		}
+		if testing.Verbose() {
+			t.Logf("temperature %v: %d allocations for 1,200 tokens, %d for 200", temp, long, short)
+		}
 	}
 }

@@ -170,10 +170,10 @@ func TestPenaltiesMatchLlamaCpp(t *testing.T) {
 // TestDrawFollowsSoftmax: the fused draw of temperature-only sampling
 // (vLLM's defaults: no top-k, top-p or min-p) draws each token with its
 // probability under softmax(logits/T), over a vocabulary the size of a
-// real model's, at two temperatures: every token's count is within 5
-// standard deviations of its expectation (a wrong temperature, an
-// off-by-one in the walk or a broken generator moves the counts by far
-// more).
+// real model's, at two temperatures: the count of each group of tokens
+// sharing a logit is within 5 standard deviations of its expectation (a
+// wrong temperature, an off-by-one in the walk or a broken generator
+// moves the counts by far more), and a seed draws the same tokens again.
 func TestDrawFollowsSoftmax(t *testing.T) {
 	newTestEngine(t, Config{}, tinymodel.Config{}) // loads the libraries
 	t.Logf("vectorized softmax: %v", capi.VectorSoftmax())

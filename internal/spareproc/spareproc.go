@@ -66,13 +66,12 @@ func Start(log *zap.Logger, loops, held int, stop <-chan struct{}) (done <-chan 
 		controlling.Store(false)
 		return nil
 	}
+	spare := "taken back while the CPU is saturated"
 	if held > 0 {
-		log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait and the engine's threads compute in C; the spare is kept under load, which the engine's compute makes (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
-			zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops), zap.Int("engine_held", held))
-	} else {
-		log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait; the spare is taken back while the CPU is saturated (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
-			zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops))
+		spare = "kept under load (the engine's compute makes it)"
 	}
+	log.Info("raised GOMAXPROCS so that a P stays free while every event loop waits in epoll_wait and the engine's threads are in C; the spare is "+spare+" (disable with KeepGOMAXPROCS / --keep-gomaxprocs)",
+		zap.Int("from", from), zap.Int("to", to), zap.Int("event_loops", loops), zap.Int("engine_held", held))
 	ch := make(chan struct{})
 	go func() {
 		if held > 0 {

@@ -36,11 +36,12 @@ static llama_token vj_run(struct llama_sampler **list, int from, int n, llama_to
 	return arr.data[arr.selected].id;
 }
 
-// vj_draw is temperature then a seeded draw over the whole vocabulary, in
-// one pass per step instead of llama.cpp's temp and dist samplers over the
+// vj_draw is temperature then a seeded draw over the whole vocabulary,
+// straight from the logits (max, scale, vectorized softmax, a walk in
+// blocks), instead of llama.cpp's temp and dist samplers over the
 // candidate array (which is first written, 12 bytes a token): the
-// sampling vLLM's defaults ask for (no top-k, top-p or min-p), which costs
-// a few hundred microseconds a draw on a vocabulary of 50,000 and more,
+// sampling vLLM's defaults ask for (no top-k, top-p or min-p), which cost
+// a few hundred microseconds a draw that way on a vocabulary of 50,000,
 // serial in the step. p is scratch of n floats. The draw is llama.cpp's:
 // softmax of logits/T, a uniform u in [0,1), the first token whose
 // cumulative probability passes u; the generator is splitmix64.
