@@ -109,10 +109,13 @@ func TokenizerDir(tb testing.TB) string {
 // Server is one `vllm serve` process group.
 type Server struct {
 	Addr string // HOST:PORT
+	bin  string
+	args []string
+	env  []string
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	log  bytes.Buffer
-	once sync.Once
+	once *sync.Once
 	done chan struct{}
 }
 
@@ -135,15 +138,9 @@ func Start(tb testing.TB, grpc bool, extra ...string) *Server {
 		args = append(args, "--grpc")
 	}
 	args = append(args, extra...)
-	cmd := exec.Command(filepath.Join(bin, "vllm"), args...)
-	cmd.Env = append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = (*logWriter)(s), (*logWriter)(s)
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() { cmd.Wait(); close(s.done) }()
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), bin: filepath.Join(bin, "vllm"), args: args,
+		env: append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1")}
+	s.start(tb)
 	tb.Cleanup(func() {
 		s.Kill()
 		if tb.Failed() {
@@ -151,6 +148,57 @@ func Start(tb testing.TB, grpc bool, extra ...string) *Server {
 		}
 	})
 	return s
+}
+
+func (s *Server) start(tb testing.TB) {
+	tb.Helper()
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = s.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = (*logWriter)(s), (*logWriter)(s)
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	s.mu.Lock()
+	s.cmd, s.done, s.once = cmd, done, new(sync.Once)
+	s.mu.Unlock()
+}
+
+// Restart starts the server again, on the same address, after Kill. It
+// does not wait for it to be up (see Wait).
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.Kill()
+	s.start(tb)
+}
+
+// EnginePID is the process id of the server's engine core (vLLM names
+// it VLLM::EngineCore), a process of the group of its own.
+func (s *Server) EnginePID() (int, error) {
+	pgid := s.process().Pid
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == pgid {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if bytes.Contains(cmdline, []byte("EngineCore")) {
+			return pid, nil
+		}
+	}
+	return 0, errors.New("no VLLM::EngineCore process in the server's group")
+}
+
+func (s *Server) process() *os.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process
 }
 
 type logWriter Server
@@ -169,7 +217,11 @@ func (s *Server) Log() string {
 }
 
 // Done is closed when the process has exited.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
 
 // Wait polls up until it holds, failing tb when the server exits first or
 // d passes (start-up takes minutes on two shared cores).
@@ -178,7 +230,7 @@ func (s *Server) Wait(tb testing.TB, d time.Duration, up func() bool) {
 	deadline := time.Now().Add(d)
 	for !up() {
 		select {
-		case <-s.done:
+		case <-s.Done():
 			tb.Fatalf("vllm serve exited:\n%s", tail(s.Log(), 4000))
 		default:
 		}
@@ -199,16 +251,19 @@ func tail(s string, n int) string {
 // Kill kills the process group (SIGKILL: vLLM's engine core and worker
 // are processes of their own) and waits. Idempotent.
 func (s *Server) Kill() {
-	s.once.Do(func() {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
+	s.mu.Lock()
+	once, pid, done := s.once, s.cmd.Process.Pid, s.done
+	s.mu.Unlock()
+	once.Do(func() {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		<-done
 	})
 }
 
 // CPU is the CPU time (user and system) of every live process in the
 // group so far.
 func (s *Server) CPU() time.Duration {
-	pgid := s.cmd.Process.Pid
+	pgid := s.process().Pid
 	ents, _ := os.ReadDir("/proc")
 	var ticks int64
 	for _, e := range ents {
