@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/vajra-go/vajra"
@@ -464,43 +465,11 @@ func TestRemoteWorkerKilledMidStream(t *testing.T) {
 	client := newClient(base)
 	goroutines := runtime.NumGoroutine()
 	const n = 3
-	started := make(chan struct{}, n)
-	ended := make(chan error, n)
-	for range n {
-		go func() {
-			stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-				Model: tinyName, Messages: userMsg(question), MaxTokens: openai.Int(900),
-			}, greedyEOS...)
-			first := true
-			for stream.Next() {
-				if first {
-					started <- struct{}{}
-					first = false
-				}
-			}
-			ended <- stream.Err()
-		}()
-	}
-	for range n {
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("streams did not start")
-		}
-	}
-	w.Kill()
-	killed := time.Now()
-	for range n {
-		select {
-		case err := <-ended:
-			if err == nil {
-				t.Fatal("a stream of the killed worker ended without an error event")
-			}
-		case <-time.After(2*time.Second - time.Since(killed)):
-			t.Fatal("a stream of the killed worker did not end within 2 s")
-		}
-	}
-	t.Logf("all streams ended %v after the kill", time.Since(killed))
+	killMidStream(t, n, 10*time.Second, w.Kill, func() *ssestream.Stream[openai.ChatCompletionChunk] {
+		return client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model: tinyName, Messages: userMsg(question), MaxTokens: openai.Int(900),
+		}, greedyEOS...)
+	})
 	w.Restart(t)
 	eventually(t, "Vajra healthy after the restart", func() bool { return srv.Engine().Stats().Healthy })
 	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
@@ -542,4 +511,46 @@ func TestRemoteRealtimeText(t *testing.T) {
 	if text == "" || done.Usage.OutputTokens == 0 || done.Usage.OutputTokens > 8 || done.Output[0].AsRealtimeConversationItemAssistantMessage().Content[0].Text != text {
 		t.Fatalf("response.done %s, streamed %q", evs[len(evs)-1].RawJSON(), text)
 	}
+}
+
+// killMidStream opens n streams, waits (up to startWithin) for each one's
+// first chunk, calls kill, and fails t unless every stream then ends
+// within 2 s with an error event.
+func killMidStream(t *testing.T, n int, startWithin time.Duration, kill func(), open func() *ssestream.Stream[openai.ChatCompletionChunk]) {
+	t.Helper()
+	started := make(chan struct{}, n)
+	ended := make(chan error, n)
+	for range n {
+		go func() {
+			stream := open()
+			first := true
+			for stream.Next() {
+				if first {
+					started <- struct{}{}
+					first = false
+				}
+			}
+			ended <- stream.Err()
+		}()
+	}
+	for range n {
+		select {
+		case <-started:
+		case <-time.After(startWithin):
+			t.Fatal("streams did not start")
+		}
+	}
+	kill()
+	killed := time.Now()
+	for range n {
+		select {
+		case err := <-ended:
+			if err == nil {
+				t.Fatal("a stream of the killed worker ended without an error event")
+			}
+		case <-time.After(2*time.Second - time.Since(killed)):
+			t.Fatal("a stream of the killed worker did not end within 2 s")
+		}
+	}
+	t.Logf("all streams ended %v after the kill", time.Since(killed))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -46,7 +47,7 @@ func TestVLLMWorker(t *testing.T) {
 	w.Wait(t, 15*time.Minute, func() bool { return c.Health(ctx) == nil })
 	srv, base := startRemote(t, nil, "vllm://"+w.Addr)
 	client := newClient(base)
-	running := func() int {
+	running := func(t *testing.T) int {
 		t.Helper()
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -55,6 +56,17 @@ func TestVLLMWorker(t *testing.T) {
 			t.Fatalf("vLLM's GetLoads: %v", err)
 		}
 		return l.Running
+	}
+	// drained waits (5 s at most) for vLLM's running count to be 0.
+	drained := func(t *testing.T, what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for running(t) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("vLLM still runs " + what)
+			}
+			time.Sleep(time.Millisecond) // polls the worker's own figure
+		}
 	}
 	greedy := func(maxTokens int64) openai.ChatCompletionNewParams {
 		return openai.ChatCompletionNewParams{
@@ -311,19 +323,13 @@ func TestVLLMWorker(t *testing.T) {
 		stream := client.Chat.Completions.NewStreaming(sctx, greedy(1900), greedyEOS...)
 		for i := 0; i < 5 && stream.Next(); i++ {
 		}
-		if n := running(); n != 1 {
+		if n := running(t); n != 1 {
 			t.Fatalf("vLLM runs %d requests while one streams", n)
 		}
 		cancel()
 		stream.Close()
 		left := time.Now()
-		deadline := left.Add(5 * time.Second)
-		for running() != 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("vLLM still runs the request 5 s after its client left")
-			}
-			time.Sleep(time.Millisecond) // polls the worker's own figure
-		}
+		drained(t, "the request 5 s after its client left")
 		t.Logf("vLLM's running count 0 after %v", time.Since(left))
 		eventually(t, "Vajra's in-flight count back to 0", func() bool { return srv.Engine().Stats().Running == 0 })
 	})
@@ -366,13 +372,7 @@ func TestVLLMWorker(t *testing.T) {
 			t.Fatalf("the stalled stream ended %v after the stop, with a 1 s inter-token timeout", took)
 		}
 		resume()
-		deadline := time.Now().Add(5 * time.Second)
-		for running() != 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("vLLM still runs the stalled request 5 s after its engine resumed")
-			}
-			time.Sleep(time.Millisecond) // polls the worker's own figure
-		}
+		drained(t, "the stalled request 5 s after its engine resumed")
 		t.Logf("stream ended %v after the stop", took)
 	})
 
@@ -380,42 +380,9 @@ func TestVLLMWorker(t *testing.T) {
 		// Every stream of a killed worker ends within 2 s with the
 		// dialect's error event; /health is 503 until the worker is back
 		// on its address, then Vajra serves again.
-		const n = 2
-		started := make(chan struct{}, n)
-		ended := make(chan error, n)
-		for range n {
-			go func() {
-				stream := client.Chat.Completions.NewStreaming(ctx, greedy(1900), greedyEOS...)
-				first := true
-				for stream.Next() {
-					if first {
-						started <- struct{}{}
-						first = false
-					}
-				}
-				ended <- stream.Err()
-			}()
-		}
-		for range n {
-			select {
-			case <-started:
-			case <-time.After(time.Minute):
-				t.Fatal("streams did not start")
-			}
-		}
-		w.Kill()
-		killed := time.Now()
-		for range n {
-			select {
-			case err := <-ended:
-				if err == nil {
-					t.Fatal("a stream of the killed worker ended without an error event")
-				}
-			case <-time.After(2*time.Second - time.Since(killed)):
-				t.Fatal("a stream of the killed worker did not end within 2 s")
-			}
-		}
-		t.Logf("all streams ended %v after the kill", time.Since(killed))
+		killMidStream(t, 2, time.Minute, w.Kill, func() *ssestream.Stream[openai.ChatCompletionChunk] {
+			return client.Chat.Completions.NewStreaming(ctx, greedy(1900), greedyEOS...)
+		})
 		addr := strings.TrimPrefix(base, "http://")
 		eventually(t, "/health 503 with the worker down", func() bool {
 			status, _, _ := get(t, addr, "GET", "/health", "")
