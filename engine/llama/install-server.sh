@@ -8,8 +8,13 @@
 # Usage: install-server.sh DIR VERSION  (the binary lands in DIR/bin/llama-server)
 set -euo pipefail
 dir=${1:-.llama/server} version=${2:-3.22.1}
+# GGML_NATIVE builds for this CPU, but without AMX: ggml's AMX kernels
+# (tinygemm_kernel_amx) segfault on Sapphire Rapids machines (seen in this
+# project's CI; upstream llama.cpp#20824, the XFD tile-permission bug of
+# llama.cpp PR #26954). On CPUs without AMX the flags change nothing.
+noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 stamp="$dir/.version"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$version" && -x "$dir/bin/llama-server" ]]; then
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$version noamx" && -x "$dir/bin/llama-server" ]]; then
 	echo "llama-server of node-llama-cpp@$version already in $dir"
 	exit 0
 fi
@@ -27,6 +32,7 @@ log="$tmp/build.log"
 if ! { cmake -S "$tmp/src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release \
 	-DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
 	-DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON \
+	-DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" \
 	-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON &&
 	cmake --build "$tmp/build" --target llama-server -j "$jobs"; } >"$log" 2>&1; then
 	tail -50 "$log" >&2
@@ -39,5 +45,5 @@ cp "$tmp"/build/bin/llama-server "$dir/bin/"
 cp "$tmp"/build/bin/*.so* "$dir/bin/" 2>/dev/null || true
 find "$tmp/build" -name '*.so*' -exec cp -P {} "$dir/bin/" \; 2>/dev/null || true
 (cd "$tmp/src" && git describe --tags --always 2>/dev/null || git rev-parse HEAD) > "$dir/.release"
-echo "$version" > "$stamp"
+echo "$version noamx" > "$stamp"
 echo "built llama-server ($(cat "$dir/.release")) of node-llama-cpp@$version into $dir/bin"

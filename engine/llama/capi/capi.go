@@ -331,13 +331,55 @@ func load(dir string) error {
 		return fmt.Errorf("llama.cpp in %s is release %q, but this Vajra was built against %q: install the matching libraries with `make llama`", abs, v, Release)
 	}
 	C.vj_log_quiet(C.GGML_LOG_LEVEL_ERROR)
-	cd := C.CString(abs)
-	defer C.free(unsafe.Pointer(cd))
-	C.vjw_ggml_backend_load_all_from_path(cd)
+	cpuBackend = cpuVariant(abs)
+	if variant := cpuBackend; variant != "" {
+		cv := C.CString(variant)
+		defer C.free(unsafe.Pointer(cv))
+		if C.vjw_ggml_backend_load(cv) == nil {
+			return fmt.Errorf("loading llama.cpp's CPU backend %s failed", variant)
+		}
+	} else {
+		cd := C.CString(abs)
+		defer C.free(unsafe.Pointer(cd))
+		C.vjw_ggml_backend_load_all_from_path(cd)
+	}
 	C.vjw_llama_backend_init()
 	loadDir = filepath.Clean(dir)
 	return nil
 }
+
+// cpuVariant picks, from the CPU backend variants of an npm build
+// (libggml-cpu-haswell.so, libggml-cpu-zen4.so, ...), the one that scores
+// highest on this machine, as ggml_backend_load_all_from_path would, except
+// that the Sapphire Rapids variant is passed over unless VAJRA_LLAMA_AMX=1:
+// its AMX kernels (tinygemm_kernel_amx) segfault on Sapphire Rapids machines
+// (seen in this project's CI; upstream llama.cpp#20824, and the per-thread
+// tile-permission bug of llama.cpp PR #26954), and the next variant down
+// (AVX-512 with VNNI and BF16) runs there. It returns "" when dir has no
+// variants (a native build, whose libggml links its one libggml-cpu).
+func cpuVariant(dir string) string {
+	m, _ := filepath.Glob(filepath.Join(dir, "libggml-cpu-*.so"))
+	best, bestScore := "", 0
+	for _, p := range m {
+		if strings.Contains(filepath.Base(p), "sapphirerapids") && os.Getenv("VAJRA_LLAMA_AMX") != "1" {
+			continue
+		}
+		cp := C.CString(p)
+		s := int(C.vj_backend_score(cp))
+		C.free(unsafe.Pointer(cp))
+		if s > bestScore {
+			best, bestScore = p, s
+		}
+	}
+	return best
+}
+
+// cpuBackend is the CPU variant load chose ("" for a native build).
+var cpuBackend string
+
+// CPUBackend is the file of the CPU backend variant loaded from an npm
+// build's directory, or "" when the libraries are a native build.
+func CPUBackend() string { return cpuBackend }
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)

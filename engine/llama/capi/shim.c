@@ -41,6 +41,15 @@ char *vj_load(const char *ggml_base, const char *ggml_cpu, const char *ggml, con
 	return NULL;
 }
 
+int vj_backend_score(const char *path) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) return -1;
+	int (*score)(void) = (int (*)(void))dlsym(h, "ggml_backend_score");
+	int s = score ? score() : -1;
+	dlclose(h);
+	return s;
+}
+
 static int vj_min_level = GGML_LOG_LEVEL_ERROR;
 
 static void vj_log(enum ggml_log_level level, const char *text, void *user) {

@@ -16,6 +16,7 @@ extern vj_softmax_fn vj_softmax;
 // VJ_FUNCS lists the resolved functions: X(library, name).
 #define VJ_FUNCS(X) \
 	X(ggml, ggml_backend_load_all_from_path) \
+	X(ggml, ggml_backend_load) \
 	X(ggml, ggml_backend_dev_count) \
 	X(ggml, ggml_backend_dev_get) \
 	X(ggml, ggml_backend_dev_name) \
@@ -98,6 +99,12 @@ VJ_FUNCS(VJ_DECL)
 // libggml, libllama, by their file names) and resolves every function. It
 // returns NULL on success, else a message the caller frees.
 char *vj_load(const char *ggml_base, const char *ggml_cpu, const char *ggml, const char *llama);
+
+// vj_backend_score is the score a dynamically loaded ggml backend file
+// gives this machine (its ggml_backend_score: 0 when the CPU lacks a feature
+// it was built for, higher for a better fit), or -1 when it cannot be opened
+// or has no score. The file is closed again.
+int vj_backend_score(const char *path);
 
 // vj_log_quiet routes llama.cpp's log through vj_log_level: messages below
 // it are dropped.

@@ -3,6 +3,7 @@
 #include "shim.h"
 
 static inline void vjw_ggml_backend_load_all_from_path(const char * dir_path) { vj_ggml_backend_load_all_from_path(dir_path); }
+static inline ggml_backend_reg_t vjw_ggml_backend_load(const char * path) { return vj_ggml_backend_load(path); }
 static inline size_t vjw_ggml_backend_dev_count(void) { return vj_ggml_backend_dev_count(); }
 static inline ggml_backend_dev_t vjw_ggml_backend_dev_get(size_t index) { return vj_ggml_backend_dev_get(index); }
 static inline const char * vjw_ggml_backend_dev_name(ggml_backend_dev_t device) { return vj_ggml_backend_dev_name(device); }
