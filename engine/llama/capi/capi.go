@@ -338,6 +338,13 @@ func load(dir string) error {
 		if C.vjw_ggml_backend_load(cv) == nil {
 			return fmt.Errorf("loading llama.cpp's CPU backend %s failed", variant)
 		}
+		// The GPU backends of a -cuda or -vulkan build (libggml-vulkan.so,
+		// ...), which load_all_from_path would have loaded too.
+		for _, p := range gpuBackends(abs) {
+			cp := C.CString(p)
+			C.vjw_ggml_backend_load(cp) // one that does not load leaves the CPU
+			C.free(unsafe.Pointer(cp))
+		}
 	} else {
 		cd := C.CString(abs)
 		defer C.free(unsafe.Pointer(cd))
@@ -372,6 +379,20 @@ func cpuVariant(dir string) string {
 		}
 	}
 	return best
+}
+
+// gpuBackends lists the backend files in dir other than ggml-base and the
+// CPU variants.
+func gpuBackends(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "libggml-*.so"))
+	var out []string
+	for _, p := range m {
+		b := filepath.Base(p)
+		if b != "libggml-base.so" && !strings.HasPrefix(b, "libggml-cpu") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // cpuBackend is the CPU variant load chose ("" for a native build).
