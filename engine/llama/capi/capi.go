@@ -331,12 +331,11 @@ func load(dir string) error {
 		return fmt.Errorf("llama.cpp in %s is release %q, but this Vajra was built against %q: install the matching libraries with `make llama`", abs, v, Release)
 	}
 	C.vj_log_quiet(C.GGML_LOG_LEVEL_ERROR)
-	cpuBackend = cpuVariant(abs)
-	if variant := cpuBackend; variant != "" {
-		cv := C.CString(variant)
+	if cpuBackend = cpuVariant(abs); cpuBackend != "" {
+		cv := C.CString(cpuBackend)
 		defer C.free(unsafe.Pointer(cv))
 		if C.vjw_ggml_backend_load(cv) == nil {
-			return fmt.Errorf("loading llama.cpp's CPU backend %s failed", variant)
+			return fmt.Errorf("loading llama.cpp's CPU backend %s failed", cpuBackend)
 		}
 		// The GPU backends of a -cuda or -vulkan build (libggml-vulkan.so,
 		// ...), which load_all_from_path would have loaded too.
