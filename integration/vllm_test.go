@@ -253,7 +253,6 @@ func TestVLLMWorker(t *testing.T) {
 	})
 
 	t.Run("JSONSchema", func(t *testing.T) {
-		t.Skip("known gap (issue 21): vLLM's xgrammar lets the random-weight model emit whitespace until max_tokens ('{\\n' then spaces, finish length); Vajra must send a whitespace-free constraint")
 		schema := map[string]any{
 			"type": "object", "additionalProperties": false, "required": []string{"answer"},
 			"properties": map[string]any{"answer": map[string]any{"type": "string", "enum": []string{"yes", "no"}}},
@@ -276,7 +275,6 @@ func TestVLLMWorker(t *testing.T) {
 	})
 
 	t.Run("ToolChoiceRequired", func(t *testing.T) {
-		t.Skip("known gap (issue 21): vLLM refuses the forced call's GBNF grammar and the answer is a 200 with finish_reason abort and no content; Vajra must send vLLM a JSON schema for the call (and map a refused constraint to a 400)")
 		params := greedy(64)
 		params.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: "get_weather",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/text/grammar"
 )
 
 // TestChatStream: a chat request goes to the worker as the ChatML prompt's
@@ -239,7 +240,7 @@ func TestForcedToolCall(t *testing.T) {
 	req.Tools = []engine.Tool{{Name: "get", Parameters: []byte(`{"type":"object","properties":{"a":{"type":"integer"}}}`)}}
 	req.ToolChoice = engine.ToolChoice{Mode: engine.ToolChoiceNamed, Name: "get"}
 	rec, _, c := start(t, e, f, req)
-	if c.g.Constraint.Kind != ConstraintGrammar || c.g.Constraint.Value == "" {
+	if c.g.Constraint.Kind != ConstraintGrammar || c.g.Constraint.Value == "" || c.g.Constraint.EBNF != grammar.EBNF(c.g.Constraint.Value) {
 		t.Fatalf("constraint %+v", c.g.Constraint)
 	}
 	c.tokens(0, ids(`{"a":`)...)
@@ -252,15 +253,24 @@ func TestForcedToolCall(t *testing.T) {
 	}
 }
 
-// TestResponseFormat: json_schema goes to the worker as such; a schema
-// that cannot be enforced is refused before the 200.
+// TestResponseFormat: json_schema goes to the worker as such, with its
+// grammar in xgrammar's dialect beside it, and so does json_object; a
+// schema that cannot be enforced is refused before the 200.
 func TestResponseFormat(t *testing.T) {
 	e, f := newFake(t, Config{}, false)
 	req := chat("hi", 10)
 	req.ResponseFormat = engine.ResponseFormat{Type: engine.FormatJSONSchema, Schema: []byte(`{"type":"object"}`)}
 	_, s, c := start(t, e, f, req)
-	if c.g.Constraint.Kind != ConstraintJSONSchema || c.g.Constraint.Value != `{"type":"object"}` {
+	want, _ := grammar.FromJSONSchema([]byte(`{"type":"object"}`))
+	if c.g.Constraint.Kind != ConstraintJSONSchema || c.g.Constraint.Value != `{"type":"object"}` || c.g.Constraint.EBNF != grammar.EBNF(want) {
 		t.Fatalf("constraint %+v", c.g.Constraint)
+	}
+	s.Abort()
+	obj := chat("hi", 10)
+	obj.ResponseFormat = engine.ResponseFormat{Type: engine.FormatJSONObject}
+	_, s, c = start(t, e, f, obj)
+	if c.g.Constraint.Kind != ConstraintJSONObject || c.g.Constraint.EBNF != grammar.EBNF(want) {
+		t.Fatalf("json_object constraint %+v", c.g.Constraint)
 	}
 	s.Abort()
 	bad := chat("hi", 10)

@@ -103,19 +103,20 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	}
 	switch req.ResponseFormat.Type {
 	case engine.FormatJSONObject:
-		p.constraint = Constraint{Kind: ConstraintJSONObject}
+		p.constraint = Constraint{Kind: ConstraintJSONObject, EBNF: jsonObjectEBNF}
 	case engine.FormatJSONSchema:
-		// The worker converts the schema itself; this checks it as
-		// llama.cpp's converter would, so that a schema it cannot enforce
-		// is a 400 here and not a failed stream after the 200.
-		if _, gerr := grammar.FromJSONSchema(req.ResponseFormat.Schema); gerr != nil {
+		// llama-server converts the schema itself, with the same converter
+		// as this, so that a schema it cannot enforce is a 400 here and not
+		// a failed stream after the 200; vLLM and SGLang get the grammar.
+		gbnf, gerr := grammar.FromJSONSchema(req.ResponseFormat.Schema)
+		if gerr != nil {
 			return invalid("response_format", "the JSON schema cannot be enforced: "+gerr.Error())
 		}
-		p.constraint = Constraint{Kind: ConstraintJSONSchema, Value: string(req.ResponseFormat.Schema)}
+		p.constraint = Constraint{Kind: ConstraintJSONSchema, Value: string(req.ResponseFormat.Schema), EBNF: grammar.EBNF(gbnf)}
 	}
 	if forced {
 		// A forced call's grammar wins over response_format.
-		p.constraint = Constraint{Kind: ConstraintGrammar, Value: g}
+		p.constraint = Constraint{Kind: ConstraintGrammar, Value: g, EBNF: grammar.EBNF(g)}
 		p.forced, p.forcedName = true, named
 	}
 	p.parse = text.Options{
@@ -135,6 +136,15 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	req.Prepared = p
 	return nil
 }
+
+// jsonObjectEBNF enforces response_format json_object: any JSON object.
+var jsonObjectEBNF = func() string {
+	g, err := grammar.FromJSONSchema([]byte(`{"type":"object"}`))
+	if err != nil {
+		panic(err)
+	}
+	return grammar.EBNF(g)
+}()
 
 func (e *Engine) unavailable() error {
 	if e.closed.Load() {

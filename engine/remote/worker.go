@@ -119,6 +119,15 @@ const (
 type Constraint struct {
 	Kind  ConstraintKind
 	Value string
+	// EBNF enforces the same constraint as a grammar in xgrammar's
+	// dialect, the default backend of vLLM and SGLang, which those clients
+	// send in place of Value: a JSON schema (or any JSON object) as
+	// llama.cpp's converter turns it into a grammar, with bounded
+	// whitespace. Their own JSON-schema grammars allow whitespace without
+	// limit, which a weak model fills until max_tokens; this way every
+	// worker's output takes the same shape. Set by Prepare for every kind
+	// but Regex.
+	EBNF string
 }
 
 // Receiver takes a call's output on the client's receive goroutine. Its

@@ -172,16 +172,20 @@ func Sampling(g *remote.Generate) *sglangpb.SamplingParams {
 			sp.LogitBias[strconv.Itoa(b.TokenID)] = float32(b.Bias)
 		}
 	}
-	switch g.Constraint.Kind {
-	case remote.ConstraintJSONObject:
+	// The grammar in xgrammar's dialect when there is one (remote.Constraint
+	// says why), else the constraint as it came.
+	switch c := &g.Constraint; {
+	case c.EBNF != "":
+		sp.Constraint = &sglangpb.SamplingParams_EbnfGrammar{EbnfGrammar: c.EBNF}
+	case c.Kind == remote.ConstraintJSONObject:
 		// SGLang's constraint has no json_object: any object's schema.
 		sp.Constraint = &sglangpb.SamplingParams_JsonSchema{JsonSchema: `{"type":"object"}`}
-	case remote.ConstraintJSONSchema:
-		sp.Constraint = &sglangpb.SamplingParams_JsonSchema{JsonSchema: g.Constraint.Value}
-	case remote.ConstraintGrammar:
-		sp.Constraint = &sglangpb.SamplingParams_EbnfGrammar{EbnfGrammar: g.Constraint.Value}
-	case remote.ConstraintRegex:
-		sp.Constraint = &sglangpb.SamplingParams_Regex{Regex: g.Constraint.Value}
+	case c.Kind == remote.ConstraintJSONSchema:
+		sp.Constraint = &sglangpb.SamplingParams_JsonSchema{JsonSchema: c.Value}
+	case c.Kind == remote.ConstraintGrammar:
+		sp.Constraint = &sglangpb.SamplingParams_EbnfGrammar{EbnfGrammar: c.Value}
+	case c.Kind == remote.ConstraintRegex:
+		sp.Constraint = &sglangpb.SamplingParams_Regex{Regex: c.Value}
 	}
 	return sp
 }

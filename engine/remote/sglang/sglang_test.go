@@ -130,6 +130,11 @@ func TestConstraints(t *testing.T) {
 	if p := Sampling(g); p.GetJsonSchema() != "{}" {
 		t.Errorf("schema: %v", p.Constraint)
 	}
+	// Prepare's grammar in xgrammar's dialect goes in place of the schema.
+	g.Constraint.EBNF = `root ::= "{}"`
+	if p := Sampling(g); p.GetEbnfGrammar() != `root ::= "{}"` {
+		t.Errorf("schema with its grammar: %v", p.Constraint)
+	}
 }
 
 func TestAbortReachesWorker(t *testing.T) {

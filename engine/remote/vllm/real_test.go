@@ -156,6 +156,18 @@ func TestRealVLLM(t *testing.T) {
 			}
 		}
 	})
+	t.Run("RefusedGrammar", func(t *testing.T) {
+		// A grammar vLLM cannot compile (a rule it does not define; the ones
+		// Vajra sends are compiled by xgrammar in TestEBNFXGrammar) is the
+		// worker's 400, not an empty answer.
+		g := &remote.Generate{ID: "real-bad-grammar", Prompt: prompt, MaxTokens: 8, Sampling: &engine.Sampling{},
+			Constraint: remote.Constraint{Kind: remote.ConstraintGrammar, Value: `root ::= "x" undefined-rule`}}
+		rx, end := runReal(t, c, g)
+		var we *remote.WorkerError
+		if !errors.As(end.Err, &we) || we.Status != 400 || we.Retryable || len(rx.IDs[0]) != 0 {
+			t.Errorf("refused grammar: tokens %v, end %+v (err %v)", rx.IDs[0], end, end.Err)
+		}
+	})
 	t.Run("Abort", func(t *testing.T) {
 		rx := testworker.NewRecorder()
 		g := &remote.Generate{ID: "real-abort", Prompt: prompt, MaxTokens: 2000, Sampling: &engine.Sampling{IgnoreEOS: true, Temperature: 1}}

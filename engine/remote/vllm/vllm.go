@@ -171,15 +171,19 @@ func Sampling(g *remote.Generate) *vllmpb.SamplingParams {
 			sp.LogitBias[int32(b.TokenID)] = float32(b.Bias)
 		}
 	}
-	switch g.Constraint.Kind {
-	case remote.ConstraintJSONObject:
+	// The grammar in xgrammar's dialect when there is one (remote.Constraint
+	// says why), else the constraint as it came.
+	switch c := &g.Constraint; {
+	case c.EBNF != "":
+		sp.Constraint = &vllmpb.SamplingParams_Grammar{Grammar: c.EBNF}
+	case c.Kind == remote.ConstraintJSONObject:
 		sp.Constraint = &vllmpb.SamplingParams_JsonObject{JsonObject: true}
-	case remote.ConstraintJSONSchema:
-		sp.Constraint = &vllmpb.SamplingParams_JsonSchema{JsonSchema: g.Constraint.Value}
-	case remote.ConstraintGrammar:
-		sp.Constraint = &vllmpb.SamplingParams_Grammar{Grammar: g.Constraint.Value}
-	case remote.ConstraintRegex:
-		sp.Constraint = &vllmpb.SamplingParams_Regex{Regex: g.Constraint.Value}
+	case c.Kind == remote.ConstraintJSONSchema:
+		sp.Constraint = &vllmpb.SamplingParams_JsonSchema{JsonSchema: c.Value}
+	case c.Kind == remote.ConstraintGrammar:
+		sp.Constraint = &vllmpb.SamplingParams_Grammar{Grammar: c.Value}
+	case c.Kind == remote.ConstraintRegex:
+		sp.Constraint = &vllmpb.SamplingParams_Regex{Regex: c.Value}
 	}
 	return sp
 }

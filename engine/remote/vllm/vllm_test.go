@@ -197,6 +197,9 @@ func TestConstraints(t *testing.T) {
 		{remote.Constraint{Kind: remote.ConstraintJSONSchema, Value: "{}"}, func(p *vllmpb.SamplingParams) bool { return p.GetJsonSchema() == "{}" }},
 		{remote.Constraint{Kind: remote.ConstraintRegex, Value: "a+"}, func(p *vllmpb.SamplingParams) bool { return p.GetRegex() == "a+" }},
 		{remote.Constraint{Kind: remote.ConstraintGrammar, Value: `root ::= "x"`}, func(p *vllmpb.SamplingParams) bool { return p.GetGrammar() == `root ::= "x"` }},
+		// Prepare's grammar in xgrammar's dialect goes in place of the rest.
+		{remote.Constraint{Kind: remote.ConstraintJSONSchema, Value: "{}", EBNF: `root ::= "{}"`}, func(p *vllmpb.SamplingParams) bool { return p.GetGrammar() == `root ::= "{}"` }},
+		{remote.Constraint{Kind: remote.ConstraintJSONObject, EBNF: `root ::= "{}"`}, func(p *vllmpb.SamplingParams) bool { return p.GetGrammar() == `root ::= "{}"` }},
 	}
 	for _, tc := range cases {
 		g := gen("c", 1, 1)

@@ -7,6 +7,8 @@ import (
 
 // FuzzFromJSONSchema: any request body's schema either converts or fails
 // with an error; it never panics, and a grammar always has a root rule.
+// Its EBNF for vLLM and SGLang keeps the root rule, has no empty
+// alternative left, and is a fixed point of EBNF.
 func FuzzFromJSONSchema(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]}`,
@@ -27,6 +29,13 @@ func FuzzFromJSONSchema(f *testing.F) {
 		}
 		if !strings.Contains(g, Root+" ::=") {
 			t.Fatalf("grammar without a root rule for %q:\n%s", schema, g)
+		}
+		e := EBNF(g)
+		if !strings.Contains(e, Root+" ::=") || strings.Contains(e, "::= |") || strings.Contains(e, "| |") {
+			t.Fatalf("EBNF of %q:\n%s", schema, e)
+		}
+		if again := EBNF(e); again != e {
+			t.Fatalf("EBNF is not a fixed point for %q:\n%s\n---\n%s", schema, e, again)
 		}
 	})
 }
