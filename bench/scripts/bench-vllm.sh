@@ -12,10 +12,18 @@
 # every process of the server: vLLM's process group (API server, engine
 # core) from /proc, plus Vajra's process for B.
 #
+# With PIN=1 (the default on a machine of two or more CPUs) the engine
+# side (vLLM's VLLM::EngineCore and VLLM::Worker processes, whose loop
+# polls a whole CPU) is pinned to the last CPU and everything else (vLLM's
+# API server or gRPC servicer process, Vajra, the load generator) to the
+# others, and CPU is counted per side: the front door's CPU per token
+# (A: vLLM's API server process; B: its gRPC servicer process plus
+# Vajra) is what the two front doors cost, apart from the engine.
+#
 # Needs `make vllm tokenizers build`. Everything is on loopback; every run
 # is bounded (-duration, -max-time). Environment overrides:
 #   CONCURRENCY ("1 8") ROUNDS (2) WARMUP (3s) DURATION (10s)
-#   MAX_TOKENS (64) PROMPT_TOKENS (32)
+#   MAX_TOKENS (64) PROMPT_TOKENS (32) PIN (1)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -25,6 +33,10 @@ WARMUP=${WARMUP:-3s}
 DURATION=${DURATION:-10s}
 MAX_TOKENS=${MAX_TOKENS:-64}
 PROMPT_TOKENS=${PROMPT_TOKENS:-32}
+ncpu=$(nproc)
+PIN=${PIN:-$((ncpu >= 2))}
+last=$((ncpu - 1))
+front="0-$((last - 1))"
 bin=.vllm/bin
 model=.vllm/models/tiny-llama3
 [[ -x $bin/vllm ]] || { echo "vLLM is not installed: make vllm" >&2; exit 1; }
@@ -36,14 +48,15 @@ mkdir -p "$out"
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # cpu PGID [PID]: CPU seconds (utime+stime, children reaped included) of
-# every process in the group, plus PID's.
+# the front (every process in the group but vLLM's engine processes, plus
+# PID) and of the engine (the group's VLLM::* processes), as "FRONT ENGINE".
 cpu() {
 	local g=$1 p=${2:-}
 	python3 - "$g" "$p" <<'PY'
 import os, sys
 g, p = int(sys.argv[1]), sys.argv[2]
 tck = os.sysconf("SC_CLK_TCK")
-tot = 0
+front = engine = 0
 for d in os.listdir("/proc"):
     if not d.isdigit():
         continue
@@ -51,12 +64,29 @@ for d in os.listdir("/proc"):
         s = open(f"/proc/{d}/stat").read()
     except OSError:
         continue
+    comm = s[s.index("(") + 1:s.rindex(")")]
     f = s[s.rindex(")") + 2:].split()
     pid, pgrp = int(d), int(f[2])
-    if pgrp == g or (p and pid == int(p)):
-        tot += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
-print(tot / tck)
+    t = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+    if pgrp == g and comm.startswith("VLLM::"):
+        engine += t
+    elif pgrp == g or (p and pid == int(p)):
+        front += t
+print(front / tck, engine / tck)
 PY
+}
+# pin PGID [PID]: the group's VLLM::* processes (every thread) onto the
+# last CPU, the rest of the group and PID onto the others.
+pin() {
+	local g=$1 p=${2:-} pid comm
+	for pid in $(ps -o pid= -g "$g") $p; do
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+		if [[ $comm == VLLM::* ]]; then
+			taskset -a -p -c "$last" "$pid" >/dev/null
+		else
+			taskset -a -p -c "$front" "$pid" >/dev/null
+		fi
+	done
 }
 waitup() { # URL
 	for _ in $(seq 1 600); do
@@ -68,6 +98,8 @@ waitup() { # URL
 }
 export VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
 vargs=(--served-model-name tiny --max-model-len 2048 --dtype float32 --enforce-eager --max-num-seqs 16)
+client=(env)
+((PIN)) && client=(taskset -c "$front" env)
 vpid='' jpid=''
 cleanup() {
 	[[ -n $vpid ]] && kill -9 -- -"$vpid" 2>/dev/null || true
@@ -79,15 +111,15 @@ trap cleanup EXIT
 measure() {
 	local tag=$1 u=$2 c=$3 o="$out/$1-c$3-r$r"
 	local c0 c1 toks
-	c0=$(cpu "$vpid" "$jpid")
-	GOMAXPROCS=1 bin/vajra bench -url "$u" -model tiny -c "$c" -warmup "$WARMUP" -duration "$DURATION" -ramp 1s -no-drain \
+	read -r f0 e0 < <(cpu "$vpid" "$jpid")
+	"${client[@]}" GOMAXPROCS=1 bin/vajra bench -url "$u" -model tiny -c "$c" -warmup "$WARMUP" -duration "$DURATION" -ramp 1s -no-drain \
 		-max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" -max-time 3m -quiet -out "$o.json" >"$o.txt" || true
-	c1=$(cpu "$vpid" "$jpid")
-	awk -v tag="$tag" -v c="$c" -v r="$r" -v cpu="$(python3 -c "print($c1-$c0)")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
+	read -r f1 e1 < <(cpu "$vpid" "$jpid")
+	awk -v tag="$tag" -v c="$c" -v r="$r" -v fcpu="$(python3 -c "print($f1-$f0)")" -v ecpu="$(python3 -c "print($e1-$e0)")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
 		/^throughput:/ { tps = $2 }
 		/^ttft / { ttft50 = $4; ttft99 = $6 }
 		/^gap / { gap50 = $4; gap99 = $6 }
-		END { printf "c=%s round=%s %-5s tokens/s=%.1f ttft_p50_ms=%s ttft_p99_ms=%s gap_p50_ms=%s gap_p99_ms=%s server_cpu_s=%.2f loadavg1=%s\n", c, r, tag, tps, ttft50, ttft99, gap50, gap99, cpu, load }' "$o.txt" | tee -a "$out/summary.txt"
+		END { printf "c=%s round=%s %-5s tokens/s=%.1f ttft_p50_ms=%s ttft_p99_ms=%s gap_p50_ms=%s gap_p99_ms=%s front_cpu_s=%.2f engine_cpu_s=%.2f loadavg1=%s\n", c, r, tag, tps, ttft50, ttft99, gap50, gap99, fcpu, ecpu, load }' "$o.txt" | tee -a "$out/summary.txt"
 }
 for r in $(seq 1 "$ROUNDS"); do
 	for side in A B; do
@@ -106,8 +138,9 @@ for r in $(seq 1 "$ROUNDS"); do
 			waitup "http://127.0.0.1:$q/health"
 			url="http://127.0.0.1:$q"
 		fi
+		((PIN)) && pin "$vpid" "$jpid"
 		# Warm: the first requests compile and fill caches.
-		GOMAXPROCS=1 bin/vajra bench -url "$url" -model tiny -c 4 -warmup 0s -duration 3s -max-tokens 16 -quiet -max-time 1m >/dev/null 2>&1 || true
+		"${client[@]}" GOMAXPROCS=1 bin/vajra bench -url "$url" -model tiny -c 4 -warmup 0s -duration 3s -max-tokens 16 -quiet -max-time 1m >/dev/null 2>&1 || true
 		for c in $CONCURRENCY; do
 			measure "$side" "$url" "$c"
 		done
@@ -131,7 +164,10 @@ for (c, r), s in sorted(rows.items()):
     if "A" not in s or "B" not in s:
         continue
     a, b = s["A"], s["B"]
+    tok = lambda x: float(x["tokens/s"]) * span
+    fa, fb = 1e6 * float(a["front_cpu_s"]) / tok(a), 1e6 * float(b["front_cpu_s"]) / tok(b)
+    ea, eb = 1e6 * float(a["engine_cpu_s"]) / tok(a), 1e6 * float(b["engine_cpu_s"]) / tok(b)
     print(f"c={c} round={r}: tokens/s {float(b['tokens/s'])/float(a['tokens/s']):.2f}x ({b['tokens/s']} vs {a['tokens/s']}); "
           f"TTFT p50 {a['ttft_p50_ms']} -> {b['ttft_p50_ms']} ms; gap p99 {a['gap_p99_ms']} -> {b['gap_p99_ms']} ms; "
-          f"server CPU/token {1e6*float(a['server_cpu_s'])/(float(a['tokens/s'])*span):.0f} -> {1e6*float(b['server_cpu_s'])/(float(b['tokens/s'])*span):.0f} us")
+          f"front CPU/token {fa:.0f} -> {fb:.0f} us ({fb/fa:.2f}x); engine CPU/token {ea:.0f} -> {eb:.0f} us")
 PY
