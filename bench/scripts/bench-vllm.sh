@@ -12,13 +12,16 @@
 # every process of the server: vLLM's process group (API server, engine
 # core) from /proc, plus Vajra's process for B.
 #
-# With PIN=1 (the default on a machine of two or more CPUs) the engine
-# side (vLLM's VLLM::EngineCore and VLLM::Worker processes, whose loop
-# polls a whole CPU) is pinned to the last CPU and everything else (vLLM's
-# API server or gRPC servicer process, Vajra, the load generator) to the
-# others, and CPU is counted per side: the front door's CPU per token
-# (A: vLLM's API server process; B: its gRPC servicer process plus
-# Vajra) is what the two front doors cost, apart from the engine.
+# With PIN=1 (the default on a machine of two or more CPUs) vLLM's model
+# process (VLLM::Worker, which polls its shared-memory queue and takes a
+# whole CPU) is pinned to the last CPU and everything else (its
+# VLLM::EngineCore scheduler, its API server or gRPC servicer process,
+# Vajra, the load generator) to the others. (The scheduler and the model
+# process on one CPU wait on each other's spin: 126 ms between tokens.)
+# Its OpenMP threads are bound there by vLLM's own VLLM_CPU_OMP_THREADS_BIND.
+# CPU is counted per side: the engine (the VLLM::* processes) and the
+# front door, whose CPU per token (A: vLLM's API server process; B: its
+# gRPC servicer process plus Vajra) is what the two front doors cost.
 #
 # Needs `make vllm tokenizers build`. Everything is on loopback; every run
 # is bounded (-duration, -max-time). Environment overrides:
@@ -49,14 +52,15 @@ mkdir -p "$out"
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # cpu PGID [PID]: CPU seconds (utime+stime, children reaped included) of
 # the front (every process in the group but vLLM's engine processes, plus
-# PID) and of the engine (the group's VLLM::* processes), as "FRONT ENGINE".
+# PID) and of the engine (the group's VLLM::* processes), and PID's alone:
+# "FRONT ENGINE PIDCPU".
 cpu() {
 	local g=$1 p=${2:-}
 	python3 - "$g" "$p" <<'PY'
 import os, sys
 g, p = int(sys.argv[1]), sys.argv[2]
 tck = os.sysconf("SC_CLK_TCK")
-front = engine = 0
+front = engine = own = 0
 for d in os.listdir("/proc"):
     if not d.isdigit():
         continue
@@ -72,16 +76,18 @@ for d in os.listdir("/proc"):
         engine += t
     elif pgrp == g or (p and pid == int(p)):
         front += t
-print(front / tck, engine / tck)
+    if p and pid == int(p):
+        own += t
+print(front / tck, engine / tck, own / tck)
 PY
 }
-# pin PGID [PID]: the group's VLLM::* processes (every thread) onto the
-# last CPU, the rest of the group and PID onto the others.
+# pin PGID [PID]: the group's VLLM::Worker processes (every thread) onto
+# the last CPU, the rest of the group and PID onto the others.
 pin() {
 	local g=$1 p=${2:-} pid comm
 	for pid in $(ps -o pid= -g "$g") $p; do
 		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
-		if [[ $comm == VLLM::* ]]; then
+		if [[ $comm == VLLM::Worker* ]]; then
 			taskset -a -p -c "$last" "$pid" >/dev/null
 		else
 			taskset -a -p -c "$front" "$pid" >/dev/null
@@ -99,7 +105,12 @@ waitup() { # URL
 export VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
 vargs=(--served-model-name tiny --max-model-len 2048 --dtype float32 --enforce-eager --max-num-seqs 16)
 client=(env)
-((PIN)) && client=(taskset -c "$front" env)
+if ((PIN)); then
+	client=(taskset -c "$front" env)
+	# The model process's OpenMP threads: one, bound to the last CPU (two
+	# threads spinning at a barrier on one CPU wait out each other's slices).
+	export VLLM_CPU_OMP_THREADS_BIND=$last
+fi
 vpid='' jpid=''
 cleanup() {
 	[[ -n $vpid ]] && kill -9 -- -"$vpid" 2>/dev/null || true
@@ -111,15 +122,15 @@ trap cleanup EXIT
 measure() {
 	local tag=$1 u=$2 c=$3 o="$out/$1-c$3-r$r"
 	local c0 c1 toks
-	read -r f0 e0 < <(cpu "$vpid" "$jpid")
+	read -r f0 e0 j0 < <(cpu "$vpid" "$jpid")
 	"${client[@]}" GOMAXPROCS=1 bin/vajra bench -url "$u" -model tiny -c "$c" -warmup "$WARMUP" -duration "$DURATION" -ramp 1s -no-drain \
 		-max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" -max-time 3m -quiet -out "$o.json" >"$o.txt" || true
-	read -r f1 e1 < <(cpu "$vpid" "$jpid")
-	awk -v tag="$tag" -v c="$c" -v r="$r" -v fcpu="$(python3 -c "print($f1-$f0)")" -v ecpu="$(python3 -c "print($e1-$e0)")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
+	read -r f1 e1 j1 < <(cpu "$vpid" "$jpid")
+	awk -v tag="$tag" -v c="$c" -v r="$r" -v fcpu="$(python3 -c "print($f1-$f0)")" -v ecpu="$(python3 -c "print($e1-$e0)")" -v jcpu="$(python3 -c "print($j1-$j0)")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
 		/^throughput:/ { tps = $2 }
 		/^ttft / { ttft50 = $4; ttft99 = $6 }
 		/^gap / { gap50 = $4; gap99 = $6 }
-		END { printf "c=%s round=%s %-5s tokens/s=%.1f ttft_p50_ms=%s ttft_p99_ms=%s gap_p50_ms=%s gap_p99_ms=%s front_cpu_s=%.2f engine_cpu_s=%.2f loadavg1=%s\n", c, r, tag, tps, ttft50, ttft99, gap50, gap99, fcpu, ecpu, load }' "$o.txt" | tee -a "$out/summary.txt"
+		END { printf "c=%s round=%s %-5s tokens/s=%.1f ttft_p50_ms=%s ttft_p99_ms=%s gap_p50_ms=%s gap_p99_ms=%s front_cpu_s=%.2f engine_cpu_s=%.2f vajra_cpu_s=%.2f loadavg1=%s\n", c, r, tag, tps, ttft50, ttft99, gap50, gap99, fcpu, ecpu, jcpu, load }' "$o.txt" | tee -a "$out/summary.txt"
 }
 for r in $(seq 1 "$ROUNDS"); do
 	for side in A B; do
@@ -166,8 +177,9 @@ for (c, r), s in sorted(rows.items()):
     a, b = s["A"], s["B"]
     tok = lambda x: float(x["tokens/s"]) * span
     fa, fb = 1e6 * float(a["front_cpu_s"]) / tok(a), 1e6 * float(b["front_cpu_s"]) / tok(b)
+    jb = 1e6 * float(b["vajra_cpu_s"]) / tok(b)
     ea, eb = 1e6 * float(a["engine_cpu_s"]) / tok(a), 1e6 * float(b["engine_cpu_s"]) / tok(b)
     print(f"c={c} round={r}: tokens/s {float(b['tokens/s'])/float(a['tokens/s']):.2f}x ({b['tokens/s']} vs {a['tokens/s']}); "
           f"TTFT p50 {a['ttft_p50_ms']} -> {b['ttft_p50_ms']} ms; gap p99 {a['gap_p99_ms']} -> {b['gap_p99_ms']} ms; "
-          f"front CPU/token {fa:.0f} -> {fb:.0f} us ({fb/fa:.2f}x); engine CPU/token {ea:.0f} -> {eb:.0f} us")
+          f"front CPU/token {fa:.0f} -> {fb:.0f} us ({fb/fa:.2f}x; Vajra {jb:.0f}, vLLM's servicer {fb-jb:.0f}); engine CPU/token {ea:.0f} -> {eb:.0f} us")
 PY
