@@ -33,7 +33,7 @@ func TestEBNF(t *testing.T) {
 
 // TestEBNFXGrammar compiles every grammar the converter's tests hold
 // (llama.cpp's own cases and the golden schemas), and the forced
-// tool-call grammars, in the xgrammar that vLLM's venv (`make vllm`)
+// tool-call and json_object grammars, in the xgrammar that vLLM's venv (`make vllm`)
 // carries, and checks that a few accept what they must and refuse what
 // they must not. Skips without the venv, fails with VAJRA_REQUIRE_VLLM.
 func TestEBNFXGrammar(t *testing.T) {
@@ -73,13 +73,19 @@ func TestEBNFXGrammar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	object, err := FromJSONSchema([]byte(`{"type":"object"}`)) // response_format json_object
+	if err != nil {
+		t.Fatal(err)
+	}
 	type check struct {
 		Grammar int    `json:"grammar"`
 		Text    string `json:"text"`
 		Accept  bool   `json:"accept"`
 	}
-	grammars = append(grammars, required, answer)
+	grammars = append(grammars, object, required, answer)
 	checks := []check{
+		{len(grammars) - 3, `{"a": [1, "x", {"b": null}], "c": true}`, true},
+		{len(grammars) - 3, `[1]`, false},
 		{len(grammars) - 2, `[{"name": "get_weather", "parameters": {"city": "Paris"}}]`, true},
 		{len(grammars) - 2, `[{"name":"get_weather","parameters":{"city":"Oslo"}}, {"name":"get_weather","parameters":{"city":"Paris"}}]`, true},
 		{len(grammars) - 2, `[{"name": "get_time", "parameters": {"city": "Paris"}}]`, false},
