@@ -33,9 +33,10 @@ func TestEBNF(t *testing.T) {
 
 // TestEBNFXGrammar compiles every grammar the converter's tests hold
 // (llama.cpp's own cases and the golden schemas), and the forced
-// tool-call and json_object grammars, in the xgrammar that vLLM's venv (`make vllm`)
-// carries, and checks that a few accept what they must and refuse what
-// they must not. Skips without the venv, fails with VAJRA_REQUIRE_VLLM.
+// tool-call and json_object grammars, in the xgrammar that vLLM's venv
+// (`make vllm`) carries, and checks that a few accept what they must and
+// refuse what they must not. Skips without the venv, fails with
+// VAJRA_REQUIRE_VLLM.
 func TestEBNFXGrammar(t *testing.T) {
 	bin := vllmserver.Need(t)
 	var grammars []string
