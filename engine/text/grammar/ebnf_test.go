@@ -40,15 +40,7 @@ func TestEBNF(t *testing.T) {
 func TestEBNFXGrammar(t *testing.T) {
 	bin := vllmserver.Need(t)
 	var grammars []string
-	data, err := os.ReadFile("testdata/llama_cpp_cases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []llamaCase
-	if err := json.Unmarshal(data, &cases); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cases {
+	for _, c := range llamaCases(t) {
 		if c.Status == "SUCCESS" {
 			grammars = append(grammars, normalize(c.Grammar))
 		}

@@ -23,6 +23,23 @@ type llamaCase struct {
 	Grammar string `json:"grammar"`
 }
 
+// llamaCases reads testdata/llama_cpp_cases.json.
+func llamaCases(t *testing.T) []llamaCase {
+	t.Helper()
+	data, err := os.ReadFile("testdata/llama_cpp_cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []llamaCase
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 70 {
+		t.Fatalf("only %d cases in testdata/llama_cpp_cases.json", len(cases))
+	}
+	return cases
+}
+
 var leadingSpace = regexp.MustCompile(`(^|\n)[ \t]+`)
 
 // normalize is the C++ test's trim: outer whitespace and each line's indent
@@ -35,18 +52,7 @@ func normalize(s string) string {
 // requires the same grammar, byte for byte after the C++ test's trim, or a
 // failure where the C++ fails.
 func TestLlamaCppCases(t *testing.T) {
-	data, err := os.ReadFile("testdata/llama_cpp_cases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []llamaCase
-	if err := json.Unmarshal(data, &cases); err != nil {
-		t.Fatal(err)
-	}
-	if len(cases) < 70 {
-		t.Fatalf("only %d cases in testdata/llama_cpp_cases.json", len(cases))
-	}
-	for _, c := range cases {
+	for _, c := range llamaCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			got, err := FromJSONSchema([]byte(c.Schema))
 			if c.Status == "FAILURE" {
