@@ -1,11 +1,11 @@
 package llama
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/allocs"
 )
 
 // nopStream is a Formatter and a Sink that keep nothing: what remains is
@@ -57,7 +57,9 @@ func BenchmarkLlamaTokens(b *testing.B) {
 // a 1,200-token request against a 200-token one, so that the request's
 // own setup (samplers, parser, result) cancels out and what is left is
 // the per-token path (nothing in steady state; the output slices grow by
-// doubling, a handful of times).
+// doubling, a handful of times). Each length counts its fewest of three
+// runs (allocs.Fewest): the runtime's own allocations on a loaded machine
+// only ever add.
 func TestTokenPathAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -65,12 +67,7 @@ func TestTokenPathAllocations(t *testing.T) {
 	e := newTestEngine(t, Config{MaxModelLen: 1300}, tinymodel.Config{})
 	for _, temp := range []float64{0, 1} { // greedy, and the fused draw
 		mallocs := func(n int) uint64 {
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			streamTokens(t, e, n, temp)
-			runtime.ReadMemStats(&after)
-			return after.Mallocs - before.Mallocs
+			return allocs.Fewest(func() { streamTokens(t, e, n, temp) })
 		}
 		streamTokens(t, e, 1200, temp) // warm the engine's buffers
 		short, long := mallocs(200), mallocs(1200)

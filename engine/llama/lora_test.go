@@ -1,7 +1,6 @@
 package llama
 
 import (
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/allocs"
 )
 
 // greedyText runs a greedy request for model and returns its text.
@@ -213,14 +213,7 @@ func TestLoRATokenPathAllocations(t *testing.T) {
 			}
 		}
 	}
-	mallocs := func(n int) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		pair(n)
-		runtime.ReadMemStats(&after)
-		return after.Mallocs - before.Mallocs
-	}
+	mallocs := func(n int) uint64 { return allocs.Fewest(func() { pair(n) }) }
 	pair(1200) // warm the engine's buffers
 	short, long := mallocs(200), mallocs(1200)
 	if per := (float64(long) - float64(short)) / 2000; per > 0.02 {
