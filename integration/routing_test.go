@@ -249,7 +249,10 @@ func TestRoutingCacheAware(t *testing.T) {
 	if caHit < 0.9 {
 		t.Errorf("cache_aware: %.0f %% of follow-ups cached their conversation, want >= 90 %%", 100*caHit)
 	}
-	if rrHit > 0.7 {
+	// Round robin's share depends on the order in which each turn's
+	// concurrent requests arrive (7-60 % in runs on a loaded machine);
+	// what tells the policies apart is that it misses the bar.
+	if rrHit >= 0.9 {
 		t.Errorf("round_robin: %.0f %% of follow-ups cached their conversation: the test does not tell the policies apart", 100*rrHit)
 	}
 	st := workersOf(t, ca)
@@ -366,9 +369,14 @@ func TestRoutingWorkerKilled(t *testing.T) {
 	// asks the first worker that answered, and that is the one killed.
 	base := routedServer(t, ws, "least_load", func(c *vajra.Config) { c.Remote.TokenizerPath = model })
 	victim := "llama-server://" + ws[0].Addr()
-	// Load: 6 streams at once, long enough to be running at the kill.
-	results := make(chan stream, 6)
-	for i := 0; i < 6; i++ {
+	// Load: 4 streams at once, long enough to be running at the kill, on
+	// 6 slots (3 workers of 2), so that the survivors keep a free slot
+	// for the requests after the kill: with every slot busy those would
+	// queue on llama-server behind a 400-token stream, and the time to
+	// their success would measure the machine's speed, not the routing.
+	const streams = 4
+	results := make(chan stream, streams)
+	for i := 0; i < streams; i++ {
 		go func() {
 			results <- streamCall(base, []msg{{"user", fmt.Sprintf("stream %d", i)}}, 400)
 		}()
@@ -405,7 +413,7 @@ func TestRoutingWorkerKilled(t *testing.T) {
 		t.Errorf("first request after the kill succeeded after %v, want within 1 s", firstOK)
 	}
 	failed, finished := 0, 0
-	for i := 0; i < 6; i++ {
+	for i := 0; i < streams; i++ {
 		s := <-results
 		if s.err == nil && (s.worker == victim) != s.errEv {
 			t.Errorf("a stream on %s (victim %s): error event %v, [DONE] %v", s.worker, victim, s.errEv, s.done)
@@ -423,8 +431,11 @@ func TestRoutingWorkerKilled(t *testing.T) {
 	}
 	t.Logf("at the kill %d streams ran on the victim; %d ended with an error event, %d finished; first request after the kill: %v",
 		onVictim, failed, finished, firstOK)
-	if failed == 0 || failed > onVictim+1 {
-		t.Errorf("%d streams failed, the victim ran %d", failed, onVictim)
+	// Which streams failed is checked stream by stream above (exactly
+	// the victim's); a count against onVictim would race with the streams
+	// that started on the victim after it was read.
+	if failed == 0 {
+		t.Errorf("no stream failed, the victim ran %d", onVictim)
 	}
 	// Back: traffic again within 10 s of its return.
 	ws[0].Restart(t)
