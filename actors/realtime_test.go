@@ -96,27 +96,36 @@ func (c *rtFakeWS) Close(code int, _ string) {
 }
 
 // waitFor waits until an event of type typ arrived after the first from
-// events, and returns the events from `from` up to and including it.
+// events, and returns the events from `from` up to and including it. It
+// fails when the session stalls, 10 s without an event, or after 2 min in
+// all: a session still working through thousands of queued messages
+// (under the race detector, on a loaded machine) is not stalled.
 func (c *rtFakeWS) waitFor(from int, typ string) []rtEv {
 	c.t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
+	stall := time.NewTimer(10 * time.Second)
+	defer stall.Stop()
+	limit := time.After(2 * time.Minute)
+	for scanned := from; ; {
 		c.mu.Lock()
-		for i := from; i < len(c.events); i++ {
+		for i := scanned; i < len(c.events); i++ {
 			if c.events[i].Type == typ {
 				out := append([]rtEv(nil), c.events[from:i+1]...)
 				c.mu.Unlock()
 				return out
 			}
 		}
+		scanned = max(scanned, len(c.events))
 		c.mu.Unlock()
 		select {
 		case <-c.wake:
-		case <-deadline:
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.t.Fatalf("no %s event within 10s; got %d events: %v", typ, len(c.events), types(c.events))
+			stall.Reset(10 * time.Second)
+			continue
+		case <-stall.C:
+		case <-limit:
 		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.t.Fatalf("no %s event (10 s without any, or 2 min in all); got %d events: %v", typ, len(c.events), types(c.events))
 	}
 }
 
