@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # bench-step-gate.sh: the remote engine's step gate (engine/remote/gate.go)
-# on against off, in front of one worker, in one run.
+# on against off, in front of one llama-server, in one run.
 #
-# WORKER=llama-server (default): writes the 8-layer x 512 random-weight
-# F16 model of bench-remote.sh, starts ONE llama-server on it (-t 1, SLOTS
-# slots of 512 tokens, pinned to CPU 0) and two `vajra serve --worker
-# llama-server://...` in front of it (pinned to CPU 1, beside the client).
-# WORKER=vllm: ONE `vllm serve --grpc` on the tiny model the vLLM tests
-# write (.vllm/models/tiny-llama3; --max-num-seqs 16), its model process
-# pinned to CPU 1 (VLLM_CPU_OMP_THREADS_BIND), its API process, the two
-# Vajras and the client to CPU 0, as bench-vllm.sh pins them.
-# A runs with --worker-step-window -1ms (each chunk delivered as it
-# comes), B with the default window (1 ms).
+# Writes the 8-layer x 512 random-weight F16 model of bench-remote.sh,
+# starts ONE llama-server on it (-t 1, SLOTS slots of 512 tokens, pinned
+# to CPU 0) and two `vajra serve --worker llama-server://...` in front of
+# it (pinned to CPU 1, beside the client): A with --worker-step-window -1ms
+# (each chunk delivered as it comes), B with the default window (1 ms).
 # At each of CONCURRENCY streams, `vajra bench` in compare mode, A and B
 # alternating for ROUNDS rounds: tokens/s, TTFT, gaps and each Vajra's own
 # CPU per token (-server-pid, -compare-pid). Around each compare run it
@@ -21,21 +16,16 @@
 #
 # Everything is on loopback; every run is bounded (-duration, -max-time).
 # Results go to bench/out/step-gate/. Environment overrides:
-#   WORKER (llama-server) CONCURRENCY ("8 64"; vllm: "4 16") ROUNDS (3)
-#   WARMUP (3s) DURATION (10s) MAX_TOKENS (64) PROMPT_TOKENS (32)
-#   SLOTS (64)
+#   CONCURRENCY ("8 64") ROUNDS (3) WARMUP (3s) DURATION (10s)
+#   MAX_TOKENS (64) PROMPT_TOKENS (32) SLOTS (64)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-WORKER=${WORKER:-llama-server}
-out=bench/out/step-gate-$WORKER
+out=bench/out/step-gate
 mkdir -p "$out"
 rm -f "$out"/*.txt "$out"/*.json
 
-if [[ $WORKER == vllm ]]; then
-	CONCURRENCY=${CONCURRENCY:-4 16}
-fi
 CONCURRENCY=${CONCURRENCY:-8 64}
 ROUNDS=${ROUNDS:-3}
 WARMUP=${WARMUP:-3s}
@@ -45,10 +35,7 @@ PROMPT_TOKENS=${PROMPT_TOKENS:-32}
 SLOTS=${SLOTS:-64}
 
 server_bin=${VAJRA_LLAMA_SERVER:-.llama/server/bin/llama-server}
-if [[ $WORKER == vllm ]]; then
-	[[ -x .vllm/bin/vllm ]] || { echo "ERROR: vLLM is not installed: make vllm" >&2; exit 1; }
-	[[ -d .vllm/models/tiny-llama3 ]] || { echo "ERROR: no .vllm/models/tiny-llama3: run go test -run TestRealVLLM ./engine/remote/vllm/ once (it writes it)" >&2; exit 1; }
-elif [[ ! -x $server_bin ]]; then
+if [[ ! -x $server_bin ]]; then
 	echo "ERROR: $server_bin is missing: run make llama-server" >&2
 	exit 1
 fi
@@ -67,55 +54,40 @@ fi
 
 tmp=$(mktemp -d)
 pids=()
-vgroup=
 cleanup() {
 	for p in "${pids[@]}"; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
-	[[ -n $vgroup ]] && kill -9 -- -"$vgroup" 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
+model=$tmp/llama-8x512.gguf
+bin/vajra tiny-model -o "$model" --layers 8 --dim 512 --heads 8 --kv-heads 4 --ff 1408 --f16
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 lport=$(free_port)
-if [[ $WORKER == vllm ]]; then
-	served=tiny
-	worker=vllm://127.0.0.1:$lport
-	tok_args=()
-	pin1=("${pin0[@]}") # the Vajras and the client beside vLLM's API process
-	export VLLM_CPU_KVCACHE_SPACE=1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_CPU_OMP_THREADS_BIND=1
-	setsid .vllm/bin/vllm serve .vllm/models/tiny-llama3 --host 127.0.0.1 --port "$lport" --served-model-name tiny \
-		--max-model-len 2048 --dtype float32 --enforce-eager --max-num-seqs 16 --grpc >"$out/vllm.log" 2>&1 &
-	vgroup=$!
-else
-	served=m
-	model=$tmp/llama-8x512.gguf
-	bin/vajra tiny-model -o "$model" --layers 8 --dim 512 --heads 8 --kv-heads 4 --ff 1408 --f16
-	worker=llama-server://127.0.0.1:$lport
-	tok_args=(--tokenizer "$model")
-	LD_LIBRARY_PATH=$(dirname "$server_bin") "${pin0[@]}" "$server_bin" -m "$model" --host 127.0.0.1 --port "$lport" \
-		--no-webui --metrics --slots -np "$SLOTS" -c $((SLOTS * 512)) -t 1 >"$out/llama-server.log" 2>&1 &
-	pids+=("$!")
-	for _ in $(seq 1 300); do
-		curl -sf "http://127.0.0.1:$lport/health" >/dev/null && break
-		sleep 0.1
-	done
-	curl -sf "http://127.0.0.1:$lport/health" >/dev/null || { echo "ERROR: llama-server did not start" >&2; cat "$out/llama-server.log" >&2; exit 1; }
-fi
+LD_LIBRARY_PATH=$(dirname "$server_bin") "${pin0[@]}" "$server_bin" -m "$model" --host 127.0.0.1 --port "$lport" \
+	--no-webui --metrics --slots -np "$SLOTS" -c $((SLOTS * 512)) -t 1 >"$out/llama-server.log" 2>&1 &
+pids+=("$!")
+for _ in $(seq 1 300); do
+	curl -sf "http://127.0.0.1:$lport/health" >/dev/null && break
+	sleep 0.1
+done
+curl -sf "http://127.0.0.1:$lport/health" >/dev/null || { echo "ERROR: llama-server did not start" >&2; cat "$out/llama-server.log" >&2; exit 1; }
 
 # start_vajra LOG ARGS...: vajra serve on port 0; sets vpid and vurl.
 start_vajra() {
 	local log=$1
 	shift
-	"${pin1[@]}" bin/vajra serve --host 127.0.0.1 --port 0 --served-model-name "$served" \
-		--worker "$worker" "${tok_args[@]}" "$@" >"$log" 2>&1 &
+	"${pin1[@]}" bin/vajra serve --host 127.0.0.1 --port 0 --served-model-name m \
+		--worker "llama-server://127.0.0.1:$lport" --tokenizer "$model" "$@" >"$log" 2>&1 &
 	vpid=$!
 	pids+=("$vpid")
 	local addr=
-	for _ in $(seq 1 3000); do # up to 5 min: vLLM loads first
+	for _ in $(seq 1 100); do
 		addr=$(sed -n 's|^vajra serving on http://||p' "$log")
 		[[ -n $addr ]] && break
 		kill -0 "$vpid" 2>/dev/null || break
@@ -128,30 +100,13 @@ start_vajra "$out/vajra-off.log" --worker-step-window -1ms
 apid=$vpid aurl=$vurl
 start_vajra "$out/vajra-on.log"
 bpid=$vpid burl=$vurl
-for u in "$aurl" "$burl"; do
-	for _ in $(seq 1 3000); do
-		curl -sf "$u/health" >/dev/null && break
-		sleep 0.1 # polling the worker's readiness through Vajra, bounded (5 min)
-	done
-done
-if [[ -n $vgroup ]]; then
-	# vLLM's model process onto CPU 1, the rest of its group onto CPU 0.
-	for pid in $(ps -o pid= -g "$vgroup"); do
-		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
-		if [[ $comm == VLLM::Worker* ]]; then
-			taskset -a -p -c 1 "$pid" >/dev/null
-		else
-			taskset -a -p -c 0 "$pid" >/dev/null
-		fi
-	done
-fi
 
 # counters URL: "wakes tokens" from a Vajra's /metrics.
 counters() {
 	curl -sf "$1/metrics" | awk '/^vajra_event_loop_wakes_total /{w=$2} /^vllm:generation_tokens_total/{t+=$2} END{printf "%d %d\n", w, t}'
 }
 
-common=(-model "$served" -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" -warmup "$WARMUP" -duration "$DURATION" -max-time 3m -quiet)
+common=(-model m -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" -warmup "$WARMUP" -duration "$DURATION" -max-time 3m -quiet)
 for u in "$aurl" "$burl"; do # warm both paths once, not reported
 	GOMAXPROCS=1 "${pin1[@]}" bin/vajra bench -url "$u" "${common[@]}" -c 8 -warmup 0s -duration 2s >/dev/null
 done
