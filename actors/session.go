@@ -568,41 +568,11 @@ func (k *sink) Deliver(frames []byte, final *engine.Result) {
 	k.notified = true
 	k.mu.Unlock()
 	if post {
-		k.post()
-	}
-}
-
-// Stage implements engine.StagedSink: frames join the pending bytes, and
-// the actor hears of them at the next Notify or Deliver.
-func (k *sink) Stage(frames []byte) {
-	if len(frames) == 0 {
-		return
-	}
-	k.mu.Lock()
-	if !k.detached {
-		k.pending = append(k.pending, frames...)
-	}
-	k.mu.Unlock()
-}
-
-// Notify implements engine.StagedSink: the actor is told of what was
-// staged, unless it already is or nothing is pending.
-func (k *sink) Notify() {
-	k.mu.Lock()
-	post := !k.detached && !k.notified && (len(k.pending) > 0 || k.final != nil)
-	k.notified = k.notified || post
-	k.mu.Unlock()
-	if post {
-		k.post()
-	}
-}
-
-// post tells the actor of a batch.
-func (k *sink) post() {
-	if b := k.b; b.owner.direct {
-		b.mb.PostUserMessage(&k.msg)
-	} else {
-		b.owner.root.Send(b.self, &k.msg)
+		if b := k.b; b.owner.direct {
+			b.mb.PostUserMessage(&k.msg)
+		} else {
+			b.owner.root.Send(b.self, &k.msg)
+		}
 	}
 }
 

@@ -72,21 +72,6 @@ type Sink interface {
 	Deliver(frames []byte, final *Result)
 }
 
-// StagedSink is a Sink that can take a step's frames without telling its
-// session yet: Stage keeps them (copied, in order before what follows), and
-// Notify tells the session of everything staged, as Deliver would have. An
-// engine whose output for one step arrives piecemeal (engine/remote: one
-// chunk per stream, each on its own goroutine) stages each piece and
-// notifies the step's sessions together, so that each event loop wakes
-// once per step. Stage is called on the engine's goroutine of the session,
-// like Deliver; Notify may come from another goroutine, after Stage or
-// after the final Deliver (then it does nothing), and must not block.
-type StagedSink interface {
-	Sink
-	Stage(frames []byte)
-	Notify()
-}
-
 // Formatter writes the wire frames of one streamed response: the dialect's
 // SSE events (or WebSocket frames), already wrapped in the transport framing
 // (an HTTP/1.1 chunk per event) when the dialect's writer was built for it.

@@ -149,7 +149,6 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&rc.TokenizerPath, "tokenizer", "", "workers: tokenize with this Hugging Face tokenizer.json (tokenizer_config.json beside it), model folder or GGUF file instead of the worker's")
 	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")
-	fs.DurationVar(&rc.StepWindow, "worker-step-window", time.Millisecond, "gather a worker step's streamed chunks for at most this long, so that the sessions of the step hear of them together and each event loop wakes about once per step (negative: deliver each chunk as it comes)")
 	fs.StringVar(&lc.Pooling, "pooling", "", "llama: how /v1/embeddings pools token embeddings: mean, cls or last (default: the GGUF's pooling type, else last)")
 	addLlamaServerAliases(fs) // aliases.go
 	// Routing among the workers (engine/route; its defaults, repeated

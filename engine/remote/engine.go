@@ -74,11 +74,6 @@ type Config struct {
 	InterTokenTimeout time.Duration
 	// HealthInterval is how often a healthy worker is probed (0: default).
 	HealthInterval time.Duration
-	// StepWindow bounds how long a streamed chunk waits for the rest of
-	// its worker's step before its session hears of it (gate.go; 0:
-	// DefaultStepWindow, 1 ms; negative: no gate, each chunk is delivered
-	// as it comes).
-	StepWindow time.Duration
 	// Picker chooses the worker of each request (nil: LeastLoaded); a
 	// Router (engine/route) also gets each request's outcome and decides
 	// its retries.
@@ -183,7 +178,7 @@ func New(cfg Config) (*Engine, error) {
 			}
 			return nil, err
 		}
-		ws = append(ws, newWorker(u, c, cfg.StepWindow))
+		ws = append(ws, newWorker(u, c))
 	}
 	e.wsp.Store(&ws)
 	// One probe of every worker, in parallel, before serving.

@@ -59,17 +59,6 @@ type request struct {
 	stopIDs  []int
 	cachedIn bool // the worker reported cached tokens
 	ownEnd   bool // the engine ended a choice the worker would have gone on with
-
-	// The step gate (gate.go): gw is the worker's gate r reports to (nil:
-	// r delivers each chunk itself), staged its sink; gated says r's first
-	// chunk decided. inStep, gateNext and gateLen are r's place on the
-	// gate's list of the step.
-	gw       *gate
-	staged   engine.StagedSink
-	gated    bool
-	inStep   atomic.Bool
-	gateNext *request
-	gateLen  atomic.Int32
 }
 
 // callBox holds the Call for an atomic pointer.
@@ -388,10 +377,6 @@ func (r *request) Tokens(ck *Chunk) {
 	if !r.started {
 		r.appendStart()
 	}
-	if !r.gated {
-		r.gated = true
-		r.w.gate.join(r)
-	}
 	m := r.p.m
 	sp := &r.req.Sampling
 	if ck.Missing > 0 {
@@ -463,12 +448,7 @@ func (r *request) Tokens(ck *Chunk) {
 		return
 	}
 	// Otherwise the worker's End follows at once, with its usage.
-	switch {
-	case r.gw != nil:
-		// Also with no frames: the step counts r as reported.
-		r.gw.report(r, r.buf)
-		r.buf = r.buf[:0]
-	case len(r.buf) > 0:
+	if len(r.buf) > 0 {
 		r.sink.Deliver(r.buf, nil)
 		r.buf = r.buf[:0]
 	}
@@ -739,11 +719,6 @@ func (r *request) finish(err *engine.Error) {
 	}
 	r.deliverFinal(frames, res)
 	r.buf = nil
-	if g := r.gw; g != nil {
-		// After the final went out with whatever r had staged.
-		r.gw = nil
-		g.leave()
-	}
 }
 
 // endFrames appends the frames that end the stream: the end, or the error

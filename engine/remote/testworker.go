@@ -7,7 +7,7 @@ import "time"
 // hand with the methods below. The engine keeps its own workers' figures;
 // nothing else may call these on them.
 func NewTestWorker(url string, info *Info) *Worker {
-	w := newWorker(url, nil, 0)
+	w := newWorker(url, nil)
 	w.healthy.Store(true)
 	if info != nil {
 		w.info.Store(info)

@@ -29,13 +29,10 @@ type Worker struct {
 	kick     chan struct{} // wakes the prober after a failed call
 	stop     chan struct{} // closed when the worker is retired
 	retired  sync.Once
-	gate     gate // gathers the deliveries of the worker's steps (gate.go)
 }
 
-func newWorker(u string, c Client, stepWindow time.Duration) *Worker {
-	w := &Worker{url: u, client: c, kick: make(chan struct{}, 1), stop: make(chan struct{})}
-	w.gate.init(stepWindow)
-	return w
+func newWorker(u string, c Client) *Worker {
+	return &Worker{url: u, client: c, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // LoadAge is how old the worker's last load report is (a large value
@@ -312,7 +309,7 @@ func (e *Engine) SetWorkers(urls []string) error {
 			}
 			return err
 		}
-		w := newWorker(u, c, e.cfg.StepWindow)
+		w := newWorker(u, c)
 		next, added = append(next, w), append(added, w)
 	}
 	var removed []*Worker
