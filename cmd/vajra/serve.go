@@ -123,7 +123,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	// The llama.cpp engine (engine/llama), used when --model is given.
 	lc := &cfg.Llama
 	fs.StringVar(&lc.ModelPath, "model", "", "serve this GGUF model with llama.cpp in process instead of the simulated engine (needs `make llama`)")
-	fs.StringVar(&lc.LibDir, "llama-lib", "", "directory of the llama.cpp libraries (default: .llama/linux-x64 from `make llama`; a CUDA or Vulkan build of the same release for a GPU)")
+	fs.StringVar(&lc.LibDir, "llama-lib", "", "directory of the llama.cpp libraries (default: .llama/server/bin, the build of `make llama`; `make llama-prebuilt` installs a CUDA or Vulkan build of the same release for a GPU)")
 	fs.IntVar(&lc.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "llama: token budget of one engine step, decode tokens plus prefill chunks (default 2048)")
 	fs.StringVar(&lc.ChatTemplate, "chat-template", "", "llama: Jinja chat template, a file or the template itself (default: the model's own)")
 	fs.BoolVar(&lc.PrefixCaching, "enable-prefix-caching", true, "llama: reuse the KV cache of the longest cached prompt prefix across requests")

@@ -172,25 +172,27 @@ type Adapter struct {
 const MaxAdapters = 63
 
 // DefaultLibDirs are searched for the llama.cpp libraries when LibDir is
-// empty: $VAJRA_LLAMA_LIB, then, in the working directory, beside the
-// executable and above them, .llama/server/bin before .llama/linux-x64.
+// empty: $VAJRA_LLAMA_LIB, then .llama/server/bin in the working directory,
+// beside the executable and above them.
 //
-// .llama/server/bin is the same release built on this machine (`make
-// llama-server`: GGML_NATIVE, the kernels compiled for this CPU), which
-// is llama-server's own build; .llama/linux-x64 is node-llama-cpp's
-// prebuilt CPU variants (`make llama`). The native build is preferred
-// because it is the faster one: measured side by side against
-// llama-server at 64 streams, Vajra gives 0.88-0.91x llama-server's
-// tokens/s with the prebuilt variants and 1.21-1.22x with the native
-// build (bench/RESULTS.md, "The llama engine against llama-server"), and
-// only the native build's greedy output is token-for-token llama-server's
-// (the two builds' logits differ in their last bits).
+// .llama/server/bin is the pinned release built on this machine (`make
+// llama`: GGML_NATIVE, the kernels compiled for this CPU), which is also
+// llama-server's build. node-llama-cpp's prebuilt libraries (`make
+// llama-prebuilt`, .llama/linux-x64) are not searched: they are loaded only
+// when named (LibDir, --llama-lib, $VAJRA_LLAMA_LIB), because on Q4_1
+// models every one of their CPU variants computes the matrix products far
+// enough from this build to change greedy answers from the first token
+// (SmolLM2-135M-Instruct answers "What is the capital of France?" with
+// "L'Étoile, la Marseillaise, ..." where the native build, llama-server
+// and an F32 copy of the weights say "The capital of France is Paris.";
+// engine/llama/install.sh). The native build is also the faster one
+// (bench/RESULTS.md, "The llama engine against llama-server").
 func DefaultLibDirs() []string {
 	var dirs []string
 	if d := os.Getenv("VAJRA_LLAMA_LIB"); d != "" {
 		dirs = append(dirs, d)
 	}
-	rels := []string{filepath.Join(".llama", "server", "bin"), filepath.Join(".llama", "linux-x64")}
+	rels := []string{filepath.Join(".llama", "server", "bin")}
 	add := func(base string) {
 		for _, r := range rels {
 			dirs = append(dirs, filepath.Join(base, r))
@@ -217,7 +219,7 @@ func FindLibDir() (string, error) {
 			return d, nil
 		}
 	}
-	return "", errors.New("the llama.cpp libraries were not found: run `make llama` (installs them into .llama/), or pass --llama-lib DIR")
+	return "", errors.New("the llama.cpp libraries were not found: run `make llama` (builds llama.cpp into .llama/server/bin), or pass --llama-lib DIR")
 }
 
 // normalize fills the defaults: trainCtx is the model's training context,

@@ -21,10 +21,10 @@ const childEnv = "VAJRA_TEST_CPU_VARIANTS_CHILD"
 // then reports no AMX in use. On a machine without AMX that variant scores
 // 0 anyway; on one with it, this test fails if the variant is chosen.
 //
-// The libraries load once per process and the default search prefers the
-// native build (.llama/server/bin, no variants), so when this process
+// The libraries load once per process and the default search finds only
+// the native build (.llama/server/bin, no variants), so when this process
 // loaded that one the variant checks run again in a child process pointed
-// at the npm build beside it (.llama/linux-x64).
+// at the npm build beside it (.llama/linux-x64, make llama-prebuilt).
 func TestCPUBackendNotAMX(t *testing.T) {
 	newTestEngine(t, Config{}, tinymodel.Config{}) // loads the libraries
 	dir := needLib(t)
@@ -49,18 +49,14 @@ func TestCPUBackendNotAMX(t *testing.T) {
 	if len(variants) > 0 {
 		return
 	}
-	npm := ""
-	for _, d := range DefaultLibDirs() {
-		if v, _ := filepath.Glob(filepath.Join(d, "libggml-cpu-*.so")); len(v) > 0 {
-			npm = d
-			break
-		}
-	}
-	if npm == "" {
+	// The prebuilt libraries are not searched by default: they are beside
+	// the native build, in .llama/linux-x64 (make llama-prebuilt).
+	npm := filepath.Join(dir, "..", "..", "linux-x64")
+	if v, _ := filepath.Glob(filepath.Join(npm, "libggml-cpu-*.so")); len(v) == 0 {
 		if os.Getenv("VAJRA_REQUIRE_LLAMA") != "" {
-			t.Fatal("no npm build of the llama.cpp libraries (make llama) to check the CPU variant choice on")
+			t.Fatalf("no npm build of the llama.cpp libraries in %s (make llama-prebuilt) to check the CPU variant choice on", npm)
 		}
-		t.Skip("no npm build of the llama.cpp libraries (make llama) to check the CPU variant choice on")
+		t.Skipf("no npm build of the llama.cpp libraries in %s (make llama-prebuilt) to check the CPU variant choice on", npm)
 	}
 	abs, err := filepath.Abs(npm)
 	if err != nil {
