@@ -8,8 +8,13 @@
 //	defer srv.Stop(context.Background())
 //
 // Config.Engine plugs in any engine.Engine (a wrapper around another, a
-// remote engine); Config.Llama serves a GGUF model with llama.cpp in
-// process. Stop ends everything at once; Shutdown drains first, as a
+// remote engine); Config.Driver opens an engine a program links by
+// importing its package, as database/sql drivers: with
+// github.com/vajra-go/vajra/engine/llama imported, Driver "llama" and a
+// llama.Config serve a GGUF model with llama.cpp in process. Remote
+// workers' protocols (Config.Remote) are linked the same way, by importing
+// engine/remote/llamaserver, engine/remote/vllm or engine/remote/sglang.
+// This package links none of them: it builds without cgo. Stop ends everything at once; Shutdown drains first, as a
 // SIGTERM handler should.
 //
 // # Embedding in an actor system

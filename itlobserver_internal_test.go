@@ -9,7 +9,7 @@ import (
 )
 
 // TestITLBucketsAgree: the engine counts gaps in the buckets the metric
-// exports (the two packages do not import each other).
+// exports (both take them from internal/itl).
 func TestITLBucketsAgree(t *testing.T) {
 	m := metrics.ITLBuckets()
 	if len(m) != len(engine.ITLBuckets) {

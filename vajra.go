@@ -17,11 +17,7 @@ import (
 
 	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/engine"
-	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/remote"
-	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
-	_ "github.com/vajra-go/vajra/engine/remote/sglang"      // registers sglang://
-	_ "github.com/vajra-go/vajra/engine/remote/vllm"        // registers vllm://
 	"github.com/vajra-go/vajra/engine/route"
 	"github.com/vajra-go/vajra/engine/sim"
 	"github.com/vajra-go/vajra/metrics"
@@ -63,14 +59,25 @@ type Config struct {
 	// MaxModelLen and MaxNumSeqs are vLLM's --max-model-len and
 	// --max-num-seqs.
 	Sim sim.Config
-	// Llama serves a GGUF model with llama.cpp in process (engine/llama)
-	// when its ModelPath is set and Engine is nil; the simulated engine is
-	// not started then.
-	Llama llama.Config
-	// Remote serves the model of remote engine workers (engine/remote:
-	// llama-server://, and the other registered protocols) when its
-	// Workers are set and Engine is nil. With no ServedModelNames the
-	// model is served under the workers' name for it.
+	// Driver, when set and Engine is nil, names the registered engine
+	// driver (engine.Register) that serves instead of the simulated
+	// engine, configured by DriverConfig: "llama" serves a GGUF model
+	// with llama.cpp in process and is linked by importing
+	// github.com/vajra-go/vajra/engine/llama (cgo), as a program links a
+	// database/sql driver; DriverConfig is then a llama.Config (or a
+	// *llama.Config). This package links no such driver itself: an
+	// unknown name fails New with engine.ErrUnknownDriver. An engine
+	// that reports AdapterNames (llama's LoRA adapters) has them served
+	// beside ServedModelNames.
+	Driver       string
+	DriverConfig any // see Driver
+	// Remote serves the model of remote engine workers (engine/remote)
+	// when its Workers are set and Engine is nil. Each worker URL's
+	// scheme names a protocol registered by the package a program
+	// imports: engine/remote/llamaserver (llama-server://),
+	// engine/remote/vllm (vllm://), engine/remote/sglang (sglang://); the
+	// last two link gRPC. With no ServedModelNames the model is served
+	// under the workers' name for it.
 	Remote remote.Config
 	// WorkerHeader sends X-Vajra-Worker, the remote worker that ran the
 	// request, with each generation's response (--worker-header).
@@ -156,7 +163,6 @@ func DefaultConfig() Config {
 		Port:               8000,
 		ServedModelNames:   []string{DefaultModelName},
 		Sim:                sim.DefaultConfig(),
-		Llama:              llama.Config{PrefixCaching: true},
 		IdleTimeout:        netio.DefaultIdleTimeout,
 		RequestReadTimeout: netio.DefaultRequestReadTimeout,
 		MaxQueueWait:       netio.DefaultMaxQueueWait,
@@ -182,10 +188,6 @@ type Server struct {
 	stopOnce sync.Once
 	stopErr  error
 }
-
-// LoRAAdapter is a LoRA adapter the llama engine serves beside its model
-// under its own name (Config.Llama.Adapters; engine/llama.Adapter).
-type LoRAAdapter = llama.Adapter
 
 // New builds a server from cfg; nothing listens until Start.
 func New(cfg Config) (*Server, error) {
@@ -216,18 +218,18 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.ServedModelNames) == 0 {
 		cfg.ServedModelNames = []string{DefaultModelName}
 	}
-	if eng == nil && cfg.Llama.ModelPath != "" {
-		lc := cfg.Llama
-		lc.Logger = cfg.Logger.Named("llama")
-		e, err := llama.New(lc)
+	if eng == nil && cfg.Driver != "" {
+		e, err := engine.Open(cfg.Driver, cfg.DriverConfig, cfg.Logger.Named(cfg.Driver))
 		if err != nil {
 			return nil, fmt.Errorf("vajra: engine: %w", err)
 		}
 		eng = e
 		// Each LoRA adapter is served under its own model name.
-		for _, name := range e.AdapterNames() {
-			if !slices.Contains(cfg.ServedModelNames, name) {
-				cfg.ServedModelNames = append(cfg.ServedModelNames, name)
+		if a, ok := e.(interface{ AdapterNames() []string }); ok {
+			for _, name := range a.AdapterNames() {
+				if !slices.Contains(cfg.ServedModelNames, name) {
+					cfg.ServedModelNames = append(cfg.ServedModelNames, name)
+				}
 			}
 		}
 	}

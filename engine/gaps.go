@@ -1,21 +1,16 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/vajra-go/vajra/internal/itl"
+)
 
 // ITLBuckets are the upper bounds (inclusive, as Prometheus' le) of the
-// buckets of Gaps: those of vLLM's vllm:inter_token_latency_seconds
-// histogram (10 ms to 80 s), below which Vajra adds 0.5, 1, 2.5 and 5 ms,
-// because a front door measured in microseconds deserves them. The metrics
-// package exports the same bounds in seconds; a test at the module root
-// keeps the two equal.
-var ITLBuckets = [...]time.Duration{
-	500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
-	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 75 * time.Millisecond,
-	100 * time.Millisecond, 150 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond,
-	400 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond, time.Second,
-	2500 * time.Millisecond, 5 * time.Second, 7500 * time.Millisecond, 10 * time.Second,
-	20 * time.Second, 40 * time.Second, 80 * time.Second,
-}
+// buckets of Gaps, defined once in internal/itl, which the metrics
+// package exports in seconds: vLLM's vllm:inter_token_latency_seconds
+// bounds (10 ms to 80 s) and 0.5, 1, 2.5 and 5 ms below them.
+var ITLBuckets = itl.Bounds
 
 // Gaps is the histogram of one request's inter-token latencies: the time
 // between successive engine steps in which the request produced output, as

@@ -27,6 +27,10 @@ const tinyName = "tiny"
 
 // startLlama starts a server on a fresh tiny model, or skips when the
 // llama.cpp libraries are not installed (fails with VAJRA_REQUIRE_LLAMA).
+// llamaConfig is the llama engine's own configuration in c (startLlama's
+// and startReal's DriverConfig), for a test to change.
+func llamaConfig(c *vajra.Config) *llama.Config { return c.DriverConfig.(*llama.Config) }
+
 func startLlama(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, string) {
 	t.Helper()
 	lib, err := llama.FindLibDir()
@@ -43,7 +47,7 @@ func startLlama(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, string
 	cfg := vajra.DefaultConfig()
 	cfg.Port, cfg.Loops = 0, 2
 	cfg.ServedModelNames = []string{tinyName}
-	cfg.Llama = llama.Config{ModelPath: path, LibDir: lib, Threads: 1, MaxModelLen: 1024, PrefixCaching: true}
+	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: path, LibDir: lib, Threads: 1, MaxModelLen: 1024, PrefixCaching: true}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -261,7 +265,8 @@ func TestLlamaDisconnectAbortsAtOnce(t *testing.T) {
 // finish and usage, and the engine preempted some.
 func TestLlamaManyStreamsAndPreemption(t *testing.T) {
 	srv, base := startLlama(t, func(c *vajra.Config) {
-		c.Llama.MaxNumSeqs, c.Llama.MaxModelLen, c.Llama.KVCacheTokens = 32, 256, 1024
+		lc := llamaConfig(c)
+		lc.MaxNumSeqs, lc.MaxModelLen, lc.KVCacheTokens = 32, 256, 1024
 	})
 	client := newClient(base)
 	const n = 200
@@ -312,7 +317,7 @@ func TestLlamaManyStreamsAndPreemption(t *testing.T) {
 // model's text before </think> is reasoning in each dialect. A logit bias
 // on </think> (token 260 of the tiny vocabulary) makes the tag come early.
 func TestLlamaReasoningParser(t *testing.T) {
-	_, base := startLlama(t, func(c *vajra.Config) { c.Llama.ReasoningParser = "deepseek_r1" })
+	_, base := startLlama(t, func(c *vajra.Config) { llamaConfig(c).ReasoningParser = "deepseek_r1" })
 	client := newClient(base)
 	think := option.WithJSONSet("logit_bias", map[string]int{"260": 4})
 	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{

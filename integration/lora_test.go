@@ -40,8 +40,8 @@ func TestLoRAMatchesLlamaServer(t *testing.T) {
 	cfg := vajra.DefaultConfig()
 	cfg.Port, cfg.Loops = 0, 2
 	cfg.ServedModelNames = []string{tinyName}
-	cfg.Llama = llama.Config{ModelPath: model, LibDir: lib, Threads: 1, MaxModelLen: 1024, PrefixCaching: true,
-		Adapters: []vajra.LoRAAdapter{{Name: "tiny-lora", Path: adapter}}}
+	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, MaxModelLen: 1024, PrefixCaching: true,
+		Adapters: []llama.Adapter{{Name: "tiny-lora", Path: adapter}}}
 	_, base := runServer(t, cfg)
 
 	_, models := getJSON(t, base+"/v1/models")

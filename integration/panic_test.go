@@ -120,9 +120,9 @@ func TestFormatterPanicEndsOnlyThatStream(t *testing.T) {
 // llama.cpp engine.
 func TestLlamaFormatterPanicEndsOnlyThatStream(t *testing.T) {
 	_, base := startLlama(t, func(c *vajra.Config) {
-		c.Llama.MaxNumSeqs = 64
-		c.Llama.KVCacheTokens = 64 * 64
-		e, err := llama.New(c.Llama)
+		llamaConfig(c).MaxNumSeqs = 64
+		llamaConfig(c).KVCacheTokens = 64 * 64
+		e, err := llama.New(*llamaConfig(c))
 		if err != nil {
 			t.Fatal(err)
 		}

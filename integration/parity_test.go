@@ -207,7 +207,7 @@ func TestLlamaServerParity(t *testing.T) {
 		return
 	}
 	ls := llamaserver.Start(t, model, "-np", "1", "-c", "2048", "-t", "1", "--jinja", "--cache-reuse", "0")
-	_, vbase := startReal(t, func(cfg *vajra.Config) { cfg.Llama.PrefixCaching = false })
+	_, vbase := startReal(t, func(cfg *vajra.Config) { llamaConfig(cfg).PrefixCaching = false })
 	lbase := ls.URL()
 	cases := 0
 	diff := func(kind, name string, v, l any) {

@@ -46,7 +46,7 @@ func startReal(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, string)
 	cfg := vajra.DefaultConfig()
 	cfg.Port, cfg.Loops = 0, 2
 	cfg.ServedModelNames = []string{realModelName}
-	cfg.Llama = llama.Config{ModelPath: model, LibDir: lib, Threads: 1, MaxModelLen: 2048, PrefixCaching: true}
+	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, MaxModelLen: 2048, PrefixCaching: true}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -76,7 +76,7 @@ func TestPythonSDKs(t *testing.T) {
 		// decimal (measured: -0.858 against -0.867), which flips a
 		// near-tie (SmolLM2 on "What is the capital of France?"). Without
 		// the cache each prompt is computed whole, the same every time.
-		cfg.Llama.PrefixCaching = false
+		llamaConfig(cfg).PrefixCaching = false
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -14,8 +14,8 @@
 // an engine that does not count its gaps is the request's mean gap used,
 // counted once per gap.
 //
-// The package is at the bottom of Vajra's dependency graph: it imports
-// nothing of Vajra. Callers adapt their types to Sources and Request.
+// The package is at the bottom of Vajra's dependency graph: of Vajra it
+// imports only internal/itl (the ITL bucket bounds). Callers adapt their types to Sources and Request.
 //
 // Safe for concurrent use: every exported method may be called from any
 // goroutine.
@@ -32,6 +32,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/vajra-go/vajra/internal/itl"
 )
 
 // EngineStats are the engine's figures read at scrape time.
@@ -143,13 +145,11 @@ type Request struct {
 // Buckets, in seconds: vLLM's, so that dashboards built for vLLM read the
 // same ranges, with finer buckets below vLLM's first for ITL and TTFT,
 // because a front door measured in microseconds deserves them. itlBuckets
-// must equal engine.ITLBuckets, the bounds engines count gaps in (a test
-// at the module root checks it; this package imports nothing of Vajra).
+// are internal/itl's, the bounds engines count gaps in (engine.ITLBuckets).
 var (
 	ttftBuckets = []float64{0.0005, 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
 		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
-	itlBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
-		0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	itlBuckets     = itl.Seconds()
 	latencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
 		120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 )

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine/llama"
 )
 
 // A llama-server command line parses into the same settings as Vajra's
@@ -24,7 +25,7 @@ func TestLlamaServerAliases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc := st.cfg.Llama
+	lc := st.cfg.DriverConfig.(llama.Config)
 	// -c 4096 -np 4: llama-server's four slots of 1024 tokens, 4096 in all.
 	if lc.ModelPath != model || lc.MaxModelLen != 1024 || lc.KVCacheTokens != 4096 || lc.MaxNumSeqs != 4 || lc.Threads != 1 || lc.GPULayers != 0 ||
 		lc.MaxNumBatchedTokens != 512 || lc.ChatTemplate != "tmpl.jinja" || len(st.cfg.ServedModelNames) != 1 || st.cfg.ServedModelNames[0] != "mine" {
@@ -32,8 +33,8 @@ func TestLlamaServerAliases(t *testing.T) {
 	}
 	// Without the alias, the flag's environment variable applies.
 	st, err = parseServe([]string{"-m", model}, envOf(map[string]string{"VAJRA_MAX_MODEL_LEN": "1024"}), io.Discard)
-	if err != nil || st.cfg.Llama.MaxModelLen != 1024 {
-		t.Fatalf("env: %v %d", err, st.cfg.Llama.MaxModelLen)
+	if err != nil || st.cfg.DriverConfig.(llama.Config).MaxModelLen != 1024 {
+		t.Fatalf("env: %v %d", err, st.cfg.DriverConfig.(llama.Config).MaxModelLen)
 	}
 }
 
@@ -52,40 +53,40 @@ func TestLlamaServerKnobs(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		if !check(st.cfg) {
-			t.Fatalf("%v: %+v", args, st.cfg.Llama)
+			t.Fatalf("%v: %+v", args, st.cfg.DriverConfig)
 		}
 	}
 	f(nil, func(c vajra.Config) bool {
-		lc := c.Llama
+		lc := c.DriverConfig.(llama.Config)
 
 		return lc.FlashAttn == "auto" && lc.CacheTypeK == "f16" && lc.CacheTypeV == "f16" && !lc.MLock && !lc.NoMMap &&
 			lc.LoadMode == "auto" && lc.ThreadsBatch == 0
 	})
 	f([]string{"-fa", "on", "-ctk", "q8_0", "-ctv", "q4_0", "-tb", "2", "--mlock", "--no-mmap", "-lm", "mmap"}, func(c vajra.Config) bool {
-		lc := c.Llama
+		lc := c.DriverConfig.(llama.Config)
 
 		return lc.FlashAttn == "on" && lc.CacheTypeK == "q8_0" && lc.CacheTypeV == "q4_0" && lc.ThreadsBatch == 2 && lc.MLock && lc.NoMMap && lc.LoadMode == "mmap"
 	})
 	f([]string{"--flash-attn", "off", "--cache-type-k", "bf16", "--threads-batch", "3"}, func(c vajra.Config) bool {
-		lc := c.Llama
+		lc := c.DriverConfig.(llama.Config)
 
 		return lc.FlashAttn == "off" && lc.CacheTypeK == "bf16" && lc.ThreadsBatch == 3
 	})
 	f([]string{"-c", "2048"}, func(c vajra.Config) bool {
-		lc := c.Llama
+		lc := c.DriverConfig.(llama.Config)
 		return lc.MaxModelLen == 2048 && lc.KVCacheTokens == 0
 	})
 	f([]string{"--ctx-size", "2048", "--parallel", "2"}, func(c vajra.Config) bool {
-		lc := c.Llama
+		lc := c.DriverConfig.(llama.Config)
 		return lc.MaxModelLen == 1024 && lc.KVCacheTokens == 2048
 	})
 	// Vajra's own names keep their meaning: a context per sequence.
 	f([]string{"--max-model-len", "2048", "--max-num-seqs", "2"}, func(c vajra.Config) bool {
-		lc := c.Llama
+		lc := c.DriverConfig.(llama.Config)
 		return lc.MaxModelLen == 2048 && lc.KVCacheTokens == 0
 	})
 	f([]string{"-c", "4096", "-np", "4", "--kv-cache-tokens", "8192"}, func(c vajra.Config) bool {
-		lc := c.Llama
+		lc := c.DriverConfig.(llama.Config)
 		return lc.MaxModelLen == 4096 && lc.KVCacheTokens == 8192
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine/llama"
 )
 
 // loraArgs rewrites the two LoRA forms the flag package cannot read into
@@ -52,15 +52,15 @@ func isFloat(s string) bool {
 // engine's adapters, in that order. --lora FILE is served under the
 // file's base name without .gguf (as --model's file is); a trailing
 // :SCALE (a number) is its scale.
-func (st *serveSettings) adapters() ([]vajra.LoRAAdapter, error) {
-	var out []vajra.LoRAAdapter
+func (st *serveSettings) adapters() ([]llama.Adapter, error) {
+	var out []llama.Adapter
 	fileScale := func(flag, v string, needScale bool) error {
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
 			if item == "" {
 				continue
 			}
-			a := vajra.LoRAAdapter{Path: item}
+			a := llama.Adapter{Path: item}
 			if i := strings.LastIndexByte(item, ':'); i > 0 {
 				if f, err := strconv.ParseFloat(item[i+1:], 32); err == nil {
 					a.Path, a.Scale = item[:i], float32(f)
@@ -101,18 +101,18 @@ func (st *serveSettings) adapters() ([]vajra.LoRAAdapter, error) {
 // loraModule reads one vLLM --lora-modules value: NAME=PATH, or the JSON
 // object {"name": ..., "path": ...} (its base_model_name is ignored: the
 // base is --model).
-func loraModule(v string) (vajra.LoRAAdapter, error) {
+func loraModule(v string) (llama.Adapter, error) {
 	v = strings.TrimSpace(v)
 	if strings.HasPrefix(v, "{") {
 		var m struct{ Name, Path string }
 		if err := json.Unmarshal([]byte(v), &m); err != nil || m.Name == "" || m.Path == "" {
-			return vajra.LoRAAdapter{}, fmt.Errorf("--lora-modules %s: want NAME=FILE or {\"name\":...,\"path\":...}", v)
+			return llama.Adapter{}, fmt.Errorf("--lora-modules %s: want NAME=FILE or {\"name\":...,\"path\":...}", v)
 		}
-		return vajra.LoRAAdapter{Name: m.Name, Path: m.Path}, nil
+		return llama.Adapter{Name: m.Name, Path: m.Path}, nil
 	}
 	name, path, ok := strings.Cut(v, "=")
 	if !ok || name == "" || path == "" {
-		return vajra.LoRAAdapter{}, fmt.Errorf("--lora-modules %s: want NAME=FILE", v)
+		return llama.Adapter{}, fmt.Errorf("--lora-modules %s: want NAME=FILE", v)
 	}
-	return vajra.LoRAAdapter{Name: name, Path: path}, nil
+	return llama.Adapter{Name: name, Path: path}, nil
 }

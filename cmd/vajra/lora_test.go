@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine/llama"
 )
 
 // TestLoRAFlags: llama-server's --lora (FILE, FILE:SCALE, comma lists)
@@ -29,12 +29,12 @@ func TestLoRAFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []vajra.LoRAAdapter{
+	want := []llama.Adapter{
 		{Name: "sql", Path: "/a/sql.gguf"}, {Name: "chat", Path: "/a/chat.gguf", Scale: 0.5}, {Name: "code", Path: "/a/code.gguf"},
 		{Name: "old", Path: "/b/old.gguf", Scale: 0.25}, {Name: "new", Path: "/b/new.gguf", Scale: 2},
 		{Name: "alpha", Path: "/c/a.gguf"}, {Name: "beta", Path: "/c/b.gguf"}, {Name: "gamma", Path: "/c/g.gguf"},
 	}
-	if got := st.cfg.Llama.Adapters; !reflect.DeepEqual(got, want) {
+	if got := st.cfg.DriverConfig.(llama.Config).Adapters; !reflect.DeepEqual(got, want) {
 		t.Fatalf("adapters\n  %+v\nwant\n  %+v", got, want)
 	}
 	// The config file takes lists.
@@ -46,7 +46,7 @@ func TestLoRAFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := st.cfg.Llama.Adapters; len(got) != 2 || got[0] != (vajra.LoRAAdapter{Name: "x", Path: "/d/x.gguf", Scale: 1.5}) || got[1].Name != "y" {
+	if got := st.cfg.DriverConfig.(llama.Config).Adapters; len(got) != 2 || got[0] != (llama.Adapter{Name: "x", Path: "/d/x.gguf", Scale: 1.5}) || got[1].Name != "y" {
 		t.Fatalf("config file adapters %+v", got)
 	}
 	for _, c := range []struct {

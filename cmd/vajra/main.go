@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/bench"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
 	case "bench":
-		return vajra.Bench(ctx, args[1:], stdout, stderr)
+		return bench.Main(ctx, args[1:], stdout, stderr)
 	case "tiny-model":
 		return tinyModel(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -20,6 +20,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine/llama"
+	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
+	_ "github.com/vajra-go/vajra/engine/remote/sglang"      // registers sglang://
+	_ "github.com/vajra-go/vajra/engine/remote/vllm"        // registers vllm://
 )
 
 // stringList is a repeatable string flag. With split, each value is also
@@ -65,6 +69,9 @@ type serveSettings struct {
 	origins    stringList
 	workers    stringList
 	pprofAddr  string
+	// llama is the llama.cpp engine's own configuration (--model and the
+	// llama flags): cfg.DriverConfig when --model is given.
+	llama llama.Config
 	// LoRA adapters: llama-server's --lora and --lora-scaled, vLLM's
 	// --lora-modules (lora.go).
 	lora, loraScaled, loraModules stringList
@@ -121,7 +128,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.Sim.KVCacheTokens, "kv-cache-tokens", cfg.Sim.KVCacheTokens, "simulated KV cache capacity in tokens (blocks of 16)")
 	fs.Int64Var(&cfg.Sim.Seed, "seed", cfg.Sim.Seed, "engine-wide seed mixed into every request's")
 	// The llama.cpp engine (engine/llama), used when --model is given.
-	lc := &cfg.Llama
+	lc := &st.llama
 	fs.StringVar(&lc.ModelPath, "model", "", "serve this GGUF model with llama.cpp in process instead of the simulated engine (needs `make llama`)")
 	fs.StringVar(&lc.LibDir, "llama-lib", "", "directory of the llama.cpp libraries (default: .llama/server/bin, the build of `make llama`; `make llama-prebuilt` installs a CUDA or Vulkan build of the same release for a GPU)")
 	fs.IntVar(&lc.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "llama: token budget of one engine step, decode tokens plus prefill chunks (default 2048)")
@@ -305,7 +312,7 @@ Flags:
 // parseServe reads the settings of `vajra serve` from args, the
 // environment (lookup) and the config file, with that precedence.
 func parseServe(args []string, lookup func(string) (string, bool), stderr io.Writer) (*serveSettings, error) {
-	st := &serveSettings{cfg: vajra.DefaultConfig(), logFormat: "console", logLevel: "info", shutdown: 30 * time.Second}
+	st := &serveSettings{cfg: vajra.DefaultConfig(), llama: llama.Config{PrefixCaching: true}, logFormat: "console", logLevel: "info", shutdown: 30 * time.Second}
 	st.origins.split = true
 	st.workers.split = true
 	fs := flag.NewFlagSet("vajra serve", flag.ContinueOnError)
@@ -343,7 +350,7 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 	if len(st.models.vals) > 0 {
 		st.cfg.ServedModelNames = st.models.vals
 	}
-	if lc := &st.cfg.Llama; lc.ModelPath != "" {
+	if lc := &st.llama; lc.ModelPath != "" {
 		// Settings shared with the simulated engine, where they were given;
 		// the llama engine's own defaults otherwise.
 		if set["max-model-len"] {
@@ -371,9 +378,10 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 			// vLLM serves a model under the name it was given by.
 			st.cfg.ServedModelNames = []string{strings.TrimSuffix(filepath.Base(lc.ModelPath), ".gguf")}
 		}
+		st.cfg.Driver, st.cfg.DriverConfig = llama.DriverName, *lc
 	}
 	if rc := &st.cfg.Remote; len(st.workers.vals) > 0 {
-		if st.cfg.Llama.ModelPath != "" {
+		if st.llama.ModelPath != "" {
 			return nil, errors.New("--worker and --model exclude each other: serve either remote workers or a local model")
 		}
 		if len(st.lora.vals)+len(st.loraScaled.vals)+len(st.loraModules.vals) > 0 {
@@ -383,7 +391,7 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		// The settings of the text the engine handles itself are the
 		// llama engine's flags; the context length is the worker's unless
 		// --max-model-len caps it.
-		lc := &st.cfg.Llama
+		lc := &st.llama
 		rc.ChatTemplate, rc.ReasoningParser, rc.ToolCallParser = lc.ChatTemplate, lc.ReasoningParser, lc.ToolCallParser
 		if set["max-model-len"] {
 			rc.MaxModelLen = st.cfg.Sim.MaxModelLen

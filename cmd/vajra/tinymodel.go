@@ -7,14 +7,15 @@ import (
 	"io"
 	"os"
 
-	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/engine/llama/tinymodel"
 )
 
 // tinyModel runs `vajra tiny-model`: it writes a tiny random-weight
-// llama model (vajra.WriteTinyModel) to the file -o names.
+// llama model (tinymodel.WriteFile) to the file -o names.
 func tinyModel(args []string, stdout, stderr io.Writer) int {
-	def := vajra.DefaultTinyModelConfig()
-	var cfg vajra.TinyModelConfig
+	def := tinymodel.Config{Layers: tinymodel.DefaultLayers, Dim: tinymodel.DefaultDim, Heads: tinymodel.DefaultHeads,
+		KVHeads: tinymodel.DefaultKVHeads, FF: tinymodel.DefaultFF, Context: tinymodel.DefaultContext, Name: tinymodel.DefaultName}
+	var cfg tinymodel.Config
 	fs := flag.NewFlagSet("vajra tiny-model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "GGUF file to write (required)")
@@ -41,9 +42,9 @@ func tinyModel(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := vajra.WriteTinyModel(*out, cfg); err != nil {
+	if err := tinymodel.WriteFile(*out, cfg); err != nil {
 		fmt.Fprintln(stderr, "vajra tiny-model:", err)
-		if errors.Is(err, vajra.ErrTinyModelConfig) {
+		if errors.Is(err, tinymodel.ErrConfig) {
 			return 2
 		}
 		return 1
