@@ -61,6 +61,8 @@ type Logprobs struct {
 	TokenIDs   []int32
 	Logprobs   []float32
 	Ranks      []int32
+
+	arrs [3]Array // scratch, so that decoding does not allocate
 }
 
 // Stats is the part of SchedulerStats a front end reads.
@@ -280,7 +282,7 @@ func (l *Logprobs) decode(b []byte, frames [][]byte) ([]byte, error) {
 	if n < 3 {
 		return b, bad("logprobs of %d fields", n)
 	}
-	var ids, lps, ranks Array
+	ids, lps, ranks := &l.arrs[0], &l.arrs[1], &l.arrs[2]
 	if b, err = ids.decode(b, frames); err != nil {
 		return b, err
 	}

@@ -53,3 +53,48 @@ func TestOutputsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkDecodeOutputs(b *testing.B) {
+	for _, rows := range []int{1, 40} {
+		m := sampleOutputs(rows)
+		msg, aux := AppendOutputs(nil, nil, m)
+		frames := append([][]byte{msg}, aux...)
+		b.Run("rows"+itoa(rows), func(b *testing.B) {
+			var o Outputs
+			b.ReportAllocs()
+			b.SetBytes(int64(len(msg)))
+			for range b.N {
+				if err := o.Decode(frames); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// FuzzDecodeOutputs: any bytes decode to a value or an error, never a
+// panic or a hang.
+func FuzzDecodeOutputs(f *testing.F) {
+	for _, rows := range []int{1, 40} {
+		msg, aux := AppendOutputs(nil, nil, sampleOutputs(rows))
+		f.Add(msg, len(aux) > 0)
+	}
+	f.Add([]byte{0x94, 0x00, 0x91, 0x92, 0xa1}, false)
+	f.Fuzz(func(t *testing.T, b []byte, withAux bool) {
+		frames := [][]byte{b}
+		if withAux {
+			frames = append(frames, make([]byte, 480), make([]byte, 480), make([]byte, 160))
+		}
+		var o Outputs
+		_ = o.Decode(frames)
+		_, _ = DecodeReady(b)
+		_, _ = DecodeHello(b)
+	})
+}
