@@ -14,4 +14,3 @@ func TestReceivePathAllocs(t *testing.T) {
 		}
 	}
 }
-
