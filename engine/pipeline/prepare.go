@@ -30,7 +30,7 @@ type Model interface {
 	AddBOS() bool
 	BOSText() string
 	// Tokenize appends the tokens of s to dst, after the BOS token when
-	// bos (and the model has one). A failure that is an *engine.Error is
+	// bos and the model's prompts begin with one (AddBOS). A failure that is an *engine.Error is
 	// returned as it is; any other is an internal error.
 	Tokenize(dst []int32, s string, bos bool) ([]int32, error)
 	// CheckGrammar reports whether the model's sampler (or its workers)
@@ -119,7 +119,7 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 		add := m.AddBOS() && (bos == "" || !strings.HasPrefix(s, bos))
 		p.Prompt, err = m.Tokenize(nil, s, add)
 	case req.Prompt != "":
-		p.Prompt, err = m.Tokenize(nil, req.Prompt, m.AddBOS())
+		p.Prompt, err = m.Tokenize(nil, req.Prompt, true)
 	case len(req.PromptTokens) > 0:
 		for i, id := range req.PromptTokens {
 			if id < 0 || int(id) >= vocab {
