@@ -39,7 +39,7 @@ func tokenRequest(tb testing.TB, logprobs bool, warm int) (*request, *Chunk) {
 		tb.Fatal(err)
 	}
 	c := <-f.gens
-	ck := &Chunk{TokenIDs: []int32{'a'}, Logprobs: []float32{-0.5}, Top: [][]TopLogprob{{{'a', -0.5}, {'b', -1}}}}
+	ck := &Chunk{TokenIDs: []int32{'a'}, Logprobs: []float32{-0.5}, Top: [][]TopLogprob{{{TokenID: 'a', Logprob: -0.5}, {TokenID: 'b', Logprob: -1}}}}
 	if !logprobs {
 		ck.Logprobs, ck.Top = nil, nil
 	}
@@ -61,8 +61,8 @@ func TestTokenAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(5000, func() { rx.Tokens(ck) }); n != 0 {
 		t.Fatalf("%.3f allocations per token", n)
 	}
-	if got := rx.choices[0].n; rx.done || got != 25001 {
-		t.Fatalf("done %v, %d tokens taken, want 25001", rx.done, got)
+	if got := rx.out.Generated(0); rx.out.Done() || got != 25001 {
+		t.Fatalf("done %v, %d tokens taken, want 25001", rx.out.Done(), got)
 	}
 }
 

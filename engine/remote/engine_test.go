@@ -176,8 +176,8 @@ func TestContextLength(t *testing.T) {
 	if err := e.Prepare(req); err != nil {
 		t.Fatal(err)
 	}
-	if p := req.Prepared.(*prepared); p.maxTokens != 256-len(p.prompt) {
-		t.Fatalf("max tokens %d for a %d-token prompt in 256", p.maxTokens, len(p.prompt))
+	if p := req.Prepared.(*prepared); p.MaxTokens != 256-len(p.Prompt) {
+		t.Fatalf("max tokens %d for a %d-token prompt in 256", p.MaxTokens, len(p.Prompt))
 	}
 }
 
@@ -289,7 +289,7 @@ func TestLogprobs(t *testing.T) {
 	rec, _, c := start(t, e, f, req)
 	c.mu.Lock()
 	c.rx.Tokens(&Chunk{TokenIDs: []int32{'o', 'k'}, Logprobs: []float32{-0.5, -1},
-		Top: [][]TopLogprob{{{'o', -0.5}, {'x', -2}}, {{'k', -1}, {'y', -3}}}})
+		Top: [][]TopLogprob{{{TokenID: 'o', Logprob: -0.5}, {TokenID: 'x', Logprob: -2}}, {{TokenID: 'k', Logprob: -1}, {TokenID: 'y', Logprob: -3}}}})
 	c.mu.Unlock()
 	c.end(&End{})
 	res := rec.wait(t)

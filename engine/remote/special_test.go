@@ -105,9 +105,8 @@ func TestToolArgsTokenAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(5000, func() { r.Tokens(ck) }); n != 0 {
 		t.Fatalf("%.3f allocations per arguments token", n)
 	}
-	ch := &r.choices[0]
-	if r.done || len(ch.parser.ToolCalls()) != 0 || ch.n < 25000 {
-		t.Fatalf("done %v, calls %v, %d tokens", r.done, ch.parser.ToolCalls(), ch.n)
+	if r.out.Done() || len(r.out.ToolCalls(0)) != 0 || r.out.Generated(0) < 25000 {
+		t.Fatalf("done %v, calls %v, %d tokens", r.out.Done(), r.out.ToolCalls(0), r.out.Generated(0))
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"errors"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/pipeline"
 )
 
 // Client speaks one protocol to one worker. Safe for concurrent use.
@@ -168,10 +169,7 @@ type Chunk struct {
 }
 
 // TopLogprob is one alternative token with its logprob.
-type TopLogprob struct {
-	TokenID int32
-	Logprob float32
-}
+type TopLogprob = pipeline.TopLogprob
 
 // End ends a call: each choice's finish, the usage the worker counted, or
 // the failure.
