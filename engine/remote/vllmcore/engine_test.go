@@ -76,9 +76,6 @@ func (r *recorder) wait(t testing.TB) *remote.End {
 
 func listen(t testing.TB, o Options) *Frontend {
 	t.Helper()
-	if o.EOSTokenIDs == nil {
-		o.EOSTokenIDs = []int32{2}
-	}
 	f, err := Listen("127.0.0.1:0", o)
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +107,7 @@ func greedy(id string, n int) *remote.Generate {
 		ID: id, Prompt: []int32{1, 15, 300},
 		Sampling:    &engine.Sampling{N: n, Temperature: 0, StopTokenIDs: []int{7}},
 		MaxTokens:   4,
+		EOSTokenIDs: []int32{2, 9}, // the tokenizer's, then generation_config's
 		CachePrompt: true,
 	}
 }
@@ -144,8 +142,13 @@ func TestGenerateThroughFakeEngine(t *testing.T) {
 	if sp["temperature"] != 0.0 || toInt(sp["max_tokens"]) != 4 || toInt(sp["_eos_token_id"]) != 2 {
 		t.Fatalf("sampling params %v", sp)
 	}
-	if all := sp["_all_stop_token_ids"].([]any); len(all) != 2 || toInt(all[0]) != 2 || toInt(all[1]) != 7 {
+	if all := sp["_all_stop_token_ids"].([]any); len(all) != 3 || toInt(all[0]) != 2 || toInt(all[1]) != 7 || toInt(all[2]) != 9 {
 		t.Fatalf("_all_stop_token_ids %v", all)
+	}
+	// generation_config's other EOS ids stop as stop token ids (vLLM's
+	// update_from_generation_config).
+	if st := sp["stop_token_ids"].([]any); len(st) != 2 || toInt(st[0]) != 7 || toInt(st[1]) != 9 {
+		t.Fatalf("stop_token_ids %v", st)
 	}
 	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "req-1", TokenIDs: []int32{11}, FinishReason: v032.NoFinish, StopToken: -1, HasPrefill: true, PromptTokens: 3, CachedTokens: 0}}, Stats: &v032.Stats{Running: 1}})
 	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "req-1", TokenIDs: []int32{12, 13}, FinishReason: v032.NoFinish, StopToken: -1}}})
@@ -427,10 +430,10 @@ func TestUtilityCalls(t *testing.T) {
 	case <-time.After(stall):
 		t.Fatal("no answer")
 	}
-	go func() { done <- e.Sleep(context.Background(), 1) }()
+	go func() { done <- e.Sleep(context.Background(), 1, "") }()
 	_, v = fe.request()
 	call = v.([]any)
-	if call[2] != "sleep" || toInt(call[3].([]any)[0]) != 1 {
+	if call[2] != "sleep" || toInt(call[3].([]any)[0]) != 1 || call[3].([]any)[1] != "abort" {
 		t.Fatalf("sleep %v", call)
 	}
 	fe.send(&v032.OutputsMsg{Utility: &v032.UtilityOutput{CallID: toInt(call[1]), Failure: []byte("Sleep mode is not enabled")}})
