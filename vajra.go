@@ -75,7 +75,9 @@ type Config struct {
 	// when its Workers are set and Engine is nil. Each worker URL's
 	// scheme names a protocol registered by the package a program
 	// imports: engine/remote/llamaserver (llama-server://),
-	// engine/remote/vllm (vllm://), engine/remote/sglang (sglang://); the
+	// engine/remote/vllm (vllm://), engine/remote/sglang (sglang://),
+	// engine/remote/vllmcore (vllm-core://: vLLM engines attach to the
+	// bound address, each rank a worker; needs Remote.TokenizerPath); the
 	// last two link gRPC. With no ServedModelNames the model is served
 	// under the workers' name for it.
 	Remote remote.Config

@@ -20,6 +20,7 @@ var linked = map[string]bool{
 	"engine/remote/llamaserver": true,
 	"engine/remote/sglang":      true,
 	"engine/remote/vllm":        true,
+	"engine/remote/vllmcore":    true,
 }
 
 // TestPublicAPIOnly: the binary is built on the module root's public API

@@ -191,6 +191,13 @@ func New(cfg Config) (*Engine, error) {
 		}
 		if p != nil {
 			e.pools[u] = p
+			if cfg.Tokenizer == nil && cfg.TokenizerPath == "" {
+				closePools(slices.Collect(maps.Values(e.pools)))
+				for _, w := range ws {
+					_ = w.client.Close()
+				}
+				return nil, fmt.Errorf("remote: worker %s: its engines have no tokenizer: give --tokenizer MODEL_DIR (the model's folder)", u)
+			}
 			continue
 		}
 		ws = append(ws, newWorker(u, c))
@@ -229,6 +236,13 @@ func (e *Engine) closeClients() {
 func (e *Engine) ModelName() string {
 	if m := e.model.Load(); m != nil {
 		return m.name
+	}
+	e.wsMu.Lock()
+	pools := len(e.pools)
+	e.wsMu.Unlock()
+	if pools > 0 && pools == len(e.cfg.Workers) {
+		// Workers that attach name no model (loadModel): --tokenizer's.
+		return e.cfg.TokenizerPath
 	}
 	return ""
 }
