@@ -66,9 +66,11 @@ func closePools(ps []Pool) {
 // serves as vLLM does (POST /reset_prefix_cache, /sleep, /wake_up, GET
 // /is_sleeping). Safe for concurrent use.
 type Controller interface {
-	// ResetPrefixCache empties the worker's prefix cache; false when it
-	// could not (blocks still held by running requests).
-	ResetPrefixCache(ctx context.Context) (bool, error)
+	// ResetPrefixCache empties the worker's prefix cache (also the
+	// running requests' blocks with resetRunning, and an external
+	// connector's cache with resetExternal); false when it could not
+	// (blocks still held by running requests).
+	ResetPrefixCache(ctx context.Context, resetRunning, resetExternal bool) (bool, error)
 	// Sleep pauses scheduling (level 0), also frees the weights (1) or
 	// discards them (2); mode says what becomes of running requests
 	// ("abort", "wait" or "keep").
@@ -108,14 +110,14 @@ func (e *Engine) controllers() ([]Controller, error) {
 
 // ResetPrefixCache empties the prefix cache of every attached worker that
 // takes control calls; it reports whether all of them did.
-func (e *Engine) ResetPrefixCache(ctx context.Context) (bool, error) {
+func (e *Engine) ResetPrefixCache(ctx context.Context, resetRunning, resetExternal bool) (bool, error) {
 	cs, err := e.controllers()
 	if err != nil {
 		return false, err
 	}
 	all := true
 	for _, c := range cs {
-		ok, err := c.ResetPrefixCache(ctx)
+		ok, err := c.ResetPrefixCache(ctx, resetRunning, resetExternal)
 		if err != nil {
 			return false, err
 		}

@@ -47,6 +47,10 @@ func (w *Worker) LoadAge(now time.Time) time.Duration {
 	return time.Duration(now.UnixNano() - at)
 }
 
+// Client is the worker's protocol client (for a protocol's own figures
+// and calls: a vllm-core engine's Running, Utility).
+func (w *Worker) Client() Client { return w.client }
+
 // URL is the worker's URL.
 func (w *Worker) URL() string { return w.url }
 

@@ -473,9 +473,11 @@ func (e *Engine) utilityDone(u *v032.UtilityOutput) {
 }
 
 // ResetPrefixCache empties the engine's prefix cache (vLLM's
-// /reset_prefix_cache); it reports whether the engine did.
-func (e *Engine) ResetPrefixCache(ctx context.Context) (bool, error) {
-	r, err := e.Utility(ctx, "reset_prefix_cache")
+// /reset_prefix_cache), also the running requests' blocks with
+// resetRunning and its KV connector's with resetExternal; it reports
+// whether the engine did.
+func (e *Engine) ResetPrefixCache(ctx context.Context, resetRunning, resetExternal bool) (bool, error) {
+	r, err := e.Utility(ctx, "reset_prefix_cache", msgp.AppendBool(nil, resetRunning), msgp.AppendBool(nil, resetExternal))
 	if err != nil {
 		return false, err
 	}

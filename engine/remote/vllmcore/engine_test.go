@@ -410,7 +410,7 @@ func TestUtilityCalls(t *testing.T) {
 	fe, e := attach(t, f, 0)
 	done := make(chan error, 1)
 	go func() {
-		ok, err := e.ResetPrefixCache(context.Background())
+		ok, err := e.ResetPrefixCache(context.Background(), false, false)
 		if err == nil && !ok {
 			err = errors.New("reset_prefix_cache answered false")
 		}
@@ -418,7 +418,7 @@ func TestUtilityCalls(t *testing.T) {
 	}()
 	typ, v := fe.request()
 	call := v.([]any)
-	if typ != v032.TypeUtility || call[2] != "reset_prefix_cache" || len(call[3].([]any)) != 0 {
+	if typ != v032.TypeUtility || call[2] != "reset_prefix_cache" || len(call[3].([]any)) != 2 || call[3].([]any)[0] != false {
 		t.Fatalf("utility %d %v", typ, v)
 	}
 	fe.send(&v032.OutputsMsg{Utility: &v032.UtilityOutput{CallID: toInt(call[1]), Result: []byte{0xc3}}})
