@@ -260,10 +260,14 @@ func (e *Engine) Generate(ctx context.Context, g *remote.Generate, rx remote.Rec
 	}
 	bp := e.buf()
 	defer e.bufs.Put(bp)
+	seed := sp.Seed
 	for i, id := range c.subs {
 		r.ID = id
 		if n > 1 {
 			r.ExternalID = g.ID
+		}
+		if sp.HasSeed {
+			sp.Seed = seed + int64(i) // each choice its own seed, as vLLM's ParentRequest
 		}
 		if g.PromptLogprobs != 0 && i > 0 {
 			sp.PromptLogprobs = -1 // the prompt's logprobs once

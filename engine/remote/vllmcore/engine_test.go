@@ -224,17 +224,23 @@ func TestChoicesAreSubRequests(t *testing.T) {
 	f := listen(t, Options{})
 	fe, e := attach(t, f, 0)
 	rec := newRecorder(3)
-	call, err := e.Generate(context.Background(), greedy("p", 3), rec)
+	g := greedy("p", 3)
+	g.Sampling.Seed, g.Sampling.HasSeed = 40, true
+	call, err := e.Generate(context.Background(), g, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	for range 3 {
+	for i := range 3 {
 		_, v := fe.request()
 		req := v.([]any)
 		ids = append(ids, req[0].(string))
 		if field(t, req, 16) != "p" {
 			t.Fatalf("external id %v", field(t, req, 16))
+		}
+		// Each choice samples with its own seed (vLLM: seed + index).
+		if sp := req[3].(map[string]any); toInt(sp["seed"]) != int64(40+i) {
+			t.Fatalf("choice %d: seed %v", i, sp["seed"])
 		}
 	}
 	if !slices.Equal(ids, []string{"0_p", "1_p", "2_p"}) {
