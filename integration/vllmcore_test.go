@@ -2,9 +2,12 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +16,10 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/remote"
@@ -90,6 +95,9 @@ func TestVLLMCoreWorker(t *testing.T) {
 	t.Run("ChatParity", func(t *testing.T) {
 		for _, p := range prompts {
 			want := refChat[p]
+			if want.Choices[0].Message.Content == "" {
+				t.Fatalf("%q: vLLM answered nothing", p)
+			}
 			got, err := client.Chat.Completions.New(ctx, greedy(p, 16))
 			if err != nil {
 				t.Fatal(err)
@@ -194,6 +202,142 @@ func TestVLLMCoreWorker(t *testing.T) {
 		if got.Choices[0].Message.Content != want.Choices[0].Message.Content {
 			t.Errorf("seed 11: Vajra %q, vLLM %q", got.Choices[0].Message.Content, want.Choices[0].Message.Content)
 		}
+	})
+
+	t.Run("SamplingParity", func(t *testing.T) {
+		// Each sampling field reaches the engine as vLLM's own front end
+		// sends it: the same answer as vLLM's server, field by field.
+		cases := []struct {
+			name   string
+			params func(*openai.ChatCompletionNewParams)
+			extra  []option.RequestOption
+		}{
+			{"seed_top_p", func(p *openai.ChatCompletionNewParams) {
+				p.Temperature, p.Seed, p.TopP = openai.Float(0.9), openai.Int(5), openai.Float(0.8)
+			}, nil},
+			{"top_k_min_p", func(p *openai.ChatCompletionNewParams) { p.Temperature, p.Seed = openai.Float(1), openai.Int(3) },
+				[]option.RequestOption{option.WithJSONSet("top_k", 5), option.WithJSONSet("min_p", 0.05)}},
+			{"n_seed", func(p *openai.ChatCompletionNewParams) {
+				p.Temperature, p.Seed, p.N = openai.Float(1), openai.Int(7), openai.Int(3)
+			}, nil},
+			{"penalties", func(p *openai.ChatCompletionNewParams) {
+				p.PresencePenalty, p.FrequencyPenalty = openai.Float(1.5), openai.Float(0.5)
+			}, []option.RequestOption{option.WithJSONSet("repetition_penalty", 1.3)}},
+			{"logit_bias", func(p *openai.ChatCompletionNewParams) { p.LogitBias = map[string]int64{"9906": 100} }, nil},
+			{"min_tokens_stop_token_ids", nil, []option.RequestOption{option.WithJSONSet("min_tokens", 4), option.WithJSONSet("stop_token_ids", []int{13, 11, 279})}},
+			{"ignore_eos", nil, greedyEOS},
+			{"logprobs", func(p *openai.ChatCompletionNewParams) { p.Logprobs, p.TopLogprobs = openai.Bool(true), openai.Int(3) }, nil},
+		}
+		for _, c := range cases {
+			params := greedy(question, 12)
+			if c.params != nil {
+				c.params(&params)
+			}
+			want, err := refClient.Chat.Completions.New(ctx, params, c.extra...)
+			if err != nil {
+				t.Fatalf("%s: vLLM's server: %v", c.name, err)
+			}
+			got, err := client.Chat.Completions.New(ctx, params, c.extra...)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if len(got.Choices) != len(want.Choices) || got.Usage.CompletionTokens != want.Usage.CompletionTokens {
+				t.Errorf("%s: %d choices, %d tokens; vLLM %d choices, %d tokens", c.name, len(got.Choices), got.Usage.CompletionTokens, len(want.Choices), want.Usage.CompletionTokens)
+				continue
+			}
+			for i := range want.Choices {
+				g, w := got.Choices[i], want.Choices[i]
+				if g.Message.Content != w.Message.Content || g.FinishReason != w.FinishReason || w.Message.Content == "" {
+					t.Errorf("%s choice %d: Vajra %q (%s), vLLM %q (%s)", c.name, i, g.Message.Content, g.FinishReason, w.Message.Content, w.FinishReason)
+				}
+				gl, wl := g.Logprobs.Content, w.Logprobs.Content
+				if len(gl) != len(wl) {
+					t.Errorf("%s choice %d: %d logprobs, vLLM %d", c.name, i, len(gl), len(wl))
+					continue
+				}
+				for k := range wl {
+					if d := gl[k].Logprob - wl[k].Logprob; d > 1e-3 || d < -1e-3 || len(gl[k].TopLogprobs) != len(wl[k].TopLogprobs) {
+						t.Errorf("%s token %d: %+v, vLLM %+v", c.name, k, gl[k], wl[k])
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("StructuredOutput", func(t *testing.T) {
+		schema := map[string]any{
+			"type": "object", "additionalProperties": false, "required": []string{"answer"},
+			"properties": map[string]any{"answer": map[string]any{"type": "string", "enum": []string{"yes", "no"}}},
+		}
+		params := greedy(question, 48)
+		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "verdict", Schema: schema, Strict: openai.Bool(true)},
+		}}
+		res, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Answer string `json:"answer"`
+		}
+		content := res.Choices[0].Message.Content
+		if err := json.Unmarshal([]byte(content), &v); err != nil || (v.Answer != "yes" && v.Answer != "no") || res.Choices[0].FinishReason != "stop" {
+			t.Fatalf("json_schema: %q (%s): %v", content, res.Choices[0].FinishReason, err)
+		}
+		obj := greedy(question, 48)
+		obj.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+		res, err = client.Chat.Completions.New(ctx, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := res.Choices[0].Message.Content; !strings.HasPrefix(strings.TrimSpace(c), "{") {
+			t.Fatalf("json_object: %q", c)
+		}
+
+		tools := greedy(question, 64)
+		tools.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "get_weather",
+			Parameters: shared.FunctionParameters{
+				"type": "object", "additionalProperties": false, "required": []string{"city"},
+				"properties": map[string]any{"city": map[string]any{"type": "string", "enum": []string{"Paris", "Oslo"}}},
+			},
+		})}
+		tools.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
+		res, err = client.Chat.Completions.New(ctx, tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := res.Choices[0]
+		if len(ch.Message.ToolCalls) == 0 || ch.FinishReason != "tool_calls" {
+			t.Fatalf("tool_choice required: %s", res.RawJSON())
+		}
+		var args struct {
+			City string `json:"city"`
+		}
+		if fn := ch.Message.ToolCalls[0].Function; json.Unmarshal([]byte(fn.Arguments), &args) != nil || fn.Name != "get_weather" || (args.City != "Paris" && args.City != "Oslo") {
+			t.Fatalf("tool call %s(%s)", fn.Name, fn.Arguments)
+		}
+	})
+
+	t.Run("PythonSDKs", func(t *testing.T) {
+		py := venvPython(t)
+		pctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+		defer cancel()
+		args := []string{"-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "console_output_style=classic"}
+		for _, name := range []string{"test_openai.py::test_chat", "test_openai.py::test_chat_stream_equals_non_stream",
+			"test_openai.py::test_chat_n", "test_openai.py::test_responses_stream", "test_openai.py::test_models",
+			"test_openai.py::test_error_400", "test_openai.py::test_error_404", "test_anthropic.py::test_messages",
+			"test_anthropic.py::test_messages_stream_equals_non_stream", "test_anthropic.py::test_count_tokens"} {
+			args = append(args, "python/"+name)
+		}
+		cmd := exec.CommandContext(pctx, py, args...)
+		cmd.Env = append(os.Environ(), "VAJRA_BASE_URL="+base, "VAJRA_API_KEY=test-key", "VAJRA_MODEL="+tinyName,
+			"VAJRA_MAX_CONCURRENT=3", "PYTHONDONTWRITEBYTECODE=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pytest: %v\n%s", err, out)
+		}
+		t.Logf("pytest:\n%s", out)
 	})
 
 	t.Run("ControlEndpoints", func(t *testing.T) {

@@ -98,16 +98,19 @@ type Engine struct {
 	model     atomic.Pointer[model]
 	modelOnce sync.Mutex // serializes loading the model state
 
-	running  atomic.Int64
-	promptN  atomic.Uint64
-	genN     atomic.Uint64
-	callSeq  atomic.Uint64
-	closed   atomic.Bool
-	done     chan struct{}
-	wg       sync.WaitGroup
-	liveMu   sync.Mutex // guards live: per request, never per token
-	live     map[*request]struct{}
-	sweepDur time.Duration
+	running atomic.Int64
+	// gonePrefix sums the prefix cache counters of the pool members that
+	// left (Load.PrefixQueries, PrefixHits), so that Stats' stay monotonic.
+	goneQueries, goneHits atomic.Uint64
+	promptN               atomic.Uint64
+	genN                  atomic.Uint64
+	callSeq               atomic.Uint64
+	closed                atomic.Bool
+	done                  chan struct{}
+	wg                    sync.WaitGroup
+	liveMu                sync.Mutex // guards live: per request, never per token
+	live                  map[*request]struct{}
+	sweepDur              time.Duration
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -377,7 +380,13 @@ func (e *Engine) Stats() engine.Stats {
 	}
 	var kv float64
 	n := 0
+	st.PrefixQueries, st.PrefixHits = e.goneQueries.Load(), e.goneHits.Load()
 	for _, w := range e.list() {
+		if l := w.load.Load(); l != nil && (w.pool == "" || !w.draining.Load()) {
+			// A pool member that left is counted in gone*.
+			st.PrefixQueries += l.PrefixQueries
+			st.PrefixHits += l.PrefixHits
+		}
 		if !w.healthy.Load() || w.draining.Load() {
 			continue
 		}

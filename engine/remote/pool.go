@@ -45,6 +45,10 @@ func (e *Engine) leave(u string, c Client) {
 	if gone != nil {
 		gone.healthy.Store(false)
 		gone.draining.Store(true)
+		if l := gone.load.Load(); l != nil {
+			e.goneQueries.Add(l.PrefixQueries)
+			e.goneHits.Add(l.PrefixHits)
+		}
 	}
 	e.wsMu.Unlock()
 	if gone != nil {

@@ -227,6 +227,10 @@ type Load struct {
 	Waiting  int
 	KVUsage  float64 // 0..1
 	Capacity int     // slots or max running requests, 0 when unknown
+	// PrefixQueries and PrefixHits count the prompt tokens the worker
+	// looked up in its prefix cache and found, since it started (0 when
+	// the protocol does not say: only vLLM's engine core does).
+	PrefixQueries, PrefixHits uint64
 }
 
 // WorkerError is a failure of a worker or of the way to it.

@@ -43,6 +43,8 @@ type Engine struct {
 	running, waiting atomic.Int64
 	kvUsage          atomic.Uint64 // float64 bits
 	stepCounter      atomic.Int64
+	// prefixQueries and prefixHits sum the steps' prefix cache counters.
+	prefixQueries, prefixHits atomic.Uint64
 
 	callID atomic.Int64
 	umu    sync.Mutex
@@ -155,6 +157,10 @@ func (e *Engine) read() {
 			e.waiting.Store(int64(o.Stats.Waiting))
 			e.kvUsage.Store(math.Float64bits(o.Stats.KVCacheUsage))
 			e.stepCounter.Store(int64(o.Stats.StepCounter))
+			if o.Stats.PrefixQueries > 0 {
+				e.prefixQueries.Add(uint64(o.Stats.PrefixQueries))
+				e.prefixHits.Add(uint64(max(o.Stats.PrefixHits, 0)))
+			}
 		}
 		if o.HasUtility {
 			e.utilityDone(&o.Utility)
@@ -398,10 +404,12 @@ func (e *Engine) Load(context.Context) (remote.Load, error) {
 		return remote.Load{}, e.workerError(503, true, err)
 	}
 	return remote.Load{
-		Running:  int(e.running.Load()),
-		Waiting:  int(e.waiting.Load()),
-		KVUsage:  math.Float64frombits(e.kvUsage.Load()),
-		Capacity: e.ready.MaxNumSeqs,
+		Running:       int(e.running.Load()),
+		Waiting:       int(e.waiting.Load()),
+		KVUsage:       math.Float64frombits(e.kvUsage.Load()),
+		Capacity:      e.ready.MaxNumSeqs,
+		PrefixQueries: e.prefixQueries.Load(),
+		PrefixHits:    e.prefixHits.Load(),
 	}, nil
 }
 

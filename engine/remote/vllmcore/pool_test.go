@@ -154,11 +154,19 @@ func TestPoolAttachServeDieReattach(t *testing.T) {
 		t.Fatalf("sampling params %v", sp)
 	}
 	id := add[0].(string)
-	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: id, TokenIDs: []int32{'o', 'k'}, FinishReason: v032.NoFinish, StopToken: -1}}})
+	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: id, TokenIDs: []int32{'o', 'k'}, FinishReason: v032.NoFinish, StopToken: -1}},
+		Stats: &v032.Stats{Running: 1, Waiting: 2, KVCacheUsage: 0.25, PrefixRequests: 1, PrefixQueries: 40, PrefixHits: 32}})
 	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: id, TokenIDs: []int32{258}, FinishReason: v032.FinishStop, StopToken: 258}}})
 	if res := s.wait(t); res.Err != nil || res.Choices[0].Text != "ok" || res.Choices[0].FinishReason != engine.FinishStop {
 		t.Fatalf("result %+v", res)
 	}
+
+	// The scheduler stats are the load signal and vLLM's metrics' source.
+	poll(t, "the engine's stats", func() bool {
+		st := e.Stats()
+		l := healthy(e)[0].Load()
+		return st.PrefixQueries == 40 && st.PrefixHits == 32 && st.Waiting == 2 && l.Running == 1 && l.KVUsage == 0.25
+	})
 
 	// The engine dies mid-stream: the stream ends with an error at once.
 	s = newSink()
@@ -191,9 +199,13 @@ func TestPoolAttachServeDieReattach(t *testing.T) {
 		t.Fatal("IsSleeping with no engine attached succeeded")
 	}
 
-	// Started again, it attaches again.
+	// Started again, it attaches again; the counters of the engine that
+	// left still count.
 	fe = startFake(t, addr, fakeOpts{rank: 0})
 	poll(t, "rank 0 back", func() bool { return len(healthy(e)) == 1 })
+	if st := e.Stats(); st.PrefixQueries != 40 || st.PrefixHits != 32 {
+		t.Fatalf("prefix counters %d/%d after the engine re-attached", st.PrefixHits, st.PrefixQueries)
+	}
 	done := make(chan error, 1)
 	go func() {
 		sleeping, err := e.IsSleeping(context.Background())
