@@ -258,3 +258,23 @@ func TestPoolSetWorkers(t *testing.T) {
 		t.Fatal("Dial of a pool URL succeeded")
 	}
 }
+
+// TestPoolNeedsTokenizerAndAddress: a vllm-core:// worker without a
+// tokenizer, or on an address already bound, fails at start with an
+// error that says what to do.
+func TestPoolNeedsTokenizerAndAddress(t *testing.T) {
+	addr := freeAddr(t)
+	_, err := remote.New(remote.Config{Workers: []string{"vllm-core://" + addr}})
+	if err == nil || !strings.Contains(err.Error(), "--tokenizer") {
+		t.Fatalf("without a tokenizer: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = remote.New(remote.Config{Workers: []string{"vllm-core://" + ln.Addr().String()}, Tokenizer: byteTok{}})
+	if err == nil || !strings.Contains(err.Error(), "bind") {
+		t.Fatalf("on a bound address: %v", err)
+	}
+}
