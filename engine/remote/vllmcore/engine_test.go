@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -450,5 +451,58 @@ func TestUtilityCalls(t *testing.T) {
 		}
 	case <-time.After(stall):
 		t.Fatal("no answer")
+	}
+}
+
+// reentrant is a recorder whose Tokens ends the call the way the remote
+// engine does from inside it: a choice (a stop string) or the whole call.
+type reentrant struct {
+	*recorder
+	call  chan remote.Call
+	whole bool
+}
+
+func (r *reentrant) Tokens(c *remote.Chunk) {
+	r.recorder.Tokens(c)
+	if c.Choice != 0 {
+		return
+	}
+	call := <-r.call
+	if r.whole {
+		call.Abort()
+	} else {
+		call.(remote.ChoiceAborter).AbortChoice(c.Choice)
+	}
+	r.call <- call
+}
+
+// TestAbortFromInsideReceiver: the Receiver may end its call from inside
+// Tokens (the remote engine does, on a stop string or a failure): no
+// deadlock, End comes once, after Tokens returned, and the engine is told.
+func TestAbortFromInsideReceiver(t *testing.T) {
+	f := listen(t, Options{})
+	fe, e := attach(t, f, 0)
+	for _, whole := range []bool{false, true} {
+		rec := &reentrant{recorder: newRecorder(2), call: make(chan remote.Call, 1), whole: whole}
+		id := "re-" + strconv.FormatBool(whole)
+		call, err := e.Generate(context.Background(), greedy(id, 2), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.call <- call
+		fe.request()
+		fe.request()
+		fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "0_" + id, TokenIDs: []int32{5}, FinishReason: v032.NoFinish, StopToken: -1}}})
+		typ, v := fe.request()
+		if typ != v032.TypeAbort || v.([]any)[0] != "0_"+id {
+			t.Fatalf("whole=%v: abort %d %v", whole, typ, v)
+		}
+		if !whole {
+			fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "1_" + id, TokenIDs: []int32{6}, FinishReason: v032.FinishLength, StopToken: -1}}})
+		}
+		end := rec.wait(t)
+		if end.Choices[0].FinishReason != "abort" || !whole && (end.Choices[1].FinishReason != "length" || !slices.Equal(rec.tokens[1], []int32{6})) {
+			t.Fatalf("whole=%v: end %+v", whole, end.Choices)
+		}
 	}
 }
