@@ -362,7 +362,7 @@ func frontend(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var goneOnce sync.Once
 	var left sync.WaitGroup
 	left.Add(a.engineCount)
-	f, err := vllmcore.Adopt(inLn, outLn, a.engineStart, a.engineCount, time.Duration(s.EngineReadyTimeoutSecs)*time.Second, vllmcore.Options{
+	f, err := vllmcore.Adopt(ctx, inLn, outLn, a.engineStart, a.engineCount, time.Duration(s.EngineReadyTimeoutSecs)*time.Second, vllmcore.Options{
 		ServedModelName: names[0],
 		ModelPath:       s.ModelTag,
 		EOSTokenIDs:     tok.EOSIDs(),

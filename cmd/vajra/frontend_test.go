@@ -104,11 +104,18 @@ func TestTokenizerDirFromHFCache(t *testing.T) {
 // launcher would leave it open for its child.
 func listenerFD(t *testing.T, ln interface{ File() (*os.File, error) }) int {
 	t.Helper()
-	f, err := ln.File() // a duplicate, which inheritedListener takes over
+	f, err := ln.File()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return int(f.Fd())
+	defer f.Close()
+	// A descriptor of its own, which inheritedListener takes over (f's
+	// would be closed again by f).
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
 }
 
 func TestInheritedListener(t *testing.T) {

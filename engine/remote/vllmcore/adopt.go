@@ -1,6 +1,7 @@
 package vllmcore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,7 +36,8 @@ import (
 // or the host (over tcp://, which then allows one engine per host).
 //
 // Adopt owns input and output from the call on and closes them on return.
-func Adopt(input, output net.Listener, start, count int, timeout time.Duration, o Options) (*Frontend, error) {
+// Cancelling ctx ends the wait with ctx's error.
+func Adopt(ctx context.Context, input, output net.Listener, start, count int, timeout time.Duration, o Options) (*Frontend, error) {
 	defer input.Close()
 	defer output.Close()
 	if count < 1 || start < 0 || start+count > 1<<16 {
@@ -152,6 +154,8 @@ func Adopt(input, output net.Listener, start, count int, timeout time.Duration, 
 			} else if o.OnError != nil {
 				o.OnError(e)
 			}
+		case <-ctx.Done():
+			err = fmt.Errorf("%w: waiting for the engines: %w", ErrHandshake, ctx.Err())
 		case <-timer.C:
 			err = fmt.Errorf("%w: %d of %d engines registered and %d of their output connections came within %v (VLLM_ENGINE_READY_TIMEOUT_S)",
 				ErrHandshake, len(byRank), count, len(pulls), timeout)

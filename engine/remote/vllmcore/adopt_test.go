@@ -41,7 +41,7 @@ type adopted struct {
 func adoptAsync(in, out net.Listener, start, count int, timeout time.Duration) chan adopted {
 	ch := make(chan adopted, 1)
 	go func() {
-		f, err := Adopt(in, out, start, count, timeout, Options{EOSTokenIDs: []int32{2}})
+		f, err := Adopt(context.Background(), in, out, start, count, timeout, Options{EOSTokenIDs: []int32{2}})
 		ch <- adopted{f, err}
 	}()
 	return ch
@@ -176,5 +176,24 @@ func TestPairOutputsByPeer(t *testing.T) {
 	got, err = pairOutputs(map[int]string{4: ""}, []pl{{"", a}}, peer, pull)
 	if err != nil || got[4] != a {
 		t.Fatalf("one engine: %v, %v", got, err)
+	}
+}
+
+func TestAdoptCancelled(t *testing.T) {
+	in, out, _, _ := launcherListeners(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() {
+		_, err := Adopt(ctx, in, out, 0, 1, time.Hour, Options{})
+		ch <- err
+	}()
+	cancel()
+	select {
+	case err := <-ch:
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrHandshake) {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(stall):
+		t.Fatal("Adopt did not end when cancelled")
 	}
 }
