@@ -367,7 +367,11 @@ func frontend(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ModelPath:       s.ModelTag,
 		EOSTokenIDs:     tok.EOSIDs(),
 		OnDetach: func(e *vllmcore.Engine, err error) {
-			log.Error("engine gone", zap.Int("rank", e.Rank()), zap.Error(err))
+			if errors.Is(e.Err(), vllmcore.ErrClosed) {
+				log.Info("engine closed", zap.Int("rank", e.Rank())) // Vajra's shutdown
+			} else {
+				log.Error("engine gone", zap.Int("rank", e.Rank()), zap.Error(err))
+			}
 			left.Done()
 		},
 		OnError: func(err error) { log.Warn("engine connection refused", zap.Error(err)) },

@@ -231,6 +231,9 @@ func TestFrontendCommandServesTheHandedOverEngine(t *testing.T) {
 	if code := l.exit(t); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
+	if log := l.log.String(); strings.Contains(log, "engine gone") || !strings.Contains(log, "engine closed") {
+		t.Fatalf("Vajra's own shutdown is logged as an engine failure:\n%s", log)
+	}
 }
 
 func TestFrontendCommandEndsWithItsEngines(t *testing.T) {
