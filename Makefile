@@ -48,15 +48,20 @@ run: build
 ## llama.cpp first (make llama) when npm, git, cmake and a C++ compiler are
 ## there (its tests skip without);
 ## then the tests that skip (or skip a check) under the race detector
-## (allocation counts, a latency comparison, the soak's RSS) again without it
+## (allocation counts, a latency comparison, the soak's RSS) again without it.
+## TEST_TIMEOUT bounds each package's test binary (go test's default is 10
+## minutes): a stall detector, generous because integration's real-model
+## tests (parity with llama-server, the model's answers, the SDK suites)
+## take minutes on a loaded two-core machine
+TEST_TIMEOUT ?= 30m
 test: vet
 	@if command -v npm >/dev/null && command -v git >/dev/null && command -v cmake >/dev/null && command -v c++ >/dev/null; \
 	then $(MAKE) --no-print-directory llama; \
 	else echo "npm, git, cmake or c++ not found: the llama.cpp engine's tests will skip (make llama builds llama.cpp)"; fi
 	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory real-model venv; \
 	else echo "python3 not found: the real-model and Python SDK tests will skip (make real-model venv installs them)"; fi
-	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run '$(NORACE_TESTS)' ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(NORACE_TESTS)' ./...
 	$(MAKE) --no-print-directory example-embed
 
 ## example-embed: build examples/embed and run it briefly (in-process and

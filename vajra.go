@@ -30,6 +30,10 @@ type Config struct {
 	// Host and Port to listen on. Port 0 picks a free port (see Addr).
 	Host string
 	Port int // see Host
+	// Listener, when set, is served instead of listening on Host and Port:
+	// a socket already listening, e.g. inherited from the process that
+	// started Vajra (`vajra frontend`, started by vLLM). The Server owns it.
+	Listener *net.TCPListener
 	// APIKeys, when any, are required on every route but /health and /ping.
 	APIKeys []string
 	// ServedModelNames are the model names clients may ask for; the first
@@ -269,6 +273,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	n, err := netio.New(netio.Options{
 		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
+		Listener:       cfg.Listener,
 		Loops:          cfg.Loops,
 		KeepGOMAXPROCS: cfg.KeepGOMAXPROCS,
 		IOUring:        cfg.IOUring,

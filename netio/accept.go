@@ -72,17 +72,22 @@ var gnetSocketSeq atomic.Uint64
 // rest).
 const enrollQueue = 1024
 
-// listen binds the public listener and names gnet's private socket.
+// listen binds the public listener (or takes Options.Listener) and names
+// gnet's private socket.
 func (s *Server) listen() (gnetAddr string, err error) {
-	// KeepAlive -1: no TCP keep-alive probes (gnet's default and nginx's:
-	// idle connections are the idle timeout's business).
-	lc := net.ListenConfig{KeepAlive: -1}
-	ln, err := lc.Listen(context.Background(), "tcp", s.opts.Addr)
-	if err != nil {
-		return "", fmt.Errorf("netio: listen: %w", err)
+	if s.opts.Listener != nil {
+		s.ln = s.opts.Listener
+	} else {
+		// KeepAlive -1: no TCP keep-alive probes (gnet's default and
+		// nginx's: idle connections are the idle timeout's business).
+		lc := net.ListenConfig{KeepAlive: -1}
+		ln, err := lc.Listen(context.Background(), "tcp", s.opts.Addr)
+		if err != nil {
+			return "", fmt.Errorf("netio: listen: %w", err)
+		}
+		s.ln = ln.(*net.TCPListener)
 	}
-	s.ln = ln.(*net.TCPListener)
-	s.addr = ln.Addr()
+	s.addr = s.ln.Addr()
 	name := fmt.Sprintf("vajra-gnet-%d-%d.sock", os.Getpid(), gnetSocketSeq.Add(1))
 	s.gnetSock = filepath.Join(os.TempDir(), name)
 	if len(s.gnetSock) >= 100 || !writableDir(os.TempDir()) {

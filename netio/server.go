@@ -34,6 +34,12 @@ import (
 type Options struct {
 	// Addr is host:port to listen on. Port 0 picks a free port.
 	Addr string
+	// Listener, when set, is served instead of listening on Addr: a socket
+	// already bound and listening, such as one inherited from the process
+	// that started Vajra (vLLM's launcher hands its front end the HTTP
+	// port's socket). The Server owns it from New on and closes it in Drain
+	// and Stop.
+	Listener *net.TCPListener
 	// Loops is the number of event loops; 0 means one per P
 	// (runtime.GOMAXPROCS, read at Start).
 	Loops int

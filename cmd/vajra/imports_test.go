@@ -20,7 +20,11 @@ var linked = map[string]bool{
 	"engine/remote/llamaserver": true,
 	"engine/remote/sglang":      true,
 	"engine/remote/vllm":        true,
-	"engine/remote/vllmcore":    true,
+	// vajra frontend: the engines vLLM's launcher hands over, served as
+	// remote workers with the tokenizer of the model folder.
+	"engine/remote":          true,
+	"engine/remote/vllmcore": true,
+	"engine/tokenizer":       true,
 }
 
 // TestPublicAPIOnly: the binary is built on the module root's public API

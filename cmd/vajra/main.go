@@ -21,6 +21,9 @@ const usage = `Vajra: a fast, dependable front door for LLM inference engines.
 
 Usage:
   vajra serve [flags]   serve the OpenAI and Anthropic APIs (see vajra serve --help)
+  vajra frontend ...    vLLM's front end, started by vllm serve with
+                        VLLM_USE_RUST_FRONTEND=1 VLLM_RUST_FRONTEND_PATH=vajra
+                        (see vajra frontend -h)
   vajra bench [flags]   load-test a server on loopback (see vajra bench -h)
   vajra tiny-model -o FILE [flags]
                         write a tiny random-weight llama model for tests (see vajra tiny-model -h)
@@ -36,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "frontend":
+		return frontend(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, args[1:], stdout, stderr)
 	case "tiny-model":

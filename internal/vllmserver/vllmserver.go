@@ -124,6 +124,23 @@ type Server struct {
 // not wait for it to be up (see Wait).
 func Start(tb testing.TB, grpc bool, extra ...string) *Server {
 	tb.Helper()
+	if grpc {
+		extra = append([]string{"--grpc"}, extra...)
+	}
+	return startServe(tb, nil, extra)
+}
+
+// StartFrontend starts `vllm serve` on the tiny model as Start does, with
+// the front end at path in the place of vLLM's own OpenAI server
+// (VLLM_USE_RUST_FRONTEND=1 VLLM_RUST_FRONTEND_PATH=path: vLLM's launcher
+// for its Rust front end, which `vajra frontend` also answers).
+func StartFrontend(tb testing.TB, path string, extra ...string) *Server {
+	tb.Helper()
+	return startServe(tb, []string{"VLLM_USE_RUST_FRONTEND=1", "VLLM_RUST_FRONTEND_PATH=" + path}, extra)
+}
+
+func startServe(tb testing.TB, env, extra []string) *Server {
+	tb.Helper()
 	bin := Need(tb)
 	model := Model(tb, bin)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -134,12 +151,9 @@ func Start(tb testing.TB, grpc bool, extra ...string) *Server {
 	lis.Close()
 	args := []string{"serve", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--served-model-name", ServedName,
 		"--max-model-len", "2048", "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "16"}
-	if grpc {
-		args = append(args, "--grpc")
-	}
 	args = append(args, extra...)
 	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), bin: filepath.Join(bin, "vllm"), args: args,
-		env: append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1")}
+		env: append(append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1"), env...)}
 	s.start(tb)
 	tb.Cleanup(func() {
 		s.Kill()
@@ -274,6 +288,12 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// Terminate sends SIGTERM to `vllm serve` itself (not its group), as a
+// user's Ctrl-C or a service manager's stop does.
+func (s *Server) Terminate() {
+	s.process().Signal(syscall.SIGTERM)
 }
 
 // Kill kills the process group (SIGKILL: vLLM's engine core and worker

@@ -315,7 +315,7 @@ func load(dir string) error {
 	defer C.free(unsafe.Pointer(cb))
 	defer C.free(unsafe.Pointer(cg))
 	defer C.free(unsafe.Pointer(cl))
-	// A native build (make llama-server: no GGML_BACKEND_DL) has one
+	// A native build (make llama: no GGML_BACKEND_DL) has one
 	// libggml-cpu.so that libggml links; the npm builds have CPU variants
 	// (libggml-cpu-haswell.so, ...) that ggml picks and loads itself.
 	var cc *C.char

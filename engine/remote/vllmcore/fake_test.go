@@ -75,6 +75,19 @@ func startFake(t testing.TB, addr string, o fakeOpts) *fakeEngine {
 		t.Fatal(err)
 	}
 	in, out := initAddresses(t, frames[0])
+	fe.connect(in, out, o)
+	if err := fe.hs.WriteMsg(mapMsg("status", "READY", "local", true, "headless", true)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fe.kill)
+	return fe
+}
+
+// connect dials the request and output addresses and registers.
+func (fe *fakeEngine) connect(in, out string, o fakeOpts) {
+	t := fe.t
+	t.Helper()
+	id := binary.LittleEndian.AppendUint16(nil, uint16(o.rank))
 	fe.in = dialZMTP(t, in, "DEALER", id)
 	fe.out = dialZMTP(t, out, "PUSH", nil)
 	reg := mapMsg("max_model_len", 2048, "num_gpu_blocks", 100, "block_size", 16, "dtype", "float32",
@@ -82,11 +95,6 @@ func startFake(t testing.TB, addr string, o fakeOpts) *fakeEngine {
 	if err := fe.in.WriteMsg(reg); err != nil {
 		t.Fatal(err)
 	}
-	if err := fe.hs.WriteMsg(mapMsg("status", "READY", "local", true, "headless", true)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fe.kill)
-	return fe
 }
 
 // initAddresses reads the front end's answer to HELLO.
@@ -103,7 +111,9 @@ func initAddresses(t testing.TB, b []byte) (in, out string) {
 
 // kill drops every connection, as a SIGKILL does.
 func (fe *fakeEngine) kill() {
-	fe.hs.Close()
+	if fe.hs != nil {
+		fe.hs.Close()
+	}
 	fe.in.Close()
 	fe.out.Close()
 }

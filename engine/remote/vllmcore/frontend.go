@@ -168,6 +168,9 @@ func (f *Frontend) Close() error {
 	f.attach.Broadcast()
 	f.mu.Unlock()
 	err := f.ln.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil // Adopt's, closed once the engines attached
+	}
 	for _, e := range es {
 		e.Close()
 	}
