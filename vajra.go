@@ -79,7 +79,9 @@ type Config struct {
 	// when its Workers are set and Engine is nil. Each worker URL's
 	// scheme names a protocol registered by the package a program
 	// imports: engine/remote/llamaserver (llama-server://),
-	// engine/remote/vllm (vllm://), engine/remote/sglang (sglang://); the
+	// engine/remote/vllm (vllm://), engine/remote/sglang (sglang://),
+	// engine/remote/vllmcore (vllm-core://: vLLM engines attach to the
+	// bound address, each rank a worker; needs Remote.TokenizerPath); the
 	// last two link gRPC. With no ServedModelNames the model is served
 	// under the workers' name for it.
 	Remote remote.Config
@@ -298,6 +300,7 @@ func New(cfg Config) (*Server, error) {
 		AllowedOrigins:        cfg.AllowedOrigins,
 		AccessLog:             cfg.AccessLog,
 		Workers:               workersJSON(router, eng),
+		Control:               engineControl(eng),
 	})
 	if err != nil {
 		sessions.Close()
@@ -343,6 +346,50 @@ func workersJSON(rt *route.Router, eng engine.Engine) func() []byte {
 		return nil
 	}
 	return func() []byte { return rt.WorkersJSON(re.Workers()) }
+}
+
+// engineControl is the remote engine's control calls for vLLM's control
+// endpoints (netio.EngineControl), nil for other engines (404).
+func engineControl(eng engine.Engine) netio.EngineControl {
+	if re, ok := eng.(*remote.Engine); ok {
+		return remoteControl{re}
+	}
+	return nil
+}
+
+// remoteControl maps the remote engine's control errors to netio's.
+type remoteControl struct{ e *remote.Engine }
+
+func controlErr(err error) error {
+	var we *remote.WorkerError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, remote.ErrNoController):
+		return netio.ErrNoEngineControl
+	case errors.As(err, &we) && (we.Status == 503 || we.Status == 0):
+		return &engine.Error{Kind: engine.KindClosed, Message: "The engine is unavailable: " + err.Error()}
+	}
+	return err
+}
+
+func (c remoteControl) ResetPrefixCache(ctx context.Context, running, external bool) (bool, error) {
+	ok, err := c.e.ResetPrefixCache(ctx, running, external)
+	return ok, controlErr(err)
+}
+
+func (c remoteControl) Sleep(ctx context.Context, level int, mode string) error {
+	return controlErr(c.e.Sleep(ctx, level, mode))
+}
+
+func (c remoteControl) WakeUp(ctx context.Context, tags []string) (bool, error) {
+	ok, err := c.e.WakeUp(ctx, tags)
+	return ok, controlErr(err)
+}
+
+func (c remoteControl) IsSleeping(ctx context.Context) (bool, error) {
+	ok, err := c.e.IsSleeping(ctx)
+	return ok, controlErr(err)
 }
 
 // remoteModelName is the name a remote engine's model is served under

@@ -190,7 +190,7 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		t.cors = append([]byte(nil), cors...)
 	}
 	if rt.endpoint == 0 {
-		c.runOffloop(t, offloopRoutes[rt.name], req.Body)
+		c.runOffloop(t, offloopRoutes[rt.name], req.Query, req.Body)
 		return false
 	}
 	body := req.Body

@@ -30,21 +30,28 @@ func addFleetRoutes(t *routeTable) {
 	t.add("/workers", &route{name: "workers", method: "GET"})
 	t.add("/tokenize", &route{name: "tokenize", method: "POST", endpoint: actors.EndpointTokenize, utility: true})
 	t.add("/detokenize", &route{name: "detokenize", method: "POST", endpoint: actors.EndpointDetokenize, utility: true})
+	addControlRoutes(t)
 }
 
-// offloopFunc answers an off-loop route from its body (a private copy).
-type offloopFunc func(s *Server, body []byte) (status int, contentType string, out []byte)
+// offloopFunc answers an off-loop route from its query and body (private
+// copies).
+type offloopFunc func(s *Server, query, body []byte) (status int, contentType string, out []byte)
 
 // offloopRoutes are the routes answered off the loop, by route name. A
 // route is off-loop when it has neither inline nor endpoint.
 var offloopRoutes = map[string]offloopFunc{
 	"metrics": (*Server).serveMetrics,
 	"workers": (*Server).serveWorkers,
+	// control_routes.go
+	"reset_prefix_cache": (*Server).serveResetPrefixCache,
+	"sleep":              (*Server).serveSleep,
+	"wake_up":            (*Server).serveWakeUp,
+	"is_sleeping":        (*Server).serveIsSleeping,
 }
 
 // serveWorkers answers GET /workers: the remote engine's workers with
 // their state (Options.Workers), 404 without remote workers.
-func (s *Server) serveWorkers([]byte) (int, string, []byte) {
+func (s *Server) serveWorkers(_, _ []byte) (int, string, []byte) {
 	if s.opts.Workers == nil {
 		return 404, contentTypeJSON, appendErrorBody(nil, dialectOpenAI, 404, "not_found", "This server has no remote workers (--worker).")
 	}
@@ -147,7 +154,7 @@ func (s *Server) handleVersion(dst []byte, req *httpparse.Request) []byte {
 }
 
 // serveMetrics renders every metric. Off-loop.
-func (s *Server) serveMetrics([]byte) (int, string, []byte) {
+func (s *Server) serveMetrics(_, _ []byte) (int, string, []byte) {
 	if s.opts.Metrics == nil {
 		return 404, contentTypeJSON, appendErrorBody(nil, dialectOpenAI, 404, "not_found", "Metrics are not enabled.")
 	}

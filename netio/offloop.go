@@ -6,7 +6,7 @@ package netio
 // responses stay in order, exactly as for a session. At most
 // cap(s.offloop) such answers are computed at once; others wait on their
 // goroutine, never on the loop. Loop-only.
-func (c *conn) runOffloop(t *tracked, fn offloopFunc, body []byte) {
+func (c *conn) runOffloop(t *tracked, fn offloopFunc, query, body []byte) {
 	s := c.srv
 	c.beginExchange()
 	if fn == nil {
@@ -14,9 +14,10 @@ func (c *conn) runOffloop(t *tracked, fn offloopFunc, body []byte) {
 		return
 	}
 	body = append([]byte(nil), body...)
+	query = append([]byte(nil), query...)
 	go func() {
 		s.offloop <- struct{}{}
-		status, ct, out := fn(s, body)
+		status, ct, out := fn(s, query, body)
 		<-s.offloop
 		t.Respond(status, ct, nil, out)
 	}()

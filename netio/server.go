@@ -125,6 +125,10 @@ type Options struct {
 
 	// AllowedOrigins enables CORS for these origins ("*": any).
 	AllowedOrigins []string
+	// Control, when set, takes vLLM's engine control endpoints (POST
+	// /reset_prefix_cache, /sleep, /wake_up, GET /is_sleeping:
+	// control_routes.go); 404 without it.
+	Control EngineControl
 	// Workers, when set, renders GET /workers (the remote engine's
 	// workers and their state, as JSON); called off the loop.
 	Workers func() []byte

@@ -24,6 +24,7 @@ import (
 	_ "github.com/vajra-go/vajra/engine/remote/llamaserver" // registers llama-server://
 	_ "github.com/vajra-go/vajra/engine/remote/sglang"      // registers sglang://
 	_ "github.com/vajra-go/vajra/engine/remote/vllm"        // registers vllm://
+	_ "github.com/vajra-go/vajra/engine/remote/vllmcore"    // registers vllm-core://
 )
 
 // stringList is a repeatable string flag. With split, each value is also
@@ -152,7 +153,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&lc.LoadMode, "load-mode", "auto", "llama: how the model is loaded: auto, none, mmap, mlock, mmap+mlock (--mlock and --no-mmap override it)")
 	// Remote engine workers (engine/remote), used when --worker is given.
 	rc := &cfg.Remote
-	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT, vllm://HOST:PORT (vllm serve --grpc), sglang://HOST:PORT (--grpc-mode); repeatable, or comma-separated (YAML: workers: [...])")
+	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT, vllm://HOST:PORT (vllm serve --grpc), sglang://HOST:PORT (--grpc-mode), or vllm-core://HOST:PORT: bind HOST:PORT for vLLM engines to attach to (vllm serve MODEL --headless --data-parallel-address HOST --data-parallel-rpc-port PORT), each rank a worker (needs --tokenizer MODEL_DIR); repeatable, or comma-separated (YAML: workers: [...])")
 	fs.StringVar(&rc.TokenizerPath, "tokenizer", "", "workers: tokenize with this Hugging Face tokenizer.json (tokenizer_config.json beside it), model folder or GGUF file instead of the worker's")
 	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,23 +90,27 @@ type Engine struct {
 	cfg    Config
 	log    *zap.Logger
 	wsp    atomic.Pointer[[]*Worker] // the workers: replaced whole by SetWorkers
-	wsMu   sync.Mutex                // serializes SetWorkers
+	wsMu   sync.Mutex                // serializes SetWorkers and the pools' members joining and leaving
+	pools  map[string]Pool           // by configured URL; guarded by wsMu
 	picker Picker
 	router Router // picker, when it is one
 
 	model     atomic.Pointer[model]
 	modelOnce sync.Mutex // serializes loading the model state
 
-	running  atomic.Int64
-	promptN  atomic.Uint64
-	genN     atomic.Uint64
-	callSeq  atomic.Uint64
-	closed   atomic.Bool
-	done     chan struct{}
-	wg       sync.WaitGroup
-	liveMu   sync.Mutex // guards live: per request, never per token
-	live     map[*request]struct{}
-	sweepDur time.Duration
+	running atomic.Int64
+	// gonePrefix sums the prefix cache counters of the pool members that
+	// left (Load.PrefixQueries, PrefixHits), so that Stats' stay monotonic.
+	goneQueries, goneHits atomic.Uint64
+	promptN               atomic.Uint64
+	genN                  atomic.Uint64
+	callSeq               atomic.Uint64
+	closed                atomic.Bool
+	done                  chan struct{}
+	wg                    sync.WaitGroup
+	liveMu                sync.Mutex // guards live: per request, never per token
+	live                  map[*request]struct{}
+	sweepDur              time.Duration
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -116,11 +122,14 @@ type model struct {
 	tmpl *chattemplate.Template
 	// toolTmpl is the tokenizer's "tool_use" template, for requests with
 	// tools, as transformers picks it; nil when none.
-	toolTmpl       *chattemplate.Template
-	bosText        string
-	maxLen         int
-	vocab          int
-	eos            []bool // by id: ends generation (the worker's EOS ids)
+	toolTmpl *chattemplate.Template
+	bosText  string
+	maxLen   int
+	vocab    int
+	eos      []bool // by id: ends generation (the worker's EOS ids)
+	// eosIDs lists the ids of eos: the tokenizer's EOS first, then
+	// generation_config's and the worker's (Generate.EOSTokenIDs).
+	eosIDs         []int32
 	name           string
 	promptLogprobs bool
 	// kind is each id's text.Token* kind: ordinary text, special, or a
@@ -170,13 +179,29 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.router, _ = e.picker.(Router)
 	var ws []*Worker
+	e.pools = map[string]Pool{}
 	for _, u := range cfg.Workers {
-		c, err := Dial(u, cfg.Dial)
+		if _, dup := e.pools[u]; dup {
+			continue
+		}
+		c, p, err := open(u, cfg.Dial)
 		if err != nil {
 			for _, w := range ws {
 				_ = w.client.Close()
 			}
+			closePools(slices.Collect(maps.Values(e.pools)))
 			return nil, err
+		}
+		if p != nil {
+			e.pools[u] = p
+			if cfg.Tokenizer == nil && cfg.TokenizerPath == "" {
+				closePools(slices.Collect(maps.Values(e.pools)))
+				for _, w := range ws {
+					_ = w.client.Close()
+				}
+				return nil, fmt.Errorf("remote: worker %s: its engines have no tokenizer: give --tokenizer MODEL_DIR (the model's folder)", u)
+			}
+			continue
 		}
 		ws = append(ws, newWorker(u, c))
 	}
@@ -191,6 +216,9 @@ func New(cfg Config) (*Engine, error) {
 	for _, w := range ws {
 		e.wg.Add(1)
 		go e.watch(w)
+	}
+	for u, p := range e.pools {
+		e.watchPool(u, p)
 	}
 	e.sweepDur = sweepInterval(cfg.FirstTokenTimeout, cfg.InterTokenTimeout)
 	if e.sweepDur > 0 {
@@ -211,6 +239,13 @@ func (e *Engine) closeClients() {
 func (e *Engine) ModelName() string {
 	if m := e.model.Load(); m != nil {
 		return m.name
+	}
+	e.wsMu.Lock()
+	pools := len(e.pools)
+	e.wsMu.Unlock()
+	if pools > 0 && pools == len(e.cfg.Workers) {
+		// Workers that attach name no model (loadModel): --tokenizer's.
+		return e.cfg.TokenizerPath
 	}
 	return ""
 }
@@ -246,6 +281,12 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 		return errors.New("the worker reports no context length; set --max-model-len")
 	}
 	m.name = info.ServedModelName
+	if m.name == "" && info.ModelPath == "" {
+		// A worker that does not say (vLLM's engine core): the model as
+		// --tokenizer names it, as vLLM serves its model under the name
+		// it was given by.
+		m.name = e.cfg.TokenizerPath
+	}
 	if m.name == "" && info.ModelPath != "" {
 		b := info.ModelPath
 		if i := strings.LastIndexByte(b, '/'); i >= 0 {
@@ -282,17 +323,16 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 		m.vocab = info.VocabSize
 	}
 	m.eos = make([]bool, m.vocab)
-	eos := info.EOSTokenIDs
+	eos := []int32{tok.EOS()}
 	if t, ok := tok.(interface{ EOSIDs() []int32 }); ok {
-		eos = append(append([]int32(nil), eos...), t.EOSIDs()...)
+		eos = append(eos, t.EOSIDs()...)
 	}
+	eos = append(eos, info.EOSTokenIDs...)
 	for _, id := range eos {
-		if id >= 0 && int(id) < m.vocab {
+		if id >= 0 && int(id) < m.vocab && !m.eos[id] {
 			m.eos[id] = true
+			m.eosIDs = append(m.eosIDs, id)
 		}
-	}
-	if id := tok.EOS(); id >= 0 && int(id) < m.vocab {
-		m.eos[id] = true
 	}
 	m.kind = tokenKinds(tok, m.vocab, text.Markers(e.cfg.ReasoningParser, e.cfg.ToolCallParser))
 	opts := chattemplate.Options{}
@@ -340,7 +380,13 @@ func (e *Engine) Stats() engine.Stats {
 	}
 	var kv float64
 	n := 0
+	st.PrefixQueries, st.PrefixHits = e.goneQueries.Load(), e.goneHits.Load()
 	for _, w := range e.list() {
+		if l := w.load.Load(); l != nil && (w.pool == "" || !w.draining.Load()) {
+			// A pool member that left is counted in gone*.
+			st.PrefixQueries += l.PrefixQueries
+			st.PrefixHits += l.PrefixHits
+		}
 		if !w.healthy.Load() || w.draining.Load() {
 			continue
 		}
@@ -429,7 +475,10 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.wsMu.Lock() // a SetWorkers under way has started its probers
+	pools := slices.Collect(maps.Values(e.pools))
+	e.pools = map[string]Pool{}
 	e.wsMu.Unlock()
+	closePools(pools)
 	close(e.done)
 	e.liveMu.Lock()
 	live := make([]*request, 0, len(e.live))

@@ -90,6 +90,7 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		MinTokens:      min(req.Sampling.MinTokens, p.MaxTokens),
 		Constraint:     p.constraint,
 		PromptLogprobs: req.PromptLogprobs,
+		EOSTokenIDs:    p.m.eosIDs,
 		CachePrompt:    true,
 	}
 	r.q = Query{Prompt: p.Prompt, N: r.out.Choices()}

@@ -95,6 +95,11 @@ type Generate struct {
 	// PromptLogprobs asks for prompt logprobs (completions with echo), as
 	// engine.Request.PromptLogprobs.
 	PromptLogprobs int
+	// EOSTokenIDs are the model's end-of-generation ids, the tokenizer's
+	// EOS first, then generation_config.json's eos_token_id: for a worker
+	// that knows no tokenizer (vLLM's engine core) and stops on nothing
+	// it is not told. Shared: read only.
+	EOSTokenIDs []int32
 	// CachePrompt lets the worker reuse its cached prefix (always true but
 	// where a test asks otherwise).
 	CachePrompt bool
@@ -222,6 +227,10 @@ type Load struct {
 	Waiting  int
 	KVUsage  float64 // 0..1
 	Capacity int     // slots or max running requests, 0 when unknown
+	// PrefixQueries and PrefixHits count the prompt tokens the worker
+	// looked up in its prefix cache and found, since it started (0 when
+	// the protocol does not say: only vLLM's engine core does).
+	PrefixQueries, PrefixHits uint64
 }
 
 // WorkerError is a failure of a worker or of the way to it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 // engine has in flight on it. Its methods are safe for concurrent use.
 type Worker struct {
 	url      string
+	pool     string // the configured URL of the Pool it is a member of; "" when dialled
 	client   Client
 	healthy  atomic.Bool
 	inflight atomic.Int64
@@ -44,6 +46,10 @@ func (w *Worker) LoadAge(now time.Time) time.Duration {
 	}
 	return time.Duration(now.UnixNano() - at)
 }
+
+// Client is the worker's protocol client (for a protocol's own figures
+// and calls: a vllm-core engine's Running, Utility).
+func (w *Worker) Client() Client { return w.client }
 
 // URL is the worker's URL.
 func (w *Worker) URL() string { return w.url }
@@ -271,23 +277,37 @@ func templateSource(s string) (string, error) {
 }
 
 // SetWorkers makes urls the engine's workers (a configuration reload): a
-// new URL is dialed, probed and serves once healthy; a removed one drains
-// (it takes no new request, its running ones finish, then its connection
-// closes); one in both keeps its state. Safe for concurrent use; it fails,
-// changing nothing, when a new URL does not dial.
+// new URL is dialed, probed and serves once healthy (a new pool URL is
+// bound, and its members serve as they attach); a removed one drains (it
+// takes no new request, its running ones finish, then its connection
+// closes; a removed pool is closed, which ends its members' calls); one
+// in both keeps its state. Safe for concurrent use; it fails, changing
+// nothing, when a new URL does not dial.
 func (e *Engine) SetWorkers(urls []string) error {
 	if len(urls) == 0 {
 		return errors.New("remote: no worker")
 	}
 	e.wsMu.Lock()
-	defer e.wsMu.Unlock()
+	var dropPools []Pool
+	newPools := map[string]Pool{}
+	watch := false
+	defer func() {
+		e.wsMu.Unlock()
+		closePools(dropPools)
+		if watch {
+			// After the lock: a member joining takes it.
+			for u, p := range newPools {
+				e.watchPool(u, p)
+			}
+		}
+	}()
 	if e.closed.Load() {
 		return errors.New("remote: the engine is closed")
 	}
 	old := e.list()
 	keep := map[string]*Worker{}
 	for _, w := range old {
-		if !w.draining.Load() {
+		if !w.draining.Load() && w.pool == "" {
 			keep[w.url] = w
 		}
 	}
@@ -302,18 +322,30 @@ func (e *Engine) SetWorkers(urls []string) error {
 			next = append(next, w)
 			continue
 		}
-		c, err := Dial(u, e.cfg.Dial)
+		if e.pools[u] != nil {
+			continue
+		}
+		c, p, err := open(u, e.cfg.Dial)
 		if err != nil {
 			for _, w := range added {
 				_ = w.client.Close()
 			}
+			dropPools = slices.Collect(maps.Values(newPools))
 			return err
+		}
+		if p != nil {
+			newPools[u] = p
+			continue
 		}
 		w := newWorker(u, c)
 		next, added = append(next, w), append(added, w)
 	}
 	var removed []*Worker
 	for _, w := range old {
+		if w.pool != "" && want[w.pool] && !w.draining.Load() {
+			next = append(next, w) // an attached member of a kept pool
+			continue
+		}
 		if !want[w.url] || w.draining.Load() {
 			if w.draining.Load() && w.retiredDone() {
 				continue // drained and closed: forgotten
@@ -324,11 +356,21 @@ func (e *Engine) SetWorkers(urls []string) error {
 			next = append(next, w) // listed while it drains
 		}
 	}
+	for u, p := range e.pools {
+		if !want[u] {
+			dropPools = append(dropPools, p)
+			delete(e.pools, u)
+		}
+	}
 	e.wsp.Store(&next)
 	for _, w := range added {
 		e.wg.Add(1)
 		go func() { e.probe(w); e.watch(w) }()
 		e.log.Info("worker added", zap.String("worker", w.url))
+	}
+	for u, p := range newPools {
+		e.pools[u] = p
+		e.log.Info("worker pool added", zap.String("worker", u))
 	}
 	for _, w := range removed {
 		e.log.Info("worker removed: draining", zap.String("worker", w.url), zap.Int("in_flight", w.InFlight()))
@@ -336,6 +378,7 @@ func (e *Engine) SetWorkers(urls []string) error {
 			e.retire(w)
 		}
 	}
+	watch = true
 	return nil
 }
 

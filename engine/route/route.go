@@ -444,6 +444,9 @@ type LoadReport struct {
 	Waiting  int     `json:"waiting"`
 	KVUsage  float64 `json:"kv_usage"`
 	Capacity int     `json:"capacity"`
+	// The worker's prefix cache counters (vLLM's engine core only).
+	PrefixQueries uint64 `json:"prefix_cache_queries,omitempty"`
+	PrefixHits    uint64 `json:"prefix_cache_hits,omitempty"`
 }
 
 // Stats reports ws (the engine's workers, in order) with the router's

@@ -164,6 +164,34 @@ func startServe(tb testing.TB, env, extra []string) *Server {
 	return s
 }
 
+// StartHeadless starts `vllm serve --headless` on the tiny model: one
+// engine core (data-parallel rank 0 of 1) that connects to the front end
+// bound at handshake (HOST:PORT, vllm-core://), with no HTTP server of
+// its own. It does not wait for the engine to attach.
+func StartHeadless(tb testing.TB, handshake string, extra ...string) *Server {
+	tb.Helper()
+	bin := Need(tb)
+	model := Model(tb, bin)
+	host, port, err := net.SplitHostPort(handshake)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	args := []string{"serve", model, "--headless", "--data-parallel-address", host, "--data-parallel-rpc-port", port,
+		"--data-parallel-size", "1", "--data-parallel-size-local", "1",
+		"--max-model-len", "2048", "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "16"}
+	args = append(args, extra...)
+	s := &Server{Addr: handshake, bin: filepath.Join(bin, "vllm"), args: args,
+		env: append(os.Environ(), "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind", "HF_HUB_OFFLINE=1", "VLLM_NO_USAGE_STATS=1")}
+	s.start(tb)
+	tb.Cleanup(func() {
+		s.Kill()
+		if tb.Failed() {
+			tb.Logf("vllm serve --headless's log:\n%s", tail(s.Log(), 8000))
+		}
+	})
+	return s
+}
+
 func (s *Server) start(tb testing.TB) {
 	tb.Helper()
 	cmd := exec.Command(s.bin, s.args...)

@@ -41,7 +41,7 @@ type adopted struct {
 func adoptAsync(in, out net.Listener, start, count int, timeout time.Duration) chan adopted {
 	ch := make(chan adopted, 1)
 	go func() {
-		f, err := Adopt(context.Background(), in, out, start, count, timeout, Options{EOSTokenIDs: []int32{2}})
+		f, err := Adopt(context.Background(), in, out, start, count, timeout, Options{})
 		ch <- adopted{f, err}
 	}()
 	return ch

@@ -43,6 +43,8 @@ type Engine struct {
 	running, waiting atomic.Int64
 	kvUsage          atomic.Uint64 // float64 bits
 	stepCounter      atomic.Int64
+	// prefixQueries and prefixHits sum the steps' prefix cache counters.
+	prefixQueries, prefixHits atomic.Uint64
 
 	callID atomic.Int64
 	umu    sync.Mutex
@@ -53,6 +55,7 @@ type Engine struct {
 
 var (
 	_ remote.Client        = (*Engine)(nil)
+	_ remote.Controller    = (*Engine)(nil)
 	_ remote.ChoiceAborter = (*call)(nil)
 )
 
@@ -154,6 +157,10 @@ func (e *Engine) read() {
 			e.waiting.Store(int64(o.Stats.Waiting))
 			e.kvUsage.Store(math.Float64bits(o.Stats.KVCacheUsage))
 			e.stepCounter.Store(int64(o.Stats.StepCounter))
+			if o.Stats.PrefixQueries > 0 {
+				e.prefixQueries.Add(uint64(o.Stats.PrefixQueries))
+				e.prefixHits.Add(uint64(max(o.Stats.PrefixHits, 0)))
+			}
 		}
 		if o.HasUtility {
 			e.utilityDone(&o.Utility)
@@ -259,10 +266,14 @@ func (e *Engine) Generate(ctx context.Context, g *remote.Generate, rx remote.Rec
 	}
 	bp := e.buf()
 	defer e.bufs.Put(bp)
+	seed := sp.Seed
 	for i, id := range c.subs {
 		r.ID = id
 		if n > 1 {
 			r.ExternalID = g.ID
+		}
+		if sp.HasSeed {
+			sp.Seed = seed + int64(i) // each choice its own seed, as vLLM's ParentRequest
 		}
 		if g.PromptLogprobs != 0 && i > 0 {
 			sp.PromptLogprobs = -1 // the prompt's logprobs once
@@ -311,11 +322,23 @@ func (e *Engine) sampling(g *remote.Generate) v032.Sampling {
 	for _, id := range s.StopTokenIDs {
 		sp.StopTokenIDs = append(sp.StopTokenIDs, int32(id))
 	}
-	eos := e.f.opts.EOSTokenIDs
-	if len(eos) > 0 {
-		sp.EOSTokenID = eos[0]
+	// As vLLM's front end (SamplingParams.update_from_generation_config):
+	// the tokenizer's EOS is _eos_token_id unless ignore_eos; the other
+	// EOS ids (generation_config's) become stop token ids unless
+	// ignore_eos; all of them are in _all_stop_token_ids, which the
+	// engine bans until min_tokens.
+	eos := g.EOSTokenIDs
+	all := slices.Clone(sp.StopTokenIDs)
+	for i, id := range eos {
+		all = append(all, id)
+		switch {
+		case s.IgnoreEOS:
+		case i == 0:
+			sp.EOSTokenID = id
+		case !slices.Contains(sp.StopTokenIDs, id):
+			sp.StopTokenIDs = append(sp.StopTokenIDs, id)
+		}
 	}
-	all := append(append([]int32(nil), sp.StopTokenIDs...), eos...)
 	slices.Sort(all)
 	sp.AllStopTokenIDs = slices.Compact(all)
 	if s.Logprobs {
@@ -359,7 +382,6 @@ func (e *Engine) Info(context.Context) (*remote.Info, error) {
 		ServedModelName:  o.ServedModelName,
 		ModelPath:        o.ModelPath,
 		MaxContextLength: e.ready.MaxModelLen,
-		EOSTokenIDs:      slices.Clone(o.EOSTokenIDs),
 		BOSTokenID:       -1,
 		PromptLogprobs:   true,
 		Slots:            e.ready.MaxNumSeqs,
@@ -382,10 +404,12 @@ func (e *Engine) Load(context.Context) (remote.Load, error) {
 		return remote.Load{}, e.workerError(503, true, err)
 	}
 	return remote.Load{
-		Running:  int(e.running.Load()),
-		Waiting:  int(e.waiting.Load()),
-		KVUsage:  math.Float64frombits(e.kvUsage.Load()),
-		Capacity: e.ready.MaxNumSeqs,
+		Running:       int(e.running.Load()),
+		Waiting:       int(e.waiting.Load()),
+		KVUsage:       math.Float64frombits(e.kvUsage.Load()),
+		Capacity:      e.ready.MaxNumSeqs,
+		PrefixQueries: e.prefixQueries.Load(),
+		PrefixHits:    e.prefixHits.Load(),
 	}, nil
 }
 
@@ -461,9 +485,11 @@ func (e *Engine) utilityDone(u *v032.UtilityOutput) {
 }
 
 // ResetPrefixCache empties the engine's prefix cache (vLLM's
-// /reset_prefix_cache); it reports whether the engine did.
-func (e *Engine) ResetPrefixCache(ctx context.Context) (bool, error) {
-	r, err := e.Utility(ctx, "reset_prefix_cache")
+// /reset_prefix_cache), also the running requests' blocks with
+// resetRunning and its KV connector's with resetExternal; it reports
+// whether the engine did.
+func (e *Engine) ResetPrefixCache(ctx context.Context, resetRunning, resetExternal bool) (bool, error) {
+	r, err := e.Utility(ctx, "reset_prefix_cache", msgp.AppendBool(nil, resetRunning), msgp.AppendBool(nil, resetExternal))
 	if err != nil {
 		return false, err
 	}
@@ -474,15 +500,22 @@ func (e *Engine) ResetPrefixCache(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
-// Sleep frees the engine's weights (level 1) or also discards them (level
-// 2) until WakeUp (vLLM's /sleep; the engine needs --enable-sleep-mode).
-func (e *Engine) Sleep(ctx context.Context, level int) error {
-	_, err := e.Utility(ctx, "sleep", msgp.AppendInt(nil, level))
+// Sleep pauses the engine's scheduling (level 0), also frees its weights
+// (level 1) or discards them (level 2), until WakeUp (vLLM's /sleep;
+// levels 1 and 2 need the engine's --enable-sleep-mode). mode says what
+// becomes of running requests: "abort", "wait" or "keep" ("": abort).
+func (e *Engine) Sleep(ctx context.Context, level int, mode string) error {
+	if mode == "" {
+		mode = "abort"
+	}
+	_, err := e.Utility(ctx, "sleep", msgp.AppendInt(nil, level), msgp.AppendString(nil, mode))
 	return err
 }
 
-// WakeUp undoes Sleep (vLLM's /wake_up): tags nil wakes everything.
-func (e *Engine) WakeUp(ctx context.Context, tags []string) error {
+// WakeUp undoes Sleep (vLLM's /wake_up): tags nil wakes everything,
+// ["scheduling"] a level 0 sleep. It reports whether the engine is fully
+// awake.
+func (e *Engine) WakeUp(ctx context.Context, tags []string) (bool, error) {
 	arg := msgp.AppendNil(nil)
 	if tags != nil {
 		arg = msgp.AppendArrayHeader(nil, uint32(len(tags)))
@@ -490,8 +523,15 @@ func (e *Engine) WakeUp(ctx context.Context, tags []string) error {
 			arg = msgp.AppendString(arg, t)
 		}
 	}
-	_, err := e.Utility(ctx, "wake_up", arg)
-	return err
+	r, err := e.Utility(ctx, "wake_up", arg)
+	if err != nil {
+		return false, err
+	}
+	awake, _, derr := msgp.ReadBoolBytes(r)
+	if derr != nil {
+		return false, fmt.Errorf("%w: wake_up returned %x", v032.ErrMessage, r)
+	}
+	return awake, nil
 }
 
 // IsSleeping asks the engine whether it sleeps (vLLM's /is_sleeping).
@@ -516,9 +556,15 @@ type call struct {
 	subs         []string
 	wantLogprobs bool
 
-	// mu serializes the Receiver's methods: the reader delivers tokens,
-	// Abort and a failed engine end the call.
+	// mu guards the call's state; it is not held during the Receiver's
+	// methods, which may call Abort or AbortChoice on the same goroutine
+	// (the remote engine ends a choice on a stop string, or the request
+	// when it fails). busy says one runs (emit): an End due meanwhile is
+	// left pending for the goroutine running it, so that the Receiver's
+	// methods never run concurrently and End comes last.
 	mu         sync.Mutex
+	busy       bool
+	pendingEnd bool
 	ended      bool
 	left       int
 	choiceDone []bool
@@ -561,7 +607,10 @@ func (c *call) deliver(choice int, out *v032.Output) bool {
 			c.logprobs(l)
 		}
 		c.end.Choices[choice].CompletionTokens += len(out.TokenIDs)
-		c.rx.Tokens(ch)
+		c.emit(func() { c.rx.Tokens(ch) })
+		if c.ended || c.choiceDone[choice] {
+			return true // the Receiver ended it
+		}
 	}
 	if out.FinishReason == v032.NoFinish {
 		return false
@@ -581,9 +630,34 @@ func (c *call) deliver(choice int, out *v032.Output) bool {
 	c.left--
 	if c.left == 0 {
 		c.ended = true
-		c.rx.End(&c.end)
+		c.endLocked()
 	}
 	return true
+}
+
+// emit runs f, a Receiver method, with mu released and the call busy,
+// then delivers an End left pending meanwhile. mu is held on entry and on
+// return.
+func (c *call) emit(f func()) {
+	c.busy = true
+	c.mu.Unlock()
+	f()
+	c.mu.Lock()
+	c.busy = false
+	if c.pendingEnd {
+		c.pendingEnd = false
+		c.endLocked()
+	}
+}
+
+// endLocked delivers End now, or leaves it pending while a Receiver
+// method runs. mu is held on entry and on return; ended is set.
+func (c *call) endLocked() {
+	if c.busy {
+		c.pendingEnd = true
+		return
+	}
+	c.emit(func() { c.rx.End(&c.end) })
 }
 
 // logprobs fills the chunk's logprobs from the engine's rows: column 0 the
@@ -637,7 +711,7 @@ func (c *call) endAll(err error) {
 		}
 	}
 	c.end.Err = err
-	c.rx.End(&c.end)
+	c.endLocked()
 }
 
 // Abort implements remote.Call: one abort message names every sub-request
@@ -658,7 +732,7 @@ func (c *call) Abort() {
 			c.end.Choices[i].FinishReason = "abort"
 		}
 	}
-	c.rx.End(&c.end)
+	c.endLocked()
 	c.mu.Unlock()
 	c.e.abort(c, ids)
 }
@@ -677,7 +751,7 @@ func (c *call) AbortChoice(i int) {
 	last := c.left == 0
 	if last {
 		c.ended = true
-		c.rx.End(&c.end)
+		c.endLocked()
 	}
 	c.mu.Unlock()
 	c.e.abort(nil, []string{c.subs[i]})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -76,9 +77,6 @@ func (r *recorder) wait(t testing.TB) *remote.End {
 
 func listen(t testing.TB, o Options) *Frontend {
 	t.Helper()
-	if o.EOSTokenIDs == nil {
-		o.EOSTokenIDs = []int32{2}
-	}
 	f, err := Listen("127.0.0.1:0", o)
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +108,7 @@ func greedy(id string, n int) *remote.Generate {
 		ID: id, Prompt: []int32{1, 15, 300},
 		Sampling:    &engine.Sampling{N: n, Temperature: 0, StopTokenIDs: []int{7}},
 		MaxTokens:   4,
+		EOSTokenIDs: []int32{2, 9}, // the tokenizer's, then generation_config's
 		CachePrompt: true,
 	}
 }
@@ -144,8 +143,13 @@ func TestGenerateThroughFakeEngine(t *testing.T) {
 	if sp["temperature"] != 0.0 || toInt(sp["max_tokens"]) != 4 || toInt(sp["_eos_token_id"]) != 2 {
 		t.Fatalf("sampling params %v", sp)
 	}
-	if all := sp["_all_stop_token_ids"].([]any); len(all) != 2 || toInt(all[0]) != 2 || toInt(all[1]) != 7 {
+	if all := sp["_all_stop_token_ids"].([]any); len(all) != 3 || toInt(all[0]) != 2 || toInt(all[1]) != 7 || toInt(all[2]) != 9 {
 		t.Fatalf("_all_stop_token_ids %v", all)
+	}
+	// generation_config's other EOS ids stop as stop token ids (vLLM's
+	// update_from_generation_config).
+	if st := sp["stop_token_ids"].([]any); len(st) != 2 || toInt(st[0]) != 7 || toInt(st[1]) != 9 {
+		t.Fatalf("stop_token_ids %v", st)
 	}
 	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "req-1", TokenIDs: []int32{11}, FinishReason: v032.NoFinish, StopToken: -1, HasPrefill: true, PromptTokens: 3, CachedTokens: 0}}, Stats: &v032.Stats{Running: 1}})
 	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "req-1", TokenIDs: []int32{12, 13}, FinishReason: v032.NoFinish, StopToken: -1}}})
@@ -221,17 +225,23 @@ func TestChoicesAreSubRequests(t *testing.T) {
 	f := listen(t, Options{})
 	fe, e := attach(t, f, 0)
 	rec := newRecorder(3)
-	call, err := e.Generate(context.Background(), greedy("p", 3), rec)
+	g := greedy("p", 3)
+	g.Sampling.Seed, g.Sampling.HasSeed = 40, true
+	call, err := e.Generate(context.Background(), g, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	for range 3 {
+	for i := range 3 {
 		_, v := fe.request()
 		req := v.([]any)
 		ids = append(ids, req[0].(string))
 		if field(t, req, 16) != "p" {
 			t.Fatalf("external id %v", field(t, req, 16))
+		}
+		// Each choice samples with its own seed (vLLM: seed + index).
+		if sp := req[3].(map[string]any); toInt(sp["seed"]) != int64(40+i) {
+			t.Fatalf("choice %d: seed %v", i, sp["seed"])
 		}
 	}
 	if !slices.Equal(ids, []string{"0_p", "1_p", "2_p"}) {
@@ -407,7 +417,7 @@ func TestUtilityCalls(t *testing.T) {
 	fe, e := attach(t, f, 0)
 	done := make(chan error, 1)
 	go func() {
-		ok, err := e.ResetPrefixCache(context.Background())
+		ok, err := e.ResetPrefixCache(context.Background(), false, false)
 		if err == nil && !ok {
 			err = errors.New("reset_prefix_cache answered false")
 		}
@@ -415,7 +425,7 @@ func TestUtilityCalls(t *testing.T) {
 	}()
 	typ, v := fe.request()
 	call := v.([]any)
-	if typ != v032.TypeUtility || call[2] != "reset_prefix_cache" || len(call[3].([]any)) != 0 {
+	if typ != v032.TypeUtility || call[2] != "reset_prefix_cache" || len(call[3].([]any)) != 2 || call[3].([]any)[0] != false {
 		t.Fatalf("utility %d %v", typ, v)
 	}
 	fe.send(&v032.OutputsMsg{Utility: &v032.UtilityOutput{CallID: toInt(call[1]), Result: []byte{0xc3}}})
@@ -427,10 +437,10 @@ func TestUtilityCalls(t *testing.T) {
 	case <-time.After(stall):
 		t.Fatal("no answer")
 	}
-	go func() { done <- e.Sleep(context.Background(), 1) }()
+	go func() { done <- e.Sleep(context.Background(), 1, "") }()
 	_, v = fe.request()
 	call = v.([]any)
-	if call[2] != "sleep" || toInt(call[3].([]any)[0]) != 1 {
+	if call[2] != "sleep" || toInt(call[3].([]any)[0]) != 1 || call[3].([]any)[1] != "abort" {
 		t.Fatalf("sleep %v", call)
 	}
 	fe.send(&v032.OutputsMsg{Utility: &v032.UtilityOutput{CallID: toInt(call[1]), Failure: []byte("Sleep mode is not enabled")}})
@@ -441,5 +451,58 @@ func TestUtilityCalls(t *testing.T) {
 		}
 	case <-time.After(stall):
 		t.Fatal("no answer")
+	}
+}
+
+// reentrant is a recorder whose Tokens ends the call the way the remote
+// engine does from inside it: a choice (a stop string) or the whole call.
+type reentrant struct {
+	*recorder
+	call  chan remote.Call
+	whole bool
+}
+
+func (r *reentrant) Tokens(c *remote.Chunk) {
+	r.recorder.Tokens(c)
+	if c.Choice != 0 {
+		return
+	}
+	call := <-r.call
+	if r.whole {
+		call.Abort()
+	} else {
+		call.(remote.ChoiceAborter).AbortChoice(c.Choice)
+	}
+	r.call <- call
+}
+
+// TestAbortFromInsideReceiver: the Receiver may end its call from inside
+// Tokens (the remote engine does, on a stop string or a failure): no
+// deadlock, End comes once, after Tokens returned, and the engine is told.
+func TestAbortFromInsideReceiver(t *testing.T) {
+	f := listen(t, Options{})
+	fe, e := attach(t, f, 0)
+	for _, whole := range []bool{false, true} {
+		rec := &reentrant{recorder: newRecorder(2), call: make(chan remote.Call, 1), whole: whole}
+		id := "re-" + strconv.FormatBool(whole)
+		call, err := e.Generate(context.Background(), greedy(id, 2), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.call <- call
+		fe.request()
+		fe.request()
+		fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "0_" + id, TokenIDs: []int32{5}, FinishReason: v032.NoFinish, StopToken: -1}}})
+		typ, v := fe.request()
+		if typ != v032.TypeAbort || v.([]any)[0] != "0_"+id {
+			t.Fatalf("whole=%v: abort %d %v", whole, typ, v)
+		}
+		if !whole {
+			fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "1_" + id, TokenIDs: []int32{6}, FinishReason: v032.FinishLength, StopToken: -1}}})
+		}
+		end := rec.wait(t)
+		if end.Choices[0].FinishReason != "abort" || !whole && (end.Choices[1].FinishReason != "length" || !slices.Equal(rec.tokens[1], []int32{6})) {
+			t.Fatalf("whole=%v: end %+v", whole, end.Choices)
+		}
 	}
 }

@@ -51,11 +51,6 @@ type Options struct {
 	// ServedModelName and ModelPath are what Info reports.
 	ServedModelName string
 	ModelPath       string
-	// EOSTokenIDs are the model's end-of-generation ids (the tokenizer's
-	// and generation_config's): the first is sent as the request's
-	// _eos_token_id, all of them in _all_stop_token_ids. The engine core
-	// knows no tokenizer and stops on nothing else.
-	EOSTokenIDs []int32
 	// StartTimeout bounds an engine's start-up after its HELLO (model
 	// loading included); 0: 10 minutes.
 	StartTimeout time.Duration

@@ -51,11 +51,23 @@ func AppendOutputs(b []byte, aux [][]byte, m *OutputsMsg) ([]byte, [][]byte) {
 	}
 	if m.Stats != nil {
 		s := m.Stats
-		b = msgp.AppendMapHeader(b, 4)
+		prefix := s.PrefixQueries != 0 || s.PrefixHits != 0 || s.PrefixRequests != 0
+		if prefix {
+			b = msgp.AppendMapHeader(b, 5)
+		} else {
+			b = msgp.AppendMapHeader(b, 4)
+		}
 		b = appendInt(msgp.AppendString(b, "num_running_reqs"), int64(s.Running))
 		b = appendInt(msgp.AppendString(b, "num_waiting_reqs"), int64(s.Waiting))
 		b = appendInt(msgp.AppendString(b, "step_counter"), int64(s.StepCounter))
 		b = msgp.AppendFloat64(msgp.AppendString(b, "kv_cache_usage"), s.KVCacheUsage)
+		if prefix {
+			b = msgp.AppendMapHeader(msgp.AppendString(b, "prefix_cache_stats"), 4)
+			b = msgp.AppendBool(msgp.AppendString(b, "reset"), s.PrefixReset)
+			b = appendInt(msgp.AppendString(b, "requests"), int64(s.PrefixRequests))
+			b = appendInt(msgp.AppendString(b, "queries"), int64(s.PrefixQueries))
+			b = appendInt(msgp.AppendString(b, "hits"), int64(s.PrefixHits))
+		}
 	} else {
 		b = msgp.AppendNil(b)
 	}
