@@ -7,9 +7,9 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -105,33 +105,43 @@ func confEngines() []confEngine {
 		{name: "llama-server", model: tinyName, lacks: map[string]string{capPromptLogprobs: "prompt logprobs"},
 			setup: func(t *testing.T) confFront {
 				w := startWorker(t)
-				return remoteFront(workerURL(w))
+				front := remoteFront(workerURL(w))
+				return func(t *testing.T, interval int) *confServer { return front(t, interval, nil) }
 			}},
 		{name: "grpc-worker", model: tinyName,
 			fixture: map[string]string{fixConstrained: "the test worker generates fixed tokens: it does not run a grammar"},
 			setup: func(t *testing.T) confFront {
-				w := testworker.Start(t, testworker.Config{Tokenizer: llama3Files(t), ContextLength: 1024,
+				// The front loads the tokenizer itself, once (the worker
+				// would stream its files, slow under the race detector).
+				tok := llama3Tokenizer(t)
+				w := testworker.Start(t, testworker.Config{ContextLength: 1024,
 					ServedName: tinyName, Step: time.Millisecond, TokenBase: 1000})
-				return remoteFront("vllm://" + w.Addr)
+				front := remoteFront("vllm://" + w.Addr)
+				return func(t *testing.T, interval int) *confServer {
+					return front(t, interval, func(c *remote.Config) { c.Tokenizer = tok })
+				}
 			}},
 	}
 }
 
-// remoteFront starts servers in front of the worker at url.
-func remoteFront(url string) confFront {
-	return func(t *testing.T, interval int) *confServer {
+// remoteFront starts servers in front of the worker at url, their
+// remote engine's configuration changed by mutate when not nil.
+func remoteFront(url string) func(t *testing.T, interval int, mutate func(*remote.Config)) *confServer {
+	return func(t *testing.T, interval int, mutate func(*remote.Config)) *confServer {
 		s := &confServer{model: tinyName, finals: make(chan *engine.Result, 1024)}
 		_, s.base = startRemote(t, func(c *vajra.Config) {
 			c.StreamInterval = interval
 			rc := c.Remote
+			if mutate != nil {
+				mutate(&rc)
+			}
 			e, err := remote.New(rc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c.Engine = wrapConf(e, s.finals)
 		}, url)
-		// The engine serves once it has loaded the worker's model (its
-		// tokenizer: slow under the race detector).
+		// The engine serves once it has the worker's model information.
 		deadline := time.Now().Add(60 * time.Second) // a stall detector
 		for {
 			st, _, _ := get(t, strings.TrimPrefix(s.base, "http://"), "GET", "/health", "")
@@ -147,22 +157,25 @@ func remoteFront(url string) confFront {
 	}
 }
 
-// llama3Files are the Llama 3 tokenizer files of `make tokenizers`, or a
-// skip (a failure with VAJRA_REQUIRE_TOKENIZERS set).
-func llama3Files(t *testing.T) map[string][]byte {
+var llama3Once struct {
+	sync.Once
+	tok remote.Tokenizer
+	err error
+}
+
+// llama3Tokenizer is the Llama 3 tokenizer of `make tokenizers` (its
+// folder: tokenizer.json and the chat template), loaded once per test
+// binary, or a skip (a failure with VAJRA_REQUIRE_TOKENIZERS set).
+func llama3Tokenizer(t *testing.T) remote.Tokenizer {
 	t.Helper()
 	p, err := fixture.Find("", filepath.Join(".tokenizers", "llama3", "package", "models", "tokenizer.json"),
 		"the Llama 3 tokenizer is missing: run `make tokenizers`")
 	tj := fixture.Need(t, "VAJRA_REQUIRE_TOKENIZERS", p, err)
-	files := map[string][]byte{}
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(tj), name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
+	llama3Once.Do(func() { llama3Once.tok, llama3Once.err = remote.LoadTokenizer(filepath.Dir(tj)) })
+	if llama3Once.err != nil {
+		t.Fatal(llama3Once.err)
 	}
-	return files
+	return llama3Once.tok
 }
 
 type confCase struct {
