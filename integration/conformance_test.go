@@ -24,10 +24,10 @@ import (
 
 // The conformance suite: one set of cases, what a user of every API
 // dialect checks, run against every engine behind the same server. An
-// engine that lacks a capability declares it (confEngine.lacks: the words
-// of its refusal), and the case then asserts the refusal: a 400 before
-// the status line of a 200, never a request served with the capability
-// silently dropped.
+// engine that lacks a capability declares it (engine.Lacker), and the
+// case then asserts the refusal: a 400 before the status line of a 200
+// that names the capability; an engine that declares nothing must serve
+// it, so a capability silently dropped fails the case.
 //
 // Engines: the simulator; engine/llama on the tiny model; engine/remote in
 // front of llama-server on the tiny model, and in front of the gRPC test
@@ -35,11 +35,6 @@ import (
 //
 // TODO(lead): the vLLM engine core (engine/remote/vllmcore with a real
 // `vllm serve --headless` from .vllm) is not in the table yet.
-
-// Capabilities an engine may lack.
-const (
-	capPromptLogprobs = "prompt logprobs" // completions echo with logprobs
-)
 
 // Cases a fixture cannot show (not an engine's lack: the engine would do
 // it with a real model).
@@ -53,8 +48,6 @@ type confEngine struct {
 	// setup starts what the engine needs once (a worker) and returns the
 	// function that starts a server on it.
 	setup func(t *testing.T) confFront
-	// lacks: capability -> a word of the engine's refusal message.
-	lacks map[string]string
 	// fixture: cases this engine's fixture cannot show, with why.
 	fixture map[string]string
 }
@@ -68,12 +61,14 @@ type confServer struct {
 	base   string
 	model  string
 	finals chan *engine.Result
+	eng    engine.Engine // the engine itself, unwrapped: what it declares
 }
 
-// wrapConf wraps e with the suite's panicking formatters and an observer
-// of the final Results.
-func wrapConf(e engine.Engine, finals chan *engine.Result) engine.Engine {
-	return &observed{Engine: panickingFormatters{e}, finals: finals}
+// wrap wraps e with the suite's panicking formatters and an observer of
+// the final Results.
+func (s *confServer) wrap(e engine.Engine) engine.Engine {
+	s.eng = e
+	return &observed{Engine: panickingFormatters{e}, finals: s.finals}
 }
 
 func confEngines() []confEngine {
@@ -84,7 +79,7 @@ func confEngines() []confEngine {
 				_, _, s.base = startServerWrapped(t, func(c *vajra.Config) {
 					c.StreamInterval = interval
 					c.Sim.MaxModelLen = 1024
-				}, func(e engine.Engine) engine.Engine { return wrapConf(e, s.finals) })
+				}, s.wrap)
 				return s
 			}
 		}},
@@ -97,12 +92,12 @@ func confEngines() []confEngine {
 					if err != nil {
 						t.Fatal(err)
 					}
-					c.Engine = wrapConf(e, s.finals)
+					c.Engine = s.wrap(e)
 				})
 				return s
 			}
 		}},
-		{name: "llama-server", model: tinyName, lacks: map[string]string{capPromptLogprobs: "prompt logprobs"},
+		{name: "llama-server", model: tinyName,
 			setup: func(t *testing.T) confFront {
 				w := startWorker(t)
 				front := remoteFront(workerURL(w))
@@ -139,7 +134,7 @@ func remoteFront(url string) func(t *testing.T, interval int, mutate func(*remot
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.Engine = wrapConf(e, s.finals)
+			c.Engine = s.wrap(e)
 		}, url)
 		// The engine serves once it has the worker's model information.
 		deadline := time.Now().Add(60 * time.Second) // a stall detector
@@ -460,14 +455,17 @@ func confStreamInterval(t *testing.T, _ *confEngine, s *confServer, front confFr
 // confEchoLogprobs: completions with echo and logprobs return the
 // prompt's text and a logprob entry for every prompt token (the first
 // has none) and every new one.
-func confEchoLogprobs(t *testing.T, e *confEngine, s *confServer, _ confFront) {
+func confEchoLogprobs(t *testing.T, _ *confEngine, s *confServer, _ confFront) {
 	const prompt, n = "The sea is", 3
 	body := map[string]any{"model": s.model, "prompt": prompt, "echo": true, "logprobs": 1, "max_tokens": n,
 		"temperature": 0, "ignore_eos": true}
 	st, res := confPost(t, s, "/v1/completions", body)
-	if word, ok := e.lacks[capPromptLogprobs]; ok {
-		if st != 400 || !strings.Contains(jstr(res, "error", "message"), word) {
-			t.Fatalf("an engine without %s answered %d %v; want a 400 that says so", capPromptLogprobs, st, res)
+	if engine.Lacks(s.eng)&engine.CapPromptLogprobs != 0 {
+		if st != 400 || !strings.Contains(jstr(res, "error", "message"), "prompt logprobs") {
+			t.Fatalf("an engine that declares it lacks prompt logprobs answered %d %v; want a 400 that says so", st, res)
+		}
+		if st, res := confStream(t, s, "/v1/completions", body, func(map[string]any) bool { return true }); st != 400 {
+			t.Fatalf("streamed: %d %v; want the 400 before the stream", st, res)
 		}
 		return
 	}
