@@ -294,6 +294,8 @@ func (e *Engine) finishGroup(g *group, cause pipeline.Cause, err *engine.Error, 
 				s.releaseHeld()
 			}
 		}
+		// No choice runs any more: publish below must not count g.
+		g.live = 0
 		c := &res.Choices[i]
 		// The Result is the receiver's: it gets copies of the choice's
 		// buffers, which go back to the engine's free lists below.
