@@ -254,19 +254,6 @@ func (e *Engine) loadVocab() {
 // piece is the output text of token t.
 func (e *Engine) piece(t int32) []byte { return e.pieces[e.pieceOff[t]:e.pieceOff[t+1]] }
 
-// outPiece is the text of token t for the parser of a choice with opt:
-// a control token's own text when it is one of the parsers' markers or
-// keep (skip_special_tokens=false) says so, else piece. Per token: no
-// allocation.
-func (e *Engine) outPiece(t int32, opt *text.Options, keep bool) []byte {
-	k := e.kind[t]
-	if k == text.TokenText || !text.KeepToken(k, opt, keep) {
-		return e.piece(t)
-	}
-	sp := e.ctrl[t]
-	return e.ctrlText[sp[0]:sp[1]:sp[1]]
-}
-
 // tokenString is piece as a string, without allocating.
 func (e *Engine) tokenString(t int32) string { return e.tokStr[e.pieceOff[t]:e.pieceOff[t+1]] }
 

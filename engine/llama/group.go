@@ -6,7 +6,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/capi"
-	"github.com/vajra-go/vajra/engine/text"
+	"github.com/vajra-go/vajra/engine/pipeline"
 )
 
 // groupState is where a request is in the scheduler.
@@ -31,32 +31,24 @@ type group struct {
 	aborting atomic.Bool
 
 	state    groupState
-	arrival  time.Time
 	admit    time.Time
-	first    time.Time
 	admitted bool
-	started  bool // AppendStart written
-	// broken: the request's own code (its Formatter, its Sink) panicked;
-	// the engine calls neither again but to deliver the final Result.
-	broken bool
-	live   int // choices not finished
 	// adapter is the LoRA adapter the request generates with (the index
 	// of Engine.adapters plus one; 0: the base model), by its model name.
-	adapter  int
-	usage    engine.Usage
-	buf      []byte // this step's frames
-	interval int    // tokens per Delta (StreamInterval, at least 1)
+	adapter int
+	// out is the request's output (pipeline.Out): choices, parsers,
+	// frames, usage, the Result. Its Broken says the request's own code
+	// (its Formatter, its Sink) panicked: the engine calls neither again
+	// but to deliver the final Result.
+	out pipeline.Out
 
 	// promptLP holds the prompt's logprobs (completions echo), filled as
-	// its prefill runs; nil when not asked for.
+	// its prefill runs (out keeps it); nil when not asked for.
 	promptLP []engine.TokenLogprob
-	// gaps counts the time between the steps that gave the request a
-	// token (its inter-token latencies), for the Result.
-	gaps engine.Gaps
 }
 
 // seq is one choice: a llama.cpp sequence id while admitted, its own
-// sampler chain and output parser.
+// sampler chain (its output is the group's out, choice index).
 type seq struct {
 	g     *group
 	index int
@@ -74,25 +66,13 @@ type seq struct {
 	out, at, fed int
 
 	sampler *capi.Sampler
-	parser  *text.Parser
-	forced  *text.Forced // set when tool_choice forces a call
-	events  []text.Event
 
-	gen  []int   // generated tokens
-	hist []int32 // prompt then gen: what the KV cache must hold
-	lps  []engine.TokenLogprob
-	pend int // gen[pend:] not yet delivered in a Delta
-	// hold is text kept back for the stream interval, of kind holdKind.
-	hold     []byte
-	holdKind engine.DeltaKind
+	hist []int32 // prompt then the generated tokens: what the KV cache must hold
 	// tok is this step's sampled token (when out >= 0).
 	tok int32
 
-	first       bool // a Delta was written
-	done        bool
-	finish      engine.FinishReason
-	stopString  string
-	stopTokenID int
+	// done: the choice ended and its sequence is released.
+	done bool
 }
 
 // Abort stops the session; see engine.Session. Safe for concurrent use;
@@ -111,20 +91,22 @@ func (g *group) Abort() {
 // newGroup builds the session of req: its choices with their samplers and
 // parsers. It runs on the caller's goroutine.
 func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) (*group, error) {
-	now := time.Now()
 	n := req.Sampling.Choices()
-	g := &group{e: e, req: req, prep: p, sink: sink, seqs: make([]seq, n), live: n,
-		arrival: req.Arrival, interval: max(1, req.StreamInterval)}
-	if g.arrival.IsZero() || g.arrival.After(now) {
-		g.arrival = now
+	g := &group{e: e, req: req, prep: p, sink: sink, seqs: make([]seq, n)}
+	cfg := pipeline.Config{Request: req, Sink: sink, Vocab: vocab{e}, Logger: e.cfg.Logger, Parse: p.parse,
+		PromptTokens: len(p.prompt), MaxTokens: p.maxTokens, MaxLen: e.cfg.MaxModelLen}
+	if p.forced != nil {
+		cfg.Forced, cfg.ForcedName = true, p.forced.name
 	}
-	g.usage.PromptTokens = len(p.prompt)
+	if err := g.out.Init(&cfg); err != nil {
+		return nil, err
+	}
 	g.adapter = e.adapterIdx[req.Model]
 	sp := &req.Sampling
 	params := e.samplerParams(sp, p.grammar)
 	for i := range g.seqs {
 		s := &g.seqs[i]
-		s.g, s.index, s.id, s.stopTokenID, s.out = g, i, -1, -1, -1
+		s.g, s.index, s.id, s.out = g, i, -1, -1
 		params.Seed = e.seedFor(sp, i)
 		smp, err := capi.NewSampler(e.model, params)
 		if err != nil {
@@ -133,23 +115,11 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) (*
 		}
 		s.sampler = smp
 		smp.AcceptPrompt(p.prompt)
-		pr, err := text.NewParser(p.parse)
-		if err != nil {
-			g.free()
-			return nil, &engine.Error{Kind: engine.KindInternal, Message: err.Error()}
-		}
-		s.parser = pr
-		if p.forced != nil {
-			s.forced = new(text.Forced)
-			s.forced.Reset(p.forced.name, req.Stream)
-		}
 		s.hist = append(make([]int32, 0, len(p.prompt)+min(p.maxTokens, 256)), p.prompt...)
-		if sp.Logprobs {
-			s.lps = make([]engine.TokenLogprob, 0, min(p.maxTokens, 1024))
-		}
 	}
 	if req.PromptLogprobs != 0 {
 		g.promptLP = make([]engine.TokenLogprob, len(p.prompt))
+		g.out.SetPromptLogprobs(g.promptLP)
 	}
 	return g, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/capi"
+	"github.com/vajra-go/vajra/engine/pipeline"
 )
 
 // scheduler is the loop-only state of the continuous-batching scheduler.
@@ -51,9 +52,7 @@ type scheduler struct {
 	kvUsed int
 	tick   uint64
 
-	delta                                                           engine.Delta
-	start                                                           engine.Start
-	choiceEnd                                                       engine.ChoiceEnd
+	lp                                                              engine.TokenLogprob // accept's scratch
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
 	topIdx                                                          []int32 // topLogprobs' scratch
 	// The chunk tuner's state (see tuneChunk): the step's decode and
@@ -141,11 +140,11 @@ func (e *Engine) run() {
 		e.mu.Unlock()
 		s.waiting = append(s.waiting, inbox...)
 		for _, g := range aborts {
-			s.finishGroup(g, &engine.Error{Kind: engine.KindAborted, Message: abortedByClient})
+			s.finishGroup(g, pipeline.Aborted, nil)
 		}
 		if closing {
 			for _, g := range slices.Concat(s.running, s.waiting) {
-				s.finishGroup(g, &engine.Error{Kind: engine.KindAborted, Message: "engine is shut down"})
+				s.finishGroup(g, pipeline.Failed, &engine.Error{Kind: engine.KindAborted, Message: "engine is shut down"})
 			}
 			s.publish()
 			return
@@ -165,10 +164,6 @@ func (e *Engine) run() {
 		s.publish()
 	}
 }
-
-// abortedByClient is the message of a session ended by Session.Abort; its
-// stream gets no error event (the client is gone).
-const abortedByClient = "request aborted"
 
 // admit moves waiting requests to running, first come first served, while
 // sequence ids and KV room allow.
@@ -207,7 +202,7 @@ func (s *scheduler) admit() {
 // fresh reports whether no choice of g has generated a token.
 func fresh(g *group) bool {
 	for i := range g.seqs {
-		if len(g.seqs[i].gen) > 0 {
+		if g.out.Generated(i) > 0 {
 			return false
 		}
 	}
@@ -247,7 +242,8 @@ func (s *scheduler) runningRequests() int {
 func (s *scheduler) place(g *group) {
 	now := time.Now()
 	if !g.admitted {
-		g.admitted, g.admit = true, now
+		g.admitted = true
+		g.out.SetAdmitted(now)
 	}
 	g.state = stateRunning
 	isFresh := fresh(g)
@@ -384,10 +380,10 @@ func (s *scheduler) reuse(q *seq, count bool) {
 
 // counted records q's reused prefix as the request's cached tokens.
 func (s *scheduler) counted(q *seq, count bool) {
-	if count && len(q.gen) == 0 && q.kv > 0 {
+	if count && q.g.out.Generated(q.index) == 0 && q.kv > 0 {
 		hit := min(q.kv, q.g.promptLen())
 		s.prefixHits += uint64(hit)
-		q.g.usage.CachedTokens = hit
+		q.g.out.Usage.CachedTokens = hit
 	}
 }
 
@@ -494,7 +490,7 @@ func (s *scheduler) step() {
 			if err := e.ctx.SetAdapter(a, scale); err != nil {
 				for _, q := range s.stepSeqs {
 					if q.g.state == stateRunning {
-						s.finishGroup(q.g, &engine.Error{Kind: engine.KindInternal, Message: err.Error()})
+						s.finishGroup(q.g, pipeline.Failed, &engine.Error{Kind: engine.KindInternal, Message: err.Error()})
 					}
 				}
 				return
@@ -524,7 +520,7 @@ func (s *scheduler) step() {
 		}
 		for _, q := range s.stepSeqs {
 			if q.g.state == stateRunning {
-				s.finishGroup(q.g, err)
+				s.finishGroup(q.g, pipeline.Failed, err)
 			}
 		}
 		return
@@ -654,11 +650,11 @@ func (s *scheduler) afterDecode() {
 	t0 := threadCPU()
 	for _, q := range s.stepSeqs {
 		g := q.g
-		if q.out < 0 || g.state != stateRunning || g.broken {
+		if q.out < 0 || g.state != stateRunning || g.out.Broken() {
 			continue
 		}
 		q.tok = q.sampler.Sample(s.e.ctx, q.out, s.cand)
-		if q.index == 0 && len(q.gen) == 0 && len(g.seqs) > 1 {
+		if q.index == 0 && g.out.Generated(0) == 0 && len(g.seqs) > 1 {
 			for i := 1; i < len(g.seqs); i++ {
 				if o := &g.seqs[i]; o.shadow && o.id >= 0 {
 					o.first0, o.drawn = o.sampler.Sample(s.e.ctx, q.out, s.cand), true
@@ -668,21 +664,21 @@ func (s *scheduler) afterDecode() {
 	}
 	s.compute += threadCPU() - t0
 	for _, q := range s.stepSeqs {
-		if q.g.state == stateRunning && !q.g.broken {
+		if q.g.state == stateRunning && !q.g.out.Broken() {
 			s.advance(q)
 		}
 	}
 	// Deliver each request's frames of this step.
 	for _, g := range s.running {
-		if g.state == stateRunning && !g.broken && len(g.buf) > 0 {
+		if g.state == stateRunning && !g.out.Broken() && g.out.Pending() {
 			s.deliver(g)
 		}
 	}
 	// End the requests whose own code panicked in this step (from the
 	// back: finishGroup takes each out of s.running).
 	for i := len(s.running) - 1; i >= 0; i-- {
-		if g := s.running[i]; g.broken && g.state == stateRunning {
-			s.finishGroup(g, engine.PanicError())
+		if g := s.running[i]; g.out.Broken() && g.state == stateRunning {
+			s.finishGroup(g, pipeline.Failed, engine.PanicError())
 		}
 	}
 	s.running = slices.DeleteFunc(s.running, func(g *group) bool { return g.state != stateRunning })
@@ -714,7 +710,7 @@ func (s *scheduler) advance(q *seq) {
 		return
 	}
 	tok := q.tok
-	if q.index == 0 && len(q.gen) == 0 && len(g.seqs) > 1 {
+	if q.index == 0 && g.out.Generated(0) == 0 && len(g.seqs) > 1 {
 		// A fresh request's other choices share this prompt's KV (their
 		// first tokens were drawn with choice 0's), before choice 0's
 		// token is taken (it may end choice 0 and free its sequence).
@@ -747,8 +743,7 @@ func (s *scheduler) deliver(g *group) {
 			s.failed(g, r)
 		}
 	}()
-	g.sink.Deliver(g.buf, nil)
-	g.buf = g.buf[:0]
+	g.out.Deliver()
 }
 
 // failed marks g broken after a panic in its own code, logged once with
@@ -756,9 +751,7 @@ func (s *scheduler) deliver(g *group) {
 // stream stays after its last whole event delivered); afterDecode ends g
 // with engine.PanicError, which frees its sequences.
 func (s *scheduler) failed(g *group, r any) {
-	s.e.logPanic(g, r)
-	g.broken = true
-	g.buf = g.buf[:0]
+	g.out.Break(r)
 }
 
 // publish makes the loop's figures visible to Stats.

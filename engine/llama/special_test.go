@@ -19,18 +19,24 @@ func TestControlTokens(t *testing.T) {
 		t.Fatalf("kinds: <|im_start|> %d, <think> %d", e.kind[im], e.kind[tinymodel.TokenThink])
 	}
 	tools := &text.Options{Tools: "mistral"}
-	if got := e.outPiece(im, tools, false); len(got) != 0 {
+	// outPiece is the text a choice's parser gets for t (as pipeline.Out
+	// asks the engine's vocabulary for it).
+	outPiece := func(t int32, opt *text.Options, keep bool) []byte {
+		v := vocab{e}
+		return v.AppendText(nil, t, text.KeepToken(v.TokenKind(t), opt, keep))
+	}
+	if got := outPiece(im, tools, false); len(got) != 0 {
 		t.Fatalf("skipped control token: %q", got)
 	}
-	if got := string(e.outPiece(im, tools, true)); got != "<|im_start|>" {
+	if got := string(outPiece(im, tools, true)); got != "<|im_start|>" {
 		t.Fatalf("kept control token: %q", got)
 	}
 	// As a tool parser's marker it reaches the parser when tools are on.
 	e.kind[im] = text.TokenToolMarker
-	if got := string(e.outPiece(im, tools, false)); got != "<|im_start|>" {
+	if got := string(outPiece(im, tools, false)); got != "<|im_start|>" {
 		t.Fatalf("marker with tools: %q", got)
 	}
-	if got := e.outPiece(im, &text.Options{Tools: "mistral", ToolsOff: true}, false); len(got) != 0 {
+	if got := outPiece(im, &text.Options{Tools: "mistral", ToolsOff: true}, false); len(got) != 0 {
 		t.Fatalf("marker without tools: %q", got)
 	}
 	e.kind[im] = text.TokenSpecial

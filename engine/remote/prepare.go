@@ -30,8 +30,8 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if len(req.Audio.PCM) > 0 {
 		return invalid("audio", "this engine (remote text workers) does not transcribe audio")
 	}
-	if req.PromptLogprobs != 0 && !m.promptLogprobs {
-		return invalid("logprobs", "this engine's workers do not return prompt logprobs (echo with logprobs)")
+	if err := engine.CheckCapabilities(req, m.lacks(), "this engine's workers"); err != nil {
+		return err
 	}
 	p := &prepared{e: e, m: m}
 	if err := pipeline.Prepare(m, req, pipeline.Limits{MaxN: MaxN, MaxStop: MaxStopStrings,
@@ -53,6 +53,27 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	req.Prepared = p
 	return nil
 }
+
+// Lacks declares what the workers' model lacks (engine.Lacker): none
+// while no worker has answered (requests are refused as unavailable
+// then). Safe for concurrent use.
+func (e *Engine) Lacks() engine.Capability {
+	if m := e.model.Load(); m != nil {
+		return m.lacks()
+	}
+	return 0
+}
+
+// lacks is what the workers do not return.
+func (m *model) lacks() engine.Capability {
+	var c engine.Capability
+	if !m.promptLogprobs {
+		c |= engine.CapPromptLogprobs
+	}
+	return c
+}
+
+var _ engine.Lacker = (*Engine)(nil)
 
 // The model's side of pipeline.Model and pipeline.Vocab.
 

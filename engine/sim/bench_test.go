@@ -48,7 +48,8 @@ func BenchmarkEngineTokens(b *testing.B) {
 		name      string
 		logprobs  bool
 		penalties bool
-	}{{"plain", false, false}, {"logprobs5", true, false}, {"penalties", false, true}} {
+		stops     bool // two stop strings that never match: the hold-back path
+	}{{"plain", false, false, false}, {"logprobs5", true, false, false}, {"penalties", false, true, false}, {"stops", false, false, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			const seqs = 1000
 			per := (b.N + seqs - 1) / seqs
@@ -66,6 +67,9 @@ func BenchmarkEngineTokens(b *testing.B) {
 						Logprobs: bc.logprobs, TopLogprobs: 5 * b2i(bc.logprobs)}}
 				if bc.penalties {
 					shapeSampling(&reqs[i].Sampling)
+				}
+				if bc.stops {
+					reqs[i].Sampling.Stop = []string{"\x00never", "the seaweed zebra"}
 				}
 				if err := e.Prepare(reqs[i]); err != nil {
 					b.Fatal(err)

@@ -76,6 +76,9 @@ func (e *Engine) takeBuffers(g *group) {
 		s.ids = e.bufs.ids.get(n)
 		// Text: o200k_base tokens of English average about 4.5 bytes.
 		s.text = e.bufs.bytes.get(n * 6)
+		if s.stop != nil {
+			s.stop.UseContentBuffer(s.text)
+		}
 		s.blocks = e.bufs.blocks.get(blocksFor(p.promptLen%BlockSize+n) + 1)
 		if s.phase == phaseReason {
 			s.reasoning = e.bufs.bytes.get(0)
@@ -100,5 +103,6 @@ func (e *Engine) giveBuffers(g *group) {
 		e.bufs.bytes.put(s.args)
 		e.bufs.blocks.put(s.blocks)
 		s.ids, s.text, s.reasoning, s.args, s.blocks = nil, nil, nil, nil, nil
+		s.stop = nil // its content buffer was s.text
 	}
 }

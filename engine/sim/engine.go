@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/text"
 )
 
 // Engine is the simulated continuous-batching engine. It implements
@@ -189,6 +190,11 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) *g
 			// maxLogprobsReserve tokens at once rather than copying as
 			// they grow.
 			s.lps = make([]engine.TokenLogprob, 0, min(p.maxTokens, maxLogprobsReserve))
+		}
+		if p.stops {
+			// Without parsers' names NewParser cannot fail.
+			s.stop, _ = text.NewParser(text.Options{Stop: sp.Stop, IncludeStop: sp.IncludeStopStr, MinTokens: sp.MinTokens})
+			s.stop.Grow(max(e.vocab.strs.maxLen, p.maxStop))
 		}
 		s.target = naturalLength(&s.rng)
 		s.after = phaseAnswer

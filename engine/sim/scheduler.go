@@ -1,11 +1,11 @@
 package sim
 
 import (
-	"bytes"
 	"slices"
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/pipeline"
 )
 
 // run is the scheduler loop, the engine's only goroutine. Each pass takes
@@ -119,7 +119,7 @@ func (e *Engine) admit(now time.Time) {
 			}
 			// Alone in an empty cache and still too big: it can never run.
 			e.popWaiting()
-			e.finishGroup(g, &engine.Error{Kind: engine.KindInvalid, Param: "max_tokens",
+			e.finishGroup(g, pipeline.Failed, &engine.Error{Kind: engine.KindInvalid, Param: "max_tokens",
 				Message: "request needs more KV cache blocks than the engine has (--kv-cache-tokens)"}, now)
 			continue
 		}
@@ -324,7 +324,7 @@ func (e *Engine) step(g *group, now time.Time, due bool) (started bool) {
 		g.gaps.Step(now) // one inter-token gap per step with output
 	}
 	if g.live == 0 {
-		e.finishGroup(g, nil, now)
+		e.finishGroup(g, pipeline.Done, nil, now)
 	} else if g.req.Stream && len(g.buf) > 0 {
 		g.sink.Deliver(g.buf, nil)
 	}
@@ -429,6 +429,9 @@ func (e *Engine) produce(s *seq) {
 	switch s.phase {
 	case phaseReason:
 		g.usage.ReasoningTokens++
+		if s.stop != nil {
+			s.stop.Count(1) // for min_tokens: the answer's stop strings count every token
+		}
 		s.reasoning = append(s.reasoning, txt...)
 		s.reasonLeft--
 		if s.reasonLeft <= 0 {
@@ -452,9 +455,7 @@ func (e *Engine) produce(s *seq) {
 			s.end(engine.FinishStop)
 			break
 		}
-		prev := len(s.text)
-		s.text = append(s.text, txt...)
-		if armed && len(g.prep.stops) > 0 && e.matchStop(s, prev) {
+		if s.feedAnswer(txt) {
 			s.end(engine.FinishStop)
 			break
 		}
@@ -481,6 +482,7 @@ func (e *Engine) produce(s *seq) {
 		}
 	}
 	if s.done {
+		s.releaseHeld()
 		// The slot goes first: endChoice runs the request's Formatter,
 		// and a panic there must find the books straight (failed).
 		e.releaseSeq(s)
@@ -491,47 +493,6 @@ func (e *Engine) produce(s *seq) {
 	if len(s.ids)-s.pend >= g.interval {
 		e.flush(s, false)
 	}
-}
-
-// matchStop looks for a stop string that ends in the text appended after
-// prev; on a match it trims the text at the stop string's start (the
-// earliest match wins) and records it.
-func (e *Engine) matchStop(s *seq, prev int) bool {
-	p := s.g.prep
-	from := max(0, prev-p.maxStop+1)
-	at := -1
-	var which int
-	for i, st := range p.stops {
-		if j := bytes.Index(s.text[from:], st); j >= 0 && (at < 0 || from+j < at) {
-			at, which = from+j, i
-		}
-	}
-	if at < 0 {
-		return false
-	}
-	if s.g.req.Sampling.IncludeStopStr {
-		at += len(p.stops[which])
-	}
-	s.text = s.text[:at]
-	s.stopString = s.g.req.Sampling.Stop[p.stopIndex[which]]
-	return true
-}
-
-// holdBack returns how much of s's text may be streamed: all but the
-// longest suffix that is a prefix of a stop string, which a later token may
-// complete (vLLM's hold-back: a client never sees part of a stop string).
-func (e *Engine) holdBack(s *seq) int {
-	n := len(s.text)
-	hold := 0
-	for _, st := range s.g.prep.stops {
-		for k := min(len(st)-1, n); k > hold; k-- {
-			if bytes.HasSuffix(s.text, st[:k]) {
-				hold = k
-				break
-			}
-		}
-	}
-	return n - hold
 }
 
 // abort ends g on Session.Abort, wherever it is.
@@ -545,7 +506,7 @@ func (e *Engine) abort(g *group, now time.Time) {
 			e.waitingN.Add(-1)
 		}
 	}
-	e.finishGroup(g, &engine.Error{Kind: engine.KindAborted, Message: abortedByClient}, now)
+	e.finishGroup(g, pipeline.Aborted, nil, now)
 	// Out of e.running now, not at the next pass: admit, which runs first,
 	// counts e.running.
 	e.dropInactive()
@@ -568,10 +529,10 @@ func (e *Engine) dropInactive() {
 func (e *Engine) shutdown(now time.Time) {
 	err := &engine.Error{Kind: engine.KindAborted, Message: "engine shut down"}
 	for _, g := range e.running {
-		e.finishGroup(g, err, now)
+		e.finishGroup(g, pipeline.Failed, err, now)
 	}
 	for _, g := range e.waiting {
-		e.finishGroup(g, err, now)
+		e.finishGroup(g, pipeline.Failed, err, now)
 		e.waitingN.Add(-1)
 	}
 	e.running, e.waiting = nil, nil

@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/pipeline"
+	"github.com/vajra-go/vajra/engine/text"
 )
 
 // groupState is where a request is in the scheduler.
@@ -120,6 +122,13 @@ type seq struct {
 
 	blocks []int32 // KV blocks beyond the shared prompt blocks
 
+	// stop finds the request's stop strings in the answer text and holds
+	// back what may begin one (engine/text's, as every engine's); nil
+	// when the request has none. Its content is text (the buffer handed
+	// to it at admission): only what it let through.
+	stop   *text.Parser
+	events []text.Event
+
 	finish      engine.FinishReason
 	stopString  string
 	stopTokenID int
@@ -139,6 +148,36 @@ type seq struct {
 // kvTokens is the number of tokens seq s keeps in its own blocks: the
 // prompt's partial last block plus its output.
 func (s *seq) kvTokens() int { return s.g.prep.promptLen%BlockSize + len(s.ids) }
+
+// feedAnswer appends txt, the next answer token's text, to s.text through
+// the stop strings' hold-back, and reports whether a stop string ended
+// the answer (s.text then ends before it, or after it with
+// include_stop_str_in_output).
+func (s *seq) feedAnswer(txt string) bool {
+	if s.stop == nil {
+		s.text = append(s.text, txt...)
+		return false
+	}
+	var stopped bool
+	// Feed only reads its input (it copies what it keeps): a view of the
+	// vocabulary's string, not a copy.
+	s.events, stopped = s.stop.Feed(s.events[:0], unsafe.Slice(unsafe.StringData(txt), len(txt)))
+	s.text = s.stop.ContentBytes()
+	if stopped {
+		s.stopString = s.stop.StopString()
+		s.releaseHeld()
+	}
+	return stopped
+}
+
+// releaseHeld ends the stop strings' hold-back: the text held as the
+// possible start of a stop string is the answer's after all.
+func (s *seq) releaseHeld() {
+	if s.stop != nil && s.text != nil {
+		s.events = s.stop.Finish(s.events[:0])
+		s.text = s.stop.ContentBytes()
+	}
+}
 
 // end marks the choice finished.
 func (s *seq) end(r engine.FinishReason) {
@@ -180,11 +219,7 @@ func (e *Engine) flush(s *seq, final bool) {
 		d.Kind, d.Text = engine.DeltaToolCallArgs, s.args[s.sentA:end]
 		s.sentA = end
 	default:
-		end := len(s.text)
-		if !final {
-			end = e.holdBack(s)
-		}
-		end = utf8Complete(s.text[:end], final)
+		end := utf8Complete(s.text, final)
 		if end <= s.sentT {
 			return
 		}
@@ -219,11 +254,19 @@ func utf8Complete(b []byte, final bool) int {
 	return n
 }
 
-// finishGroup builds the Result, appends the closing frames and delivers it;
-// err is nil on success.
-func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
+// finishGroup ends g for cause (err: the failure when cause is
+// pipeline.Failed; the Result of pipeline.Aborted has
+// pipeline.ErrAbortedByClient): it builds the Result, appends the closing
+// frames and delivers them.
+func (e *Engine) finishGroup(g *group, cause pipeline.Cause, err *engine.Error, now time.Time) {
 	if g.state == stateDone {
 		return
+	}
+	switch cause {
+	case pipeline.Done:
+		err = nil
+	case pipeline.Aborted:
+		err = pipeline.ErrAbortedByClient
 	}
 	e.releaseGroup(g)
 	g.state = stateDone
@@ -247,7 +290,12 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 		s := &g.seqs[i]
 		if !s.done {
 			s.done, s.finish = true, engine.FinishAbort
+			if !g.broken {
+				s.releaseHeld()
+			}
 		}
+		// No choice runs any more: publish below must not count g.
+		g.live = 0
 		c := &res.Choices[i]
 		// The Result is the receiver's: it gets copies of the choice's
 		// buffers, which go back to the engine's free lists below.
@@ -273,7 +321,7 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 	res.Panicked = g.broken
 	var frames []byte
 	if g.req.Stream {
-		frames = e.endFrames(g, res)
+		frames = e.endFrames(g, cause, res)
 	}
 	// The caller takes the step buffer back after this delivery (pass), or
 	// it was never lent (abort, shutdown): then frames is the request's own.
@@ -284,11 +332,11 @@ func (e *Engine) finishGroup(g *group, err *engine.Error, now time.Time) {
 }
 
 // endFrames appends the frames that end g's stream for its final Result
-// res: the end, or the error event of a failure the engine detected; none
-// after the client's abort or once g is broken. A panic in the Formatter
-// here leaves the stream open, after its last whole event, and makes res a
-// panicked Result (see engine.Result.Panicked).
-func (e *Engine) endFrames(g *group, res *engine.Result) (frames []byte) {
+// res: the end, or the error event of a failure after the step's frames;
+// none after the client's abort or once g is broken. A panic in the
+// Formatter here leaves the stream open, after its last whole event, and
+// makes res a panicked Result (see engine.Result.Panicked).
+func (e *Engine) endFrames(g *group, cause pipeline.Cause, res *engine.Result) (frames []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			e.logPanic(g, r)
@@ -298,10 +346,10 @@ func (e *Engine) endFrames(g *group, res *engine.Result) (frames []byte) {
 	switch {
 	case g.broken:
 		return nil
-	case res.Err == nil:
+	case cause == pipeline.Done:
 		return g.req.Formatter.AppendEnd(g.buf, res)
-	case res.Err.Message != abortedByClient:
-		return g.req.Formatter.AppendError(g.buf[:0], res.Err)
+	case cause == pipeline.Failed:
+		return g.req.Formatter.AppendError(g.buf, res.Err)
 	}
 	return nil
 }
@@ -326,7 +374,7 @@ func (e *Engine) failed(g *group, r any, now time.Time) {
 	e.logPanic(g, r)
 	g.broken = true
 	g.buf = g.buf[:0]
-	e.finishGroup(g, engine.PanicError(), now)
+	e.finishGroup(g, pipeline.Failed, engine.PanicError(), now)
 }
 
 // logPanic logs a panic of g's own code once, with its request id and the
@@ -371,9 +419,6 @@ func newResult(n int) *engine.Result {
 	}
 	return &engine.Result{Choices: make([]engine.Choice, n)}
 }
-
-// abortedByClient is the message of a session ended by Session.Abort.
-const abortedByClient = "request aborted"
 
 // endChoice appends the choice's remaining output and its ChoiceEnd.
 func (e *Engine) endChoice(s *seq) {

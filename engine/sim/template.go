@@ -196,11 +196,10 @@ type prepared struct {
 	// The prompt's block hashes are not kept: allocGroup computes them
 	// from Request.PromptTokens at each admission (a few ns a token), so
 	// that a held stream does not carry them.
-	ctx        uint64   // content hash of the prompt, mixed with the engine seed
-	maxTokens  int      // resolved: MaxTokens, or what is left of the context
-	stops      [][]byte // non-empty stop strings
-	stopIndex  []int    // index in Sampling.Stop of each of stops
-	maxStop    int      // longest stop string, bytes
+	ctx        uint64 // content hash of the prompt, mixed with the engine seed
+	maxTokens  int    // resolved: MaxTokens, or what is left of the context
+	stops      bool   // the request has a non-empty stop string
+	maxStop    int    // the longest stop string, bytes
 	tool       *engine.Tool
 	toolSchema *schema
 	respSchema *schema
@@ -317,12 +316,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		h = mix(h, uint64(t))
 	}
 	p.ctx = h
-	for i, s := range req.Sampling.Stop {
-		if s != "" {
-			p.stops = append(p.stops, []byte(s))
-			p.stopIndex = append(p.stopIndex, i)
-			p.maxStop = max(p.maxStop, len(s))
-		}
+	for _, s := range req.Sampling.Stop {
+		p.stops = p.stops || s != ""
+		p.maxStop = max(p.maxStop, len(s))
 	}
 	if err := e.prepareFormat(req, p, lastUser); err != nil {
 		return err

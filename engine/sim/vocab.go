@@ -150,8 +150,9 @@ func (v *vocab) appendText(dst []byte, ids []int) []byte {
 // server whose live heap is otherwise small; a []byte and a []uint32 are
 // never scanned. Read-only after newTokenTable.
 type tokenTable struct {
-	blob []byte
-	off  []uint32 // token id's bytes are blob[off[id]:off[id+1]]
+	blob   []byte
+	off    []uint32 // token id's bytes are blob[off[id]:off[id+1]]
+	maxLen int      // the longest token's bytes
 }
 
 // newTokenTable decodes every id of codec once.
@@ -164,6 +165,7 @@ func newTokenTable(codec tokenizer.Codec) *tokenTable {
 			t.blob = append(t.blob, s...)
 		}
 		t.off[id+1] = uint32(len(t.blob))
+		t.maxLen = max(t.maxLen, int(t.off[id+1]-t.off[id]))
 	}
 	return t
 }

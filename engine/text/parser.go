@@ -185,6 +185,32 @@ func (p *Parser) Finish(dst []Event) []Event {
 	return p.end()
 }
 
+// Grow gives the buffers of one Feed room for tokens of up to n bytes
+// (with stop strings up to n bytes long), in one allocation, so that a
+// longer token later in the output does not grow them mid-stream. Call
+// it after NewParser or Reset, before the first Feed.
+func (p *Parser) Grow(n int) {
+	if n <= 0 || cap(p.text) >= n {
+		return
+	}
+	b := make([]byte, 5*n)
+	p.text = b[0:0:n]
+	p.arena = b[n : n : 3*n]
+	p.stop.held = b[3*n : 3*n : 5*n]
+}
+
+// UseContentBuffer makes buf, emptied, the buffer the content
+// accumulates in: a caller that pools its output buffers, sized for the
+// output, feeds the Parser without allocating. Call it after NewParser
+// or Reset, before the first Feed; the Parser appends to buf until the
+// next Reset.
+func (p *Parser) UseContentBuffer(buf []byte) { p.content = buf[:0] }
+
+// ContentBytes is the content so far in the Parser's own buffer (that of
+// UseContentBuffer, grown): valid until the next Feed, Finish or Reset,
+// read only.
+func (p *Parser) ContentBytes() []byte { return p.content }
+
 // Stopped reports whether a stop string ended the output.
 func (p *Parser) Stopped() bool { return p.stopped }
 

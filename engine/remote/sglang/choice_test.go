@@ -9,7 +9,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
+	"github.com/vajra-go/vajra/internal/testworker"
 )
 
 // abortChoiceAt starts g and, on the receive goroutine as the engine

@@ -6,7 +6,7 @@
 // The machinery is vLLM's (engine/remote/internal/grpcworker): one
 // grpc.ClientConn per worker, a server stream per request decoded in place,
 // an explicit Abort RPC. It has been tested against a Go server written
-// from the proto (engine/remote/internal/testworker), never against a real
+// from the proto (internal/testworker), never against a real
 // SGLang, which has no CPU build.
 package sglang
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
+	"github.com/vajra-go/vajra/internal/testworker"
 )
 
 // These tests run against a Go server written from sglang_scheduler.proto

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine/remote"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
 	"github.com/vajra-go/vajra/engine/remote/vllm/vllmpb"
+	"github.com/vajra-go/vajra/internal/testworker"
 )
 
 // cpuTime is this process's CPU time so far (user and system).

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine/remote"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
+	"github.com/vajra-go/vajra/internal/testworker"
 )
 
 // TestAbortChoiceWhole: vLLM's Abort takes only the request's own id, not

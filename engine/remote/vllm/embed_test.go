@@ -12,7 +12,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
+	"github.com/vajra-go/vajra/internal/testworker"
 )
 
 // byteTok is a byte-level remote.Tokenizer for the engine tests.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
+	"github.com/vajra-go/vajra/internal/testworker"
 )
 
 // recStream is a Formatter and Sink that records what a streamed request

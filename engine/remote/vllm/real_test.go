@@ -11,7 +11,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
+	"github.com/vajra-go/vajra/internal/testworker"
 	"github.com/vajra-go/vajra/internal/vllmserver"
 )
 

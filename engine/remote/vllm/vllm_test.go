@@ -15,9 +15,9 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
-	"github.com/vajra-go/vajra/engine/remote/internal/testworker"
 	"github.com/vajra-go/vajra/engine/remote/vllm/vllmpb"
 	"github.com/vajra-go/vajra/internal/fixture"
+	"github.com/vajra-go/vajra/internal/testworker"
 )
 
 func TestMain(m *testing.M) {

@@ -48,6 +48,10 @@ type Config struct {
 	Embedding bool
 	// EmbedRefuse ends every Embed with this status (0 = serve).
 	EmbedRefuse codes.Code
+	// TokenBase is added to every generated id (Token's): a test whose
+	// tokenizer gives low ids to single bytes moves the output onto
+	// words with it.
+	TokenBase int32
 }
 
 // Token is the token the generator gives choice c at step k: 100*(c+1)+k.
@@ -303,7 +307,7 @@ func (w *Worker) generate(ctx context.Context, r *request, out sender) error {
 			d := chunkData{choice: c, step0: count[c]}
 			reason, matched := "", int32(-1)
 			for range w.cfg.TokensPerChunk {
-				t := Token(c, count[c])
+				t := w.cfg.TokenBase + Token(c, count[c])
 				d.tokens = append(d.tokens, t)
 				count[c]++
 				if r.stop[t] {
