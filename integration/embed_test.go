@@ -168,7 +168,7 @@ func TestEmbedDialectFrames(t *testing.T) {
 // max_tokens and prompt give, and the metrics count all 200.
 func TestEmbedAlongsideHTTP(t *testing.T) {
 	const n, maxTokens = 100, 16
-	srv, _, base := startServer(t, func(c *vajra.Config) { c.Sim.MaxNumSeqs = 256 })
+	srv, _, base := startServer(t, func(c *vajra.Config) { c.EngineConfig.MaxNumSeqs = 256 })
 	msgs := []engine.Message{{Role: "user", Content: question}}
 	wantPrompt := promptTokens(t, msgs)
 
@@ -267,7 +267,7 @@ func scrapeSum(t *testing.T, base, prefix string) int {
 // serves the next request.
 func TestEmbedRequesterStopFreesSlot(t *testing.T) {
 	srv, obs, _ := startServer(t, func(c *vajra.Config) {
-		c.Sim.MaxNumSeqs = 1
+		c.EngineConfig.MaxNumSeqs = 1
 		c.MaxConcurrentRequests = 1
 		// The next request may arrive before the stopped session has
 		// given its permit back (the engine's final comes first): it

@@ -22,7 +22,7 @@ import (
 // and after it (the dialect's in-stream error event, then a clean end).
 
 func TestOpenAIErrorMapping(t *testing.T) {
-	_, _, base := startServer(t, func(c *vajra.Config) { c.Sim.MaxModelLen = 512 })
+	_, _, base := startServer(t, func(c *vajra.Config) { c.EngineConfig.MaxModelLen = 512 })
 	client := newClient(base)
 	ctx := context.Background()
 	long := strings.Repeat("sea ", 600)
@@ -105,7 +105,7 @@ func TestOverload(t *testing.T) {
 		t.Skip("holds sequences for a while")
 	}
 	_, obs, base := startServer(t, func(c *vajra.Config) {
-		c.Sim.MaxNumSeqs = 1
+		c.EngineConfig.MaxNumSeqs = 1
 		c.Sim.MaxWaiting = 1
 		c.Sim.ITL = 2 * time.Millisecond
 	})

@@ -40,8 +40,9 @@ func TestLoRAMatchesLlamaServer(t *testing.T) {
 	cfg := vajra.DefaultConfig()
 	cfg.Port, cfg.Loops = 0, 2
 	cfg.ServedModelNames = []string{tinyName}
-	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, MaxModelLen: 1024, PrefixCaching: true,
+	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, PrefixCaching: true,
 		Adapters: []llama.Adapter{{Name: "tiny-lora", Path: adapter}}}
+	cfg.EngineConfig.MaxModelLen = 1024
 	_, base := runServer(t, cfg)
 
 	_, models := getJSON(t, base+"/v1/models")

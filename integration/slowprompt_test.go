@@ -58,9 +58,9 @@ func TestSlowPromptDoesNotStallStreams(t *testing.T) {
 	release := func() { releaseOnce.Do(func() { close(gate.release) }) }
 	_, _, base := startServerWrapped(t, func(c *vajra.Config) {
 		c.Sim.ITL = itl
-		c.Sim.MaxNumSeqs = streams + 8
-		c.Sim.MaxModelLen = 1 << 18
-		c.Sim.KVCacheTokens = 1 << 19
+		c.EngineConfig.MaxNumSeqs = streams + 8
+		c.EngineConfig.MaxModelLen = 1 << 18
+		c.EngineConfig.KVCacheTokens = 1 << 19
 	}, func(e engine.Engine) engine.Engine { gate.Engine = e; return gate })
 	t.Cleanup(release) // before the server's Stop, which waits for the held sessions
 	addr := strings.TrimPrefix(base, "http://")

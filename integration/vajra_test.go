@@ -65,11 +65,15 @@ func startServerWrapped(t *testing.T, mutate func(*vajra.Config), wrap func(engi
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	// The engine is built here, with the shared settings; the server
+	// keeps those that apply to an engine it did not build.
 	sc := cfg.Sim
+	sc.Config = cfg.EngineConfig
 	e, err := sim.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.EngineConfig = engine.Config{MaxModelLen: sc.MaxModelLen, StreamInterval: sc.StreamInterval}
 	var inner engine.Engine = e
 	if wrap != nil {
 		inner = wrap(e)

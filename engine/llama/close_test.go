@@ -27,7 +27,7 @@ func TestEntryPointsRaceClose(t *testing.T) {
 		rounds = 4
 	}
 	for round := range rounds {
-		e, err := New(Config{LibDir: lib, ModelPath: path, Threads: 1, MaxNumSeqs: 4})
+		e, err := New(Config{Config: engine.Config{MaxNumSeqs: 4}, LibDir: lib, ModelPath: path, Threads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

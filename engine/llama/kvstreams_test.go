@@ -22,7 +22,7 @@ func TestDefaultsGiveEachSequenceAStream(t *testing.T) {
 	if e.cfg.MaxNumSeqs != DefaultMaxNumSeqs || e.ctx.SeqMax() != e.cfg.MaxNumSeqs {
 		t.Fatalf("max_num_seqs %d, sequence ids %d", e.cfg.MaxNumSeqs, e.ctx.SeqMax())
 	}
-	small := newTestEngine(t, Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}, tinymodel.Config{})
+	small := newTestEngine(t, Config{Config: engine.Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}}, tinymodel.Config{})
 	if !small.ctx.Unified() {
 		t.Fatal("a KV cache smaller than max-num-seqs whole contexts is not one unified pool")
 	}

@@ -151,7 +151,7 @@ var sharedRef *Engine
 // newEngineShared is one roomy engine shared by reference runs.
 func newEngineShared(t *testing.T) *Engine {
 	if sharedRef == nil {
-		e, err := New(Config{ITL: 0, MaxModelLen: 512, KVCacheTokens: 1 << 16})
+		e, err := New(Config{ITL: 0, Config: engine.Config{MaxModelLen: 512, KVCacheTokens: 1 << 16}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestQueueDrainsWithoutArrivals(t *testing.T) {
 }
 
 func TestLoadFactor(t *testing.T) {
-	e, err := newEngineNoLoop(Config{MaxNumSeqs: 4, ITL: 10 * time.Millisecond, LoadFactor: 1})
+	e, err := newEngineNoLoop(Config{Config: engine.Config{MaxNumSeqs: 4}, ITL: 10 * time.Millisecond, LoadFactor: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,10 +306,17 @@ func TestLoadFactor(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []Config{
-		{ITL: -1}, {Mode: "poetry"}, {PrefillTPS: -1}, {MaxModelLen: 4096, KVCacheTokens: 1024},
+		{ITL: -1}, {Mode: "poetry"}, {PrefillTPS: -1}, {Config: engine.Config{MaxModelLen: 4096, KVCacheTokens: 1024}},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) accepted", c)
+		}
+	}
+	// Settings of a real model the simulator cannot honour are refused,
+	// never ignored.
+	for _, c := range []engine.Config{{ChatTemplate: "{{ x }}"}, {ReasoningParser: "qwen3"}, {ToolCallParser: "hermes"}} {
+		if _, err := New(Config{Config: c}); !errors.Is(err, engine.ErrUnsupportedSetting) {
+			t.Errorf("New with %+v: %v, want engine.ErrUnsupportedSetting", c, err)
 		}
 	}
 }
