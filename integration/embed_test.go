@@ -285,11 +285,10 @@ func TestEmbedRequesterStopFreesSlot(t *testing.T) {
 		if !errors.Is(res.Err, engine.ErrAborted) {
 			t.Fatalf("final after the requester stopped: %+v", res.Err)
 		}
-		// Milliseconds normally; the bound only catches a session that
-		// was not aborted but ran out (8,000 tokens at 1 ms).
-		if d := time.Since(stopped); d > time.Second {
-			t.Errorf("abort took %v", d)
-		}
+		// Aborted, not run out (8,000 tokens at 1 ms would end it with
+		// "length" and no error): the error above says so; the time is
+		// logged only.
+		t.Logf("aborted %v after the requester stopped", time.Since(stopped))
 	case <-time.After(10 * time.Second):
 		t.Fatal("the engine session was not aborted")
 	}

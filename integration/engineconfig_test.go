@@ -12,6 +12,7 @@ import (
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/sim"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // The settings every engine shares are set once, in
@@ -78,7 +79,7 @@ func TestEmbedderEngineConfigReachesRemote(t *testing.T) {
 	}
 	// The worker's own context is 1024 tokens per slot: the embedder's
 	// 256 caps it.
-	eventually(t, "the worker answers", func() bool { return e.MaxModelLen() > 0 })
+	eventually.True(t, "the worker answers", func() bool { return e.MaxModelLen() > 0 })
 	if got := e.MaxModelLen(); got != 256 {
 		t.Fatalf("remote engine's context length %d, the embedder set 256 (the worker's is 1024)", got)
 	}

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/sim"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // Error mapping in every dialect: before the 200 (status and body shape),
@@ -153,13 +155,8 @@ func TestOverload(t *testing.T) {
 // figures, which change once per scheduler pass.
 func waitEngine(t *testing.T, e engine.Engine, ok func(engine.Stats) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok(e.Stats()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("engine never reached the expected state: %+v", e.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.Report(t, "the engine reaches the expected state", func() bool { return ok(e.Stats()) },
+		func() string { return fmt.Sprintf("%+v", e.Stats()) })
 }
 
 // failMidStream is a prompt that failingEngine answers with one token and

@@ -5,11 +5,11 @@ import (
 	"os"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/llamaserver"
 )
 
@@ -81,15 +81,9 @@ func TestLoRAMatchesLlamaServer(t *testing.T) {
 	}
 	// The adapter's request is counted under its own model name (the
 	// observer runs as the session ends: polled, bounded).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		n := scrapeSum(t, base, `vllm:request_success_total{finished_reason="length",model_name="tiny-lora"}`)
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("vllm:request_success_total of tiny-lora: %d, want 1", n)
-		}
-	}
+	eventually.True(t, "vllm:request_success_total of tiny-lora is 1", func() bool {
+		return scrapeSum(t, base, `vllm:request_success_total{finished_reason="length",model_name="tiny-lora"}`) == 1
+	})
 	// Requests naming the base after the adapter get the base's output:
 	// the adapter's cached prefix is not reused for them.
 	if again := chat(base, tinyName, ""); again != plain {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 func TestGreedyStreamEqualsNonStream(t *testing.T) {
@@ -85,9 +86,7 @@ func TestAbortFreesTheSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for e.Stats().GenerationTokens < 5 {
-		time.Sleep(time.Millisecond) // polling the engine's own figure, not a timing assumption
-	}
+	eventually.True(t, "5 tokens generated", func() bool { return e.Stats().GenerationTokens >= 5 })
 	if e.Stats().Running != 1 {
 		t.Fatalf("running %d, want 1", e.Stats().Running)
 	}

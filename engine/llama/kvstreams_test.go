@@ -10,6 +10,7 @@ import (
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/capi"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // TestDefaultsGiveEachSequenceAStream: with no sizes given, the KV cache
@@ -53,13 +54,7 @@ func TestStreamCopyFromARunningSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until A's prompt is in its stream (and A decodes).
-	deadline := time.Now().Add(20 * time.Second)
-	for e.Stats().GenerationTokens < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("request A did not start decoding in 20 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, "request A decodes", func() bool { return e.Stats().GenerationTokens >= 2 })
 	gotB, _ := run(t, e, mk(long+"And then?", 20))
 	<-recA.done
 	gotA := recA.res

@@ -35,7 +35,7 @@ func TestTimingModel(t *testing.T) {
 	e2 := newEngine(t, func(c *Config) { c.PrefillTPS = 10000; c.ITL = time.Millisecond })
 	req = &engine.Request{PromptTokens: make([]int32, 2000), Sampling: engine.Sampling{MaxTokens: 2}}
 	res, _, _ = run(t, e2, req, false)
-	if res.FirstToken < 190*time.Millisecond || res.FirstToken > time.Second {
+	if res.FirstToken < 190*time.Millisecond || res.FirstToken > 2*time.Second { // the upper bound: a stall detector, 10x
 		t.Fatalf("prefill of 2000 tokens at 10k/s took %s", res.FirstToken)
 	}
 	uncached := res.FirstToken
