@@ -329,7 +329,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	srv := &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}
 	srv.startGateway()
-	sessions.SetAdmitter(localAdmitter{n}) // the creates of Responses API WebSockets (admit.go)
+	sessions.SetAdmitter(n) // the creates of Responses API WebSockets (netio/admission.go)
 	return srv, nil
 }
 
