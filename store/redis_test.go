@@ -396,12 +396,14 @@ func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
 	asker.st.ask(&Request{Op: Cancel, ID: "resp_orphan", ReplyTo: asker.pid})
 	other := sameQueue(asker.st, "resp_orphan")
 	start := time.Now()
-	if r := asker.save(record(other, "{}")); r.Err != nil {
-		t.Fatal(r.Err)
+	// The save is answered before the cancel, which waits for the owner
+	// up to cancelWait (5 s): had the save waited behind it on the worker,
+	// the cancel's reply (resp_orphan's record) would come first. Order,
+	// not a time bound, says so; the time is logged.
+	if r := asker.save(record(other, "{}")); r.Err != nil || r.Rec == nil || r.Rec.ID != other {
+		t.Fatalf("the first reply after a save queued behind a relayed cancel: %+v, want the save's", r)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("a save queued behind a relayed cancel on its worker waited %v", d)
-	}
+	t.Logf("a save queued behind a relayed cancel answered in %v", time.Since(start))
 	// Answered at the bound: the record as it is then, still in progress,
 	// or failed once the owner's lease (as long as the bound) lapsed.
 	if r := asker.wait(); r.Err != nil || r.Rec == nil || (r.Rec.Status != "in_progress" && r.Rec.Status != "failed") {
