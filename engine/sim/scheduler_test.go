@@ -2,12 +2,12 @@ package sim
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 func TestTimingModel(t *testing.T) {
@@ -177,15 +177,11 @@ func TestAbortUnderLoad(t *testing.T) {
 		sessions[i] = s
 	}
 	// Wait until the first request streams.
-	for {
+	eventually.True(t, "the first request streams", func() bool {
 		sinks[0].mu.Lock()
-		d := sinks[0].delivers
-		sinks[0].mu.Unlock()
-		if d > 1 {
-			break
-		}
-		runtime.Gosched()
-	}
+		defer sinks[0].mu.Unlock()
+		return sinks[0].delivers > 1
+	})
 	for i, s := range sessions {
 		s.Abort()
 		if i%2 == 0 {
@@ -216,9 +212,7 @@ func TestOverloadAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for e.Stats().Running != 1 {
-		runtime.Gosched()
-	}
+	eventually.True(t, "the first request runs", func() bool { return e.Stats().Running == 1 })
 	var queued []*recSink
 	for range 2 {
 		s, err := start()
@@ -256,9 +250,7 @@ func TestCloseStreamsError(t *testing.T) {
 	if _, err := e.Start(req, sink); err != nil {
 		t.Fatal(err)
 	}
-	for e.Stats().Running != 1 {
-		runtime.Gosched()
-	}
+	eventually.True(t, "the request runs", func() bool { return e.Stats().Running == 1 })
 	e.Close()
 	sink.wait(t)
 	if len(f.errs) != 1 || !strings.HasSuffix(string(sink.frames), "ERR\n") {
