@@ -17,6 +17,16 @@
 // This package links none of them: it builds without cgo. Stop ends everything at once; Shutdown drains first, as a
 // SIGTERM handler should.
 //
+// The settings every engine shares (context length, sequences, KV cache,
+// seed, chat template, parsers, stream interval) are one engine.Config,
+// set once in Config.EngineConfig and read by whichever engine New builds:
+//
+//	cfg := vajra.DefaultConfig()
+//	cfg.EngineConfig = engine.Config{MaxModelLen: 4096, MaxNumSeqs: 8}
+//	cfg.Driver, cfg.DriverConfig = "llama", llama.Config{ModelPath: "model.gguf"}
+//
+// A setting the engine cannot honour fails New (engine.ErrUnsupportedSetting).
+//
 // # Embedding in an actor system
 //
 // To run inside an existing protoactor system, set Config.ActorSystem: the

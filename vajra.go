@@ -51,17 +51,26 @@ type Config struct {
 	// where the kernel allows it, else write(2)), "on" (Start fails
 	// without it) or "off" (one write(2) per connection per wake).
 	IOUring string
-	// StreamInterval coalesces up to this many tokens into one streamed
-	// frame (vLLM's --stream-interval); 0 or 1 sends one frame per token.
-	StreamInterval int
+	// EngineConfig holds the settings every engine shares (context
+	// length, sequences, KV cache, seed, chat template, parsers, stream
+	// interval): set here once, they reach whichever engine New builds,
+	// the simulated one (Sim), the Driver's or the Remote workers'. A
+	// setting that engine cannot honour fails New (e.g. a chat template
+	// with the simulated engine, --max-num-seqs with workers). Sim,
+	// DriverConfig and Remote embed an engine.Config of their own for
+	// standalone use; set here, New refuses theirs when it is not zero,
+	// so that no setting is read from two places. With Engine set, only
+	// StreamInterval and MaxModelLen (the context length of an Engine
+	// that does not report one) apply; the others fail New.
+	EngineConfig engine.Config
 	// ResponseStore selects where the Responses API keeps stored
 	// responses: the zero value is this process's bounded LRU; a URL
 	// (redis://, rediss://, unix://) shares them with a fleet through
 	// Redis, with a TTL (default 30 days), an entry cap and a key prefix.
 	ResponseStore store.Config
-	// Sim configures the embedded engine when Engine is nil. Its
-	// MaxModelLen and MaxNumSeqs are vLLM's --max-model-len and
-	// --max-num-seqs.
+	// Sim configures the embedded simulated engine when Engine is nil and
+	// neither Driver nor Remote's workers are set: its own knobs (timing,
+	// mode); the shared ones are EngineConfig's.
 	Sim sim.Config
 	// Driver, when set and Engine is nil, names the registered engine
 	// driver (engine.Register) that serves instead of the simulated
@@ -201,9 +210,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	eng := cfg.Engine
+	if err := checkEngineConfig(&cfg); err != nil {
+		return nil, err
+	}
 	var router *route.Router
 	if eng == nil && len(cfg.Remote.Workers) > 0 {
 		rc := cfg.Remote
+		rc.Config = cfg.EngineConfig
 		rc.Logger = cfg.Logger.Named("remote")
 		if rc.Picker == nil {
 			rt, err := route.New(cfg.Routing)
@@ -225,7 +238,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.ServedModelNames = []string{DefaultModelName}
 	}
 	if eng == nil && cfg.Driver != "" {
-		e, err := engine.Open(cfg.Driver, cfg.DriverConfig, cfg.Logger.Named(cfg.Driver))
+		e, err := engine.Open(cfg.Driver, cfg.EngineConfig, cfg.DriverConfig, cfg.Logger.Named(cfg.Driver))
 		if err != nil {
 			return nil, fmt.Errorf("vajra: engine: %w", err)
 		}
@@ -241,6 +254,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if eng == nil {
 		sc := cfg.Sim
+		sc.Config = cfg.EngineConfig
 		sc.Logger = cfg.Logger.Named("sim")
 		e, err := sim.New(sc)
 		if err != nil {
@@ -263,7 +277,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:      cfg.Logger.Named("session"),
 		Observer:    obs,
 		// StreamInterval is per server, as in vLLM.
-		StreamInterval: cfg.StreamInterval,
+		StreamInterval: cfg.EngineConfig.StreamInterval,
 		WorkerHeader:   cfg.WorkerHeader,
 		Store:          cfg.ResponseStore,
 	})
@@ -323,7 +337,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	srv := &Server{cfg: cfg, log: cfg.Logger, eng: eng, sessions: sessions, net: n, metrics: m}
 	srv.startGateway()
-	sessions.SetAdmitter(localAdmitter{n}) // the creates of Responses API WebSockets (admit.go)
+	sessions.SetAdmitter(n) // the creates of Responses API WebSockets (netio/admission.go)
 	return srv, nil
 }
 
@@ -470,11 +484,43 @@ func (o requestObserver) RequestDone(_ actors.Endpoint, model string, res *engin
 // register more collectors on its Registry.
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
+// maxModelLen is the context length the server reports and checks: the
+// engine's own when it reports one, else EngineConfig's, else the
+// simulated engine's default.
 func maxModelLen(cfg Config, eng engine.Engine) int {
 	if m, ok := eng.(interface{ MaxModelLen() int }); ok {
 		return m.MaxModelLen()
 	}
-	return cfg.Sim.MaxModelLen
+	if cfg.EngineConfig.MaxModelLen > 0 {
+		return cfg.EngineConfig.MaxModelLen
+	}
+	return sim.DefaultMaxModelLen
+}
+
+// ErrEngineConfig: an engine's settings were given in two places, or to
+// an Engine the caller built (see Config.EngineConfig).
+var ErrEngineConfig = errors.New("vajra: engine settings")
+
+// checkEngineConfig enforces that the settings every engine shares come
+// from cfg.EngineConfig alone.
+func checkEngineConfig(cfg *Config) error {
+	ec := &cfg.EngineConfig
+	if err := ec.Check(); err != nil {
+		return fmt.Errorf("vajra: %w", err)
+	}
+	if cfg.Sim.Config != (engine.Config{}) {
+		return fmt.Errorf("%w: Sim sets shared engine settings (%+v): set them in EngineConfig", ErrEngineConfig, cfg.Sim.Config)
+	}
+	if cfg.Remote.Config != (engine.Config{}) {
+		return fmt.Errorf("%w: Remote sets shared engine settings (%+v): set them in EngineConfig", ErrEngineConfig, cfg.Remote.Config)
+	}
+	if cfg.Engine != nil {
+		if err := ec.Unsupported("an Engine built by the caller", "configure it where it is built",
+			"max-num-seqs", "kv-cache-tokens", "seed", "chat-template", "reasoning-parser", "tool-call-parser"); err != nil {
+			return fmt.Errorf("%w: %w", ErrEngineConfig, err)
+		}
+	}
+	return nil
 }
 
 // Start binds the listener and serves in the background.

@@ -4,8 +4,9 @@ package actors
 // creates of a Responses API WebSocket: responses_ws.go) the server's
 // admission control: a permit from the same pool as HTTP requests, a place
 // in the same FIFO queue, the same refusals and the same in-flight count a
-// drain waits for. The module root wires netio's (netio.Server.AdmitLocal)
-// with Sessions.SetAdmitter; without one, such requests start at once.
+// drain waits for. The module root wires netio's (netio.Server.Admit, in
+// netio/admission.go beside the permits and the queue) with
+// Sessions.SetAdmitter; without one, such requests start at once.
 type Admitter interface {
 	// Admit runs start, which starts the request's session and returns its
 	// Handle, once the request has a permit: at once, on the caller's

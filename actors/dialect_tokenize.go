@@ -102,7 +102,7 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 			if i > 0 {
 				out = append(out, ',')
 			}
-			out = appendJSONString(out, eng.Detokenize([]int{id}))
+			out = codegen.AppendJSONStringS(out, eng.Detokenize([]int{id}))
 		}
 		out = append(out, ']')
 	}
@@ -157,7 +157,7 @@ func (d *detokenizeDialect) decode(ss *session) *apiError {
 		}
 	}
 	out := append(d.body[:0], `{"prompt":`...)
-	out = appendJSONString(out, ss.owner.cfg.Engine.Detokenize(req.Tokens))
+	out = codegen.AppendJSONStringS(out, ss.owner.cfg.Engine.Detokenize(req.Tokens))
 	d.body = append(out, '}')
 	ss.finish(200, d.body)
 	return errPending
@@ -212,13 +212,4 @@ func appendIntList(dst []byte, ids []int) []byte {
 		dst = strconv.AppendInt(dst, int64(id), 10)
 	}
 	return append(dst, ']')
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(dst []byte, s string) []byte {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return append(dst, `""`...)
-	}
-	return append(dst, b...)
 }

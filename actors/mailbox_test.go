@@ -2,13 +2,14 @@ package actors
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // invoker records what a mailbox runs, and fails the test if two workers
@@ -222,13 +223,7 @@ func TestWorkerPoolStopRacingSubmit(t *testing.T) {
 	<-busy.entered
 	stopped := make(chan struct{})
 	go func() { p.Stop(); close(stopped) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for !p.stopped.Load() || len(p.queue) != 1 { // Stop queued the worker's end
-		if time.Now().After(deadline) {
-			t.Fatal("Stop never queued the worker's end")
-		}
-		runtime.Gosched()
-	}
+	eventually.True(t, "Stop queues the worker's end", func() bool { return p.stopped.Load() && len(p.queue) == 1 })
 	v := &invoker{t: t, done: make(chan struct{}, 1)}
 	m2 := p.Producer()().(*mailbox)
 	m2.RegisterHandlers(v, nil)

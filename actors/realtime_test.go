@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/sim"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // These tests drive a real Realtime session actor over the embedded engine
@@ -272,13 +274,7 @@ func TestRealtimeSessionUnknownModel(t *testing.T) {
 // rtWaitRunning polls the engine's running count until it is want.
 func rtWaitRunning(t *testing.T, eng engine.Engine, want int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for eng.Stats().Running != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("engine running %d, want %d", eng.Stats().Running, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, fmt.Sprintf("engine running %d", want), func() bool { return eng.Stats().Running == want })
 }
 
 func TestRealtimeSessionCancelAndDisconnect(t *testing.T) {
@@ -313,13 +309,7 @@ func TestRealtimeSessionCancelAndDisconnect(t *testing.T) {
 // ctxWait waits until every session ended.
 func ctxWait(t *testing.T, s *Sessions) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Active() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions still live", s.Active())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, "every session ended", func() bool { return s.Active() == 0 })
 }
 
 func TestRealtimeSessionTranscription(t *testing.T) {

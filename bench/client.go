@@ -9,6 +9,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/vajra-go/vajra/internal/sse"
 )
 
 // readBufSize is each connection's read buffer. 16 KiB holds a response head
@@ -180,7 +182,7 @@ func trunc(b []byte) []byte {
 }
 
 // stream is the per-request state that turns events into measurements. One
-// per worker, reused across requests; it implements EventHandler.
+// per worker, reused across requests; it implements sse.Handler.
 type stream struct {
 	d        Dialect
 	clk      *clock
@@ -209,7 +211,7 @@ func (s *stream) reset(start int64, measured bool) {
 	s.measured = measured
 }
 
-// OnEvent implements EventHandler: the hot path, one call per event.
+// OnEvent implements sse.Handler: the hot path, one call per event.
 func (s *stream) OnEvent(name, data []byte) {
 	switch classify(s.d, name, data) {
 	case evToken:
@@ -278,7 +280,7 @@ func newReqError(kind error, format string, args ...any) error {
 
 // doHTTP runs one request on c (a streaming or not) and fills s. It returns
 // whether c may be reused, and the request's error.
-func doHTTP(c *httpConn, req []byte, s *stream, sse *SSEReader, deadline time.Time, stream bool) (reuse bool, err error) {
+func doHTTP(c *httpConn, req []byte, s *stream, sr *sse.Reader, deadline time.Time, stream bool) (reuse bool, err error) {
 	_ = c.nc.SetDeadline(deadline)
 	if _, err := c.nc.Write(req); err != nil {
 		return false, timeoutOr(err, ErrDial, "write: %v", err)
@@ -328,7 +330,7 @@ func doHTTP(c *httpConn, req []byte, s *stream, sse *SSEReader, deadline time.Ti
 		}
 		return d.done() && rh.keepAlive, newReqError(ErrStatus, "status %d: %s", rh.status, body)
 	}
-	sse.Reset()
+	sr.Reset()
 	var whole []byte // non-stream body, for its usage
 	for {
 		for c.r < c.w && !d.done() {
@@ -342,10 +344,10 @@ func doHTTP(c *httpConn, req []byte, s *stream, sse *SSEReader, deadline time.Ti
 			}
 			s.rec.bytes(len(seg))
 			if stream {
-				if err := sse.Feed(seg, s); err != nil {
+				if err := sr.Feed(seg, s); err != nil {
 					return false, newReqError(ErrProtocol, "%v", err)
 				}
-			} else if len(whole) < MaxEventBytes {
+			} else if len(whole) < sse.MaxEventBytes {
 				whole = append(whole, seg...)
 			}
 		}

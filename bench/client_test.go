@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vajra-go/vajra/internal/sse"
 )
 
 // scriptConn is a net.Conn whose reads return the scripted parts one by
@@ -53,7 +55,7 @@ func pipeExchange(t *testing.T, d Dialect, streaming bool, parts []string, close
 	c := &httpConn{nc: &scriptConn{parts: append([]string(nil), parts...), eof: closeAfter}, buf: make([]byte, readBufSize)}
 	s := &stream{d: d, clk: &clock{epoch: time.Now()}, rec: sharedRecorder}
 	s.reset(1, true)
-	var sse SSEReader
+	var sse sse.Reader
 	reuse, err := doHTTP(c, req, s, &sse, time.Now().Add(5*time.Second), streaming)
 	return s, reuse, err
 }

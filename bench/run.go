@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/vajra-go/vajra/internal/sse"
 )
 
 // rssSampleEvery is how often the server's RSS is sampled for its peak.
@@ -50,7 +52,7 @@ type worker struct {
 	hc  *httpConn
 	ws  *websocket.Conn
 	s   stream
-	sse SSEReader
+	sse sse.Reader
 	msg []byte // realtime message buffer, reused
 	// -chain: the id of this stream's previous response, and how many
 	// requests of the current conversation have run.
@@ -426,7 +428,7 @@ func (w *worker) doHTTP(ctx context.Context, deadline time.Time) error {
 }
 
 // maxRealtimeMessage bounds one WebSocket message.
-const maxRealtimeMessage = MaxEventBytes
+const maxRealtimeMessage = sse.MaxEventBytes
 
 func (w *worker) doRealtime(ctx context.Context, deadline time.Time) error {
 	r := w.r

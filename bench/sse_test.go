@@ -1,21 +1,11 @@
 package bench
 
 import (
-	"bytes"
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/vajra-go/vajra/internal/sse"
 )
-
-// collect records the events an SSEReader dispatches, copying them.
-type collect struct {
-	names, datas []string
-}
-
-func (c *collect) OnEvent(name, data []byte) {
-	c.names = append(c.names, string(name))
-	c.datas = append(c.datas, string(data))
-}
 
 // counted classifies a dialect's stream with the instrument's rules.
 type counted struct {
@@ -45,60 +35,6 @@ func (c *counted) OnEvent(name, data []byte) {
 	}
 }
 
-func TestSSEFieldsAndFraming(t *testing.T) {
-	f := func(in string, wantNames, wantDatas []string) {
-		t.Helper()
-		for _, variant := range []string{in, crlf(in)} {
-			for split := 0; split <= len(variant); split++ {
-				var r SSEReader
-				var c collect
-				if err := r.Feed([]byte(variant[:split]), &c); err != nil {
-					t.Fatalf("split %d: %v", split, err)
-				}
-				if err := r.Feed([]byte(variant[split:]), &c); err != nil {
-					t.Fatalf("split %d: %v", split, err)
-				}
-				if strings.Join(c.names, "|") != strings.Join(wantNames, "|") || strings.Join(c.datas, "|") != strings.Join(wantDatas, "|") {
-					t.Fatalf("input %q split at %d:\n got names %q datas %q\nwant names %q datas %q", variant, split, c.names, c.datas, wantNames, wantDatas)
-				}
-			}
-		}
-	}
-	f("data: a\n\n", []string{""}, []string{"a"})
-	f("data:a\n\n", []string{""}, []string{"a"})
-	f("data:  a\n\n", []string{""}, []string{" a"}) // only one space is stripped
-	f("event: x\ndata: 1\n\nevent: y\ndata: 2\n\n", []string{"x", "y"}, []string{"1", "2"})
-	f("data: a\ndata: b\n\n", []string{""}, []string{"a\nb"})
-	f(": comment\ndata: a\n\n", []string{""}, []string{"a"})
-	f("id: 7\nretry: 10\ndata: a\n\n", []string{""}, []string{"a"})
-	f("event: lonely\n\ndata: b\n\n", []string{""}, []string{"b"}) // no data: not dispatched, name reset
-	f("data\n\n", []string{""}, []string{""})
-	f("data: unterminated", nil, nil)
-	f("\n\n\ndata: a\n\n\n", []string{""}, []string{"a"})
-}
-
-func TestSSEPending(t *testing.T) {
-	var r SSEReader
-	var c collect
-	_ = r.Feed([]byte("data: a\n\ndata: b\n"), &c)
-	if !r.Pending() {
-		t.Fatal("an event without its blank line must be pending")
-	}
-	_ = r.Feed([]byte("\n"), &c)
-	if r.Pending() || len(c.datas) != 2 {
-		t.Fatalf("pending=%v events=%q", r.Pending(), c.datas)
-	}
-}
-
-func TestSSEEventTooLarge(t *testing.T) {
-	var r SSEReader
-	big := bytes.Repeat([]byte("x"), MaxEventBytes+1)
-	err := r.Feed(append([]byte("data: "), big...), &collect{})
-	if !errors.Is(err, ErrEventTooLarge) {
-		t.Fatalf("err = %v, want ErrEventTooLarge", err)
-	}
-}
-
 // TestSSEDialectsEverySplit parses every dialect's stream split at every
 // offset (and in CRLF form) and checks the token count, the usage and the
 // terminal event are always found.
@@ -107,7 +43,7 @@ func TestSSEDialectsEverySplit(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			for _, variant := range []string{stream, crlf(stream)} {
 				for split := 0; split <= len(variant); split++ {
-					var r SSEReader
+					var r sse.Reader
 					c := counted{d: d}
 					_ = r.Feed([]byte(variant[:split]), &c)
 					_ = r.Feed([]byte(variant[split:]), &c)
@@ -116,7 +52,7 @@ func TestSSEDialectsEverySplit(t *testing.T) {
 					}
 				}
 				// One byte at a time, reusing one buffer as a socket read would.
-				var r SSEReader
+				var r sse.Reader
 				c := counted{d: d}
 				buf := make([]byte, 1)
 				for i := 0; i < len(variant); i++ {
@@ -194,7 +130,7 @@ func BenchmarkSSEEvent(b *testing.B) {
 	for _, d := range []Dialect{DialectChat, DialectResponses, DialectMessages} {
 		ev := []byte(events[d])
 		b.Run(string(d), func(b *testing.B) {
-			var r SSEReader
+			var r sse.Reader
 			s := &tokenSink{d: d}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(ev)))
@@ -206,7 +142,7 @@ func BenchmarkSSEEvent(b *testing.B) {
 			}
 		})
 		b.Run(string(d)+"/split", func(b *testing.B) {
-			var r SSEReader
+			var r sse.Reader
 			s := &tokenSink{d: d}
 			half := len(ev) / 2
 			b.ReportAllocs()
@@ -221,7 +157,7 @@ func BenchmarkSSEEvent(b *testing.B) {
 
 func TestSSEEventAllocs(t *testing.T) {
 	ev := []byte(strings.Split(dialectStreams[DialectChat], "\n\n")[1] + "\n\n")
-	var r SSEReader
+	var r sse.Reader
 	s := &tokenSink{d: DialectChat}
 	_ = r.Feed(ev[:10], s) // warm the scratch buffers
 	_ = r.Feed(ev[10:], s)

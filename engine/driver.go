@@ -16,12 +16,14 @@ import (
 // init, and a program links it by importing that package; the root
 // package (vajra.Config.Driver) opens it by name.
 type Driver interface {
-	// Open builds an engine. own is the driver's own configuration, of
-	// the type its package documents (engine/llama: a llama.Config or a
-	// *llama.Config); a value of another type fails with
-	// ErrDriverConfig. log gets the engine's start and stop lines (never
-	// per-token ones); it is never nil.
-	Open(own any, log *zap.Logger) (Engine, error)
+	// Open builds an engine. shared holds the settings every engine
+	// shares, which the engine reads from it alone; own is the driver's
+	// own configuration, of the type its package documents (engine/llama:
+	// a llama.Config or a *llama.Config). own of another type, or one
+	// that sets the shared settings itself (its embedded Config), fails
+	// with ErrDriverConfig. log gets the engine's start and stop lines
+	// (never per-token ones); it is never nil.
+	Open(shared Config, own any, log *zap.Logger) (Engine, error)
 }
 
 // Errors of Register's registry.
@@ -71,10 +73,10 @@ func Drivers() []string {
 }
 
 // Open opens an engine with the driver registered under name (see
-// Driver.Open for own and log; a nil log logs nothing). An unknown name
+// Driver.Open for shared, own and log; a nil log logs nothing). An unknown name
 // fails with ErrUnknownDriver, naming the drivers this program links.
 // Safe for concurrent use.
-func Open(name string, own any, log *zap.Logger) (Engine, error) {
+func Open(name string, shared Config, own any, log *zap.Logger) (Engine, error) {
 	drivers.RLock()
 	d := drivers.m[name]
 	drivers.RUnlock()
@@ -89,5 +91,5 @@ func Open(name string, own any, log *zap.Logger) (Engine, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return d.Open(own, log)
+	return d.Open(shared, own, log)
 }

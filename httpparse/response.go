@@ -3,6 +3,8 @@ package httpparse
 import (
 	"strconv"
 	"time"
+
+	"github.com/vajra-go/vajra/codegen"
 )
 
 // statusText holds the reason phrases of RFC 9110 section 15 plus the codes
@@ -171,29 +173,12 @@ func errorBody(status int, code, message string) []byte {
 		typ = "server_error"
 	}
 	b := []byte(`{"error":{"message":`)
-	b = appendJSONString(b, message)
+	b = codegen.AppendJSONStringS(b, message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, typ)
+	b = codegen.AppendJSONStringS(b, typ)
 	b = append(b, `,"param":null,"code":`...)
-	b = appendJSONString(b, code)
+	b = codegen.AppendJSONStringS(b, code)
 	return append(b, "}}"...)
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20 || c == '<' || c == '>' || c == '&':
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }
 
 func appendErrorResponse(dst []byte, status int, body []byte, now time.Time) []byte {

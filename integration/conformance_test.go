@@ -77,8 +77,8 @@ func confEngines() []confEngine {
 			return func(t *testing.T, interval int) *confServer {
 				s := &confServer{model: vajra.DefaultModelName, finals: make(chan *engine.Result, 1024)}
 				_, _, s.base = startServerWrapped(t, func(c *vajra.Config) {
-					c.StreamInterval = interval
-					c.Sim.MaxModelLen = 1024
+					c.EngineConfig.StreamInterval = interval
+					c.EngineConfig.MaxModelLen = 1024
 				}, s.wrap)
 				return s
 			}
@@ -87,7 +87,7 @@ func confEngines() []confEngine {
 			return func(t *testing.T, interval int) *confServer {
 				s := &confServer{model: tinyName, finals: make(chan *engine.Result, 1024)}
 				_, s.base = startLlama(t, func(c *vajra.Config) {
-					c.StreamInterval = interval
+					c.EngineConfig.StreamInterval = interval
 					e, err := llama.New(*llamaConfig(c))
 					if err != nil {
 						t.Fatal(err)
@@ -125,7 +125,7 @@ func remoteFront(url string) func(t *testing.T, interval int, mutate func(*remot
 	return func(t *testing.T, interval int, mutate func(*remote.Config)) *confServer {
 		s := &confServer{model: tinyName, finals: make(chan *engine.Result, 1024)}
 		_, s.base = startRemote(t, func(c *vajra.Config) {
-			c.StreamInterval = interval
+			c.EngineConfig.StreamInterval = interval
 			rc := c.Remote
 			if mutate != nil {
 				mutate(&rc)

@@ -168,7 +168,7 @@ func TestEmbedDialectFrames(t *testing.T) {
 // max_tokens and prompt give, and the metrics count all 200.
 func TestEmbedAlongsideHTTP(t *testing.T) {
 	const n, maxTokens = 100, 16
-	srv, _, base := startServer(t, func(c *vajra.Config) { c.Sim.MaxNumSeqs = 256 })
+	srv, _, base := startServer(t, func(c *vajra.Config) { c.EngineConfig.MaxNumSeqs = 256 })
 	msgs := []engine.Message{{Role: "user", Content: question}}
 	wantPrompt := promptTokens(t, msgs)
 
@@ -267,7 +267,7 @@ func scrapeSum(t *testing.T, base, prefix string) int {
 // serves the next request.
 func TestEmbedRequesterStopFreesSlot(t *testing.T) {
 	srv, obs, _ := startServer(t, func(c *vajra.Config) {
-		c.Sim.MaxNumSeqs = 1
+		c.EngineConfig.MaxNumSeqs = 1
 		c.MaxConcurrentRequests = 1
 		// The next request may arrive before the stopped session has
 		// given its permit back (the engine's final comes first): it
@@ -285,11 +285,10 @@ func TestEmbedRequesterStopFreesSlot(t *testing.T) {
 		if !errors.Is(res.Err, engine.ErrAborted) {
 			t.Fatalf("final after the requester stopped: %+v", res.Err)
 		}
-		// Milliseconds normally; the bound only catches a session that
-		// was not aborted but ran out (8,000 tokens at 1 ms).
-		if d := time.Since(stopped); d > time.Second {
-			t.Errorf("abort took %v", d)
-		}
+		// Aborted, not run out (8,000 tokens at 1 ms would end it with
+		// "length" and no error): the error above says so; the time is
+		// logged only.
+		t.Logf("aborted %v after the requester stopped", time.Since(stopped))
 	case <-time.After(10 * time.Second):
 		t.Fatal("the engine session was not aborted")
 	}

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,13 +17,14 @@ import (
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/sim"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // Error mapping in every dialect: before the 200 (status and body shape),
 // and after it (the dialect's in-stream error event, then a clean end).
 
 func TestOpenAIErrorMapping(t *testing.T) {
-	_, _, base := startServer(t, func(c *vajra.Config) { c.Sim.MaxModelLen = 512 })
+	_, _, base := startServer(t, func(c *vajra.Config) { c.EngineConfig.MaxModelLen = 512 })
 	client := newClient(base)
 	ctx := context.Background()
 	long := strings.Repeat("sea ", 600)
@@ -105,7 +107,7 @@ func TestOverload(t *testing.T) {
 		t.Skip("holds sequences for a while")
 	}
 	_, obs, base := startServer(t, func(c *vajra.Config) {
-		c.Sim.MaxNumSeqs = 1
+		c.EngineConfig.MaxNumSeqs = 1
 		c.Sim.MaxWaiting = 1
 		c.Sim.ITL = 2 * time.Millisecond
 	})
@@ -153,13 +155,8 @@ func TestOverload(t *testing.T) {
 // figures, which change once per scheduler pass.
 func waitEngine(t *testing.T, e engine.Engine, ok func(engine.Stats) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok(e.Stats()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("engine never reached the expected state: %+v", e.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.Report(t, "the engine reaches the expected state", func() bool { return ok(e.Stats()) },
+		func() string { return fmt.Sprintf("%+v", e.Stats()) })
 }
 
 // failMidStream is a prompt that failingEngine answers with one token and

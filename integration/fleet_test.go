@@ -14,6 +14,7 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/engine/sim"
 )
 
 // fleetServer runs a real server on a free loopback port, with the engine
@@ -154,7 +155,7 @@ func TestFleetRoutes(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &tok); status != 200 || err != nil || tok.Count == 0 || tok.Count != len(tok.Tokens) {
 		t.Fatalf("/tokenize: %d %s", status, body)
 	}
-	if want := srv.Engine().Tokenize("Hello, sea!"); fmt.Sprint(want) != fmt.Sprint(tok.Tokens) || tok.MaxModelLen != vajra.DefaultConfig().Sim.MaxModelLen {
+	if want := srv.Engine().Tokenize("Hello, sea!"); fmt.Sprint(want) != fmt.Sprint(tok.Tokens) || tok.MaxModelLen != sim.DefaultMaxModelLen {
 		t.Fatalf("/tokenize: %+v, want tokens %v", tok, want)
 	}
 	ids, _ := json.Marshal(tok.Tokens)

@@ -228,7 +228,7 @@ func TestKeepaliveSDKQueued(t *testing.T) {
 func TestKeepaliveEngineQueue(t *testing.T) {
 	_, _, addr := fleetServer(t, func(c *vajra.Config) {
 		c.Sim.ITL = 2 * time.Millisecond
-		c.Sim.MaxNumSeqs = 1
+		c.EngineConfig.MaxNumSeqs = 1
 		c.StreamKeepalive = 100 * time.Millisecond
 	})
 	blocker := startBlocker(t, addr)

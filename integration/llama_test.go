@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
@@ -18,6 +17,7 @@ import (
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // The llama.cpp engine behind the real server, with a tiny random-weight
@@ -47,7 +47,8 @@ func startLlama(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, string
 	cfg := vajra.DefaultConfig()
 	cfg.Port, cfg.Loops = 0, 2
 	cfg.ServedModelNames = []string{tinyName}
-	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: path, LibDir: lib, Threads: 1, MaxModelLen: 1024, PrefixCaching: true}
+	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: path, LibDir: lib, Threads: 1, PrefixCaching: true}
+	cfg.EngineConfig.MaxModelLen = 1024
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -251,13 +252,7 @@ func TestLlamaDisconnectAbortsAtOnce(t *testing.T) {
 	}
 	cancel()
 	stream.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.Engine().Stats().Running != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the sequence still runs 5 s after the client left")
-		}
-		time.Sleep(time.Millisecond) // polls the engine's own figure
-	}
+	eventually.True(t, "the sequence ends after the client left", func() bool { return srv.Engine().Stats().Running == 0 })
 }
 
 // TestLlamaManyStreamsAndPreemption: 200 concurrent streams over a KV
@@ -265,8 +260,8 @@ func TestLlamaDisconnectAbortsAtOnce(t *testing.T) {
 // finish and usage, and the engine preempted some.
 func TestLlamaManyStreamsAndPreemption(t *testing.T) {
 	srv, base := startLlama(t, func(c *vajra.Config) {
-		lc := llamaConfig(c)
-		lc.MaxNumSeqs, lc.MaxModelLen, lc.KVCacheTokens = 32, 256, 1024
+		ec := &c.EngineConfig
+		ec.MaxNumSeqs, ec.MaxModelLen, ec.KVCacheTokens = 32, 256, 1024
 	})
 	client := newClient(base)
 	const n = 200
@@ -317,7 +312,7 @@ func TestLlamaManyStreamsAndPreemption(t *testing.T) {
 // model's text before </think> is reasoning in each dialect. A logit bias
 // on </think> (token 260 of the tiny vocabulary) makes the tag come early.
 func TestLlamaReasoningParser(t *testing.T) {
-	_, base := startLlama(t, func(c *vajra.Config) { llamaConfig(c).ReasoningParser = "deepseek_r1" })
+	_, base := startLlama(t, func(c *vajra.Config) { c.EngineConfig.ReasoningParser = "deepseek_r1" })
 	client := newClient(base)
 	think := option.WithJSONSet("logit_bias", map[string]int{"260": 4})
 	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{

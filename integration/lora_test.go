@@ -5,11 +5,11 @@ import (
 	"os"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/llamaserver"
 )
 
@@ -40,8 +40,9 @@ func TestLoRAMatchesLlamaServer(t *testing.T) {
 	cfg := vajra.DefaultConfig()
 	cfg.Port, cfg.Loops = 0, 2
 	cfg.ServedModelNames = []string{tinyName}
-	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, MaxModelLen: 1024, PrefixCaching: true,
+	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, PrefixCaching: true,
 		Adapters: []llama.Adapter{{Name: "tiny-lora", Path: adapter}}}
+	cfg.EngineConfig.MaxModelLen = 1024
 	_, base := runServer(t, cfg)
 
 	_, models := getJSON(t, base+"/v1/models")
@@ -80,15 +81,9 @@ func TestLoRAMatchesLlamaServer(t *testing.T) {
 	}
 	// The adapter's request is counted under its own model name (the
 	// observer runs as the session ends: polled, bounded).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		n := scrapeSum(t, base, `vllm:request_success_total{finished_reason="length",model_name="tiny-lora"}`)
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("vllm:request_success_total of tiny-lora: %d, want 1", n)
-		}
-	}
+	eventually.True(t, "vllm:request_success_total of tiny-lora is 1", func() bool {
+		return scrapeSum(t, base, `vllm:request_success_total{finished_reason="length",model_name="tiny-lora"}`) == 1
+	})
 	// Requests naming the base after the adapter get the base's output:
 	// the adapter's cached prefix is not reused for them.
 	if again := chat(base, tinyName, ""); again != plain {

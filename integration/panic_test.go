@@ -111,7 +111,7 @@ func errString(err error) string {
 // simulated engine's goroutine ends its own stream with the in-stream
 // error event; 50 streams running beside it finish, and the engine goes on.
 func TestFormatterPanicEndsOnlyThatStream(t *testing.T) {
-	_, _, base := startServerWrapped(t, func(c *vajra.Config) { c.Sim.MaxNumSeqs = 64 },
+	_, _, base := startServerWrapped(t, func(c *vajra.Config) { c.EngineConfig.MaxNumSeqs = 64 },
 		func(e engine.Engine) engine.Engine { return panickingFormatters{e} })
 	formatterPanicAmongStreams(t, base, vajra.DefaultModelName, 16)
 }
@@ -120,9 +120,12 @@ func TestFormatterPanicEndsOnlyThatStream(t *testing.T) {
 // llama.cpp engine.
 func TestLlamaFormatterPanicEndsOnlyThatStream(t *testing.T) {
 	_, base := startLlama(t, func(c *vajra.Config) {
-		llamaConfig(c).MaxNumSeqs = 64
-		llamaConfig(c).KVCacheTokens = 64 * 64
-		e, err := llama.New(*llamaConfig(c))
+		// An engine built here: it takes the server's shared settings
+		// itself.
+		lc := *llamaConfig(c)
+		lc.Config = c.EngineConfig
+		lc.MaxNumSeqs, lc.KVCacheTokens = 64, 64*64
+		e, err := llama.New(lc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,8 @@ func startReal(t *testing.T, mutate func(*vajra.Config)) (*vajra.Server, string)
 	cfg := vajra.DefaultConfig()
 	cfg.Port, cfg.Loops = 0, 2
 	cfg.ServedModelNames = []string{realModelName}
-	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, MaxModelLen: 2048, PrefixCaching: true}
+	cfg.Driver, cfg.DriverConfig = llama.DriverName, &llama.Config{ModelPath: model, LibDir: lib, Threads: 1, PrefixCaching: true}
+	cfg.EngineConfig.MaxModelLen = 2048
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // The Realtime API (GET /v1/realtime) through the real server and its
@@ -222,20 +223,13 @@ func TestRealtimeSDKCancel(t *testing.T) {
 	if d.OfResponseDoneEvent.Response.Status != "cancelled" || !strings.Contains(d.RawJSON(), `"reason":"client_cancelled"`) {
 		t.Fatalf("cancelled response: %s", d.RawJSON())
 	}
-	waitEngineIdle(t, obs, 2*time.Second)
+	waitEngineIdle(t, obs)
 }
 
 // waitEngineIdle polls the engine's running count until it drops to 0.
-func waitEngineIdle(t *testing.T, eng engine.Engine, within time.Duration) time.Duration {
+func waitEngineIdle(t *testing.T, eng engine.Engine) {
 	t.Helper()
-	start := time.Now()
-	for eng.Stats().Running != 0 {
-		if time.Since(start) > within {
-			t.Fatalf("engine still running %d sessions after %v", eng.Stats().Running, within)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-	return time.Since(start)
+	eventually.True(t, "the engine runs no session", func() bool { return eng.Stats().Running == 0 })
 }
 
 func TestRealtimeSDKTranscription(t *testing.T) {
@@ -428,7 +422,7 @@ func TestRealtimeDisconnectFreesSlot(t *testing.T) {
 				t.Fatal("no final Result within 2 s of the disconnect")
 			}
 			took := time.Since(start)
-			waitEngineIdle(t, obs, time.Second)
+			waitEngineIdle(t, obs)
 			t.Logf("engine session aborted %v after the disconnect", took)
 			if took > 250*time.Millisecond {
 				t.Errorf("the abort took %v", took)

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // A stand-in llama-server for the faults a real one cannot be made to
@@ -158,7 +159,7 @@ func TestRemoteStalledWorker(t *testing.T) {
 		if mode == "stall-after-one" && text.String() != "a" {
 			t.Fatalf("%s: streamed %q before the stall", mode, text.String())
 		}
-		eventually(t, mode+": the worker saw its connection closed", func() bool { return s.aborted.Load() > before })
+		eventually.True(t, mode+": the worker saw its connection closed", func() bool { return s.aborted.Load() > before })
 	}
 	// Anthropic: the error event of the Messages stream.
 	s.mode.Store("stall-after-one")

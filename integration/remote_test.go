@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/llamaserver"
 )
 
@@ -283,20 +285,13 @@ func TestRemoteDialects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.True(t, "the background response completes", func() bool {
 		got, err = client.Responses.Get(ctx, bg.ID, responses.ResponseGetParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == "completed" || got.Status == "incomplete" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("background response still %s after 10 s", got.Status)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the stored status
-	}
+		return got.Status == "completed" || got.Status == "incomplete"
+	})
 	if got.Usage.OutputTokens == 0 {
 		t.Fatalf("background response %s", got.RawJSON())
 	}
@@ -369,15 +364,9 @@ func TestRemoteDisconnectFreesSlot(t *testing.T) {
 	cancel()
 	stream.Close()
 	left := time.Now()
-	deadline := left.Add(5 * time.Second)
-	for processing(t, w) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the llama-server slot still processes 5 s after the client left")
-		}
-		time.Sleep(time.Millisecond) // polls the worker's own figure
-	}
+	eventually.True(t, "the llama-server slot is free after the client left", func() bool { return processing(t, w) == 0 })
 	t.Logf("slot free %v after the client left", time.Since(left))
-	eventually(t, "Vajra's in-flight count back to 0", func() bool { return srv.Engine().Stats().Running == 0 })
+	eventually.True(t, "Vajra's in-flight count back to 0", func() bool { return srv.Engine().Stats().Running == 0 })
 }
 
 // processing is the number of the worker's slots that process a request.
@@ -401,17 +390,6 @@ func processing(t *testing.T, w *llamaserver.Server) int {
 		}
 	}
 	return n
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, bounded
-	}
 }
 
 // TestRemoteWorkerDownAtStart: Vajra starts with its worker down, /health
@@ -443,7 +421,7 @@ func TestRemoteWorkerDownAtStart(t *testing.T) {
 	}
 	w.Restart(t)
 	back := time.Now()
-	eventually(t, "/health 200 after the worker came up", func() bool {
+	eventually.True(t, "/health 200 after the worker came up", func() bool {
 		status, _, _ := get(t, addr, "GET", "/health", "")
 		return status == 200
 	})
@@ -471,7 +449,7 @@ func TestRemoteWorkerKilledMidStream(t *testing.T) {
 		}, greedyEOS...)
 	})
 	w.Restart(t)
-	eventually(t, "Vajra healthy after the restart", func() bool { return srv.Engine().Stats().Healthy })
+	eventually.True(t, "Vajra healthy after the restart", func() bool { return srv.Engine().Stats().Healthy })
 	res, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: tinyName, Messages: userMsg(question), MaxTokens: openai.Int(4),
 	}, greedyEOS...)
@@ -480,14 +458,11 @@ func TestRemoteWorkerKilledMidStream(t *testing.T) {
 	}
 	// Idle: the goroutines of before, plus the two of each pooled
 	// keep-alive connection to the worker (at most n).
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutines+2*n {
-		if time.Now().After(deadline) {
+	eventually.Report(t, "the goroutines of the streams end", func() bool { return runtime.NumGoroutine() <= goroutines+2*n },
+		func() string {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before the streams:\n%s", runtime.NumGoroutine(), goroutines, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(5 * time.Millisecond) // polling the goroutine count, bounded
-	}
+			return fmt.Sprintf("%d goroutines, %d before the streams:\n%s", runtime.NumGoroutine(), goroutines, buf[:runtime.Stack(buf, true)])
+		})
 }
 
 // TestRemoteRealtimeText: a Realtime text response through the remote

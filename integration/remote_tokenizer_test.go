@@ -10,6 +10,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
 	"github.com/vajra-go/vajra/engine/remote"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/llamaserver"
 )
 
@@ -48,7 +49,7 @@ func TestRemoteTokenizerFailover(t *testing.T) {
 	}
 	before := tokenize()
 	second.Restart(t)
-	eventually(t, "the second worker healthy", func() bool { return re.Workers()[1].Healthy() })
+	eventually.True(t, "the second worker healthy", func() bool { return re.Workers()[1].Healthy() })
 	first.Kill()
 
 	client := newClient(base)

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vajra-go/vajra"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // The per-request histograms vLLM exports, and vllm:num_requests_running
@@ -74,18 +75,10 @@ func TestRequestHistogramsWithN(t *testing.T) {
 			// The observer runs when the session ends, which may be just
 			// after the response was written: poll for it, bounded.
 			var mfs map[string]*dto.MetricFamily
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			eventually.True(t, fmt.Sprintf("the e2e histogram counts %d requests", requests), func() bool {
 				mfs = scrape(t, addr)
-				if histogram(mfs, "vllm:e2e_request_latency_seconds").GetSampleCount() == requests {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("e2e histogram count %d after 10s, want %d",
-						histogram(mfs, "vllm:e2e_request_latency_seconds").GetSampleCount(), requests)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return histogram(mfs, "vllm:e2e_request_latency_seconds").GetSampleCount() == requests
+			})
 			for _, c := range []struct {
 				name string
 				sum  float64

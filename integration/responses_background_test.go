@@ -15,6 +15,7 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/wiretest"
 )
 
@@ -92,24 +93,24 @@ func startSlowServer(t *testing.T, itl time.Duration) (*vajra.Server, *observed,
 // fails the test after a bound.
 func pollUntil(t *testing.T, client openai.Client, id string, done func(*responses.Response) bool) *responses.Response {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		got, err := client.Responses.Get(context.Background(), id, responses.ResponseGetParams{})
+	var got *responses.Response
+	eventually.True(t, "response "+id+": the condition", func() bool {
+		var err error
+		got, err = client.Responses.Get(context.Background(), id, responses.ResponseGetParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if done(got) {
-			return got
+			return true
 		}
 		switch got.Status {
 		case responses.ResponseStatusQueued, responses.ResponseStatusInProgress:
 		default:
 			t.Fatalf("status %q while polling: %s", got.Status, got.RawJSON())
 		}
-		time.Sleep(2 * time.Millisecond) // polling pace, not synchronisation
-	}
-	t.Fatalf("response %s: condition not reached in 20 s", id)
-	return nil
+		return false
+	})
+	return got
 }
 
 // TestResponsesBackgroundPoll: a background create answers at once,
@@ -445,16 +446,9 @@ func TestResponsesBackgroundStreamBound(t *testing.T) {
 		c.Close()
 	}
 	// The leavers' places come back as their sessions hear of it.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.True(t, "a follower is served after 16 left", func() bool {
 		conn, status := follow()
 		conn.Close()
-		if status == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 16 followers left: status %d", status)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return status == 200
+	})
 }

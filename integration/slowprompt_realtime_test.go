@@ -31,8 +31,8 @@ func TestRealtimeLargeConversationDoesNotStallStreams(t *testing.T) {
 	const streams, itl, items = 100, 50 * time.Millisecond, 2000
 	_, _, base := startServer(t, func(c *vajra.Config) {
 		c.Sim.ITL = itl
-		c.Sim.MaxNumSeqs = streams + 8
-		c.Sim.MaxModelLen = 1 << 14
+		c.EngineConfig.MaxNumSeqs = streams + 8
+		c.EngineConfig.MaxModelLen = 1 << 14
 	})
 	addr := strings.TrimPrefix(base, "http://")
 

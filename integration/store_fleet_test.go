@@ -15,6 +15,7 @@ import (
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/redistest"
 	"github.com/vajra-go/vajra/internal/wiretest"
 )
@@ -185,8 +186,7 @@ func TestFleetRedisDownAndBack(t *testing.T) {
 	}
 
 	r.Restart()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.True(t, "a create is stored after Redis came back", func() bool {
 		res, err := c.Responses.New(ctx, responses.ResponseNewParams{
 			Model: vajra.DefaultModelName, Input: textInput(question), MaxOutputTokens: openai.Int(4),
 		})
@@ -195,13 +195,13 @@ func TestFleetRedisDownAndBack(t *testing.T) {
 			if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err != nil {
 				t.Fatalf("a create answered 200 after Redis came back is not there: %v", err)
 			}
-			break
+			return true
 		}
-		if !asError(err, &apiErr) || apiErr.StatusCode != 503 || time.Now().After(deadline) {
+		if !asError(err, &apiErr) || apiErr.StatusCode != 503 {
 			t.Fatalf("after Redis came back: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond) // the store's prober runs every 250 ms
-	}
+		return false // 503 until the store's prober (every 250 ms) sees Redis
+	})
 }
 
 // A response's end reaches its client only once the shared store has it:
@@ -335,7 +335,7 @@ func TestFleetBackgroundCancelOnOtherNode(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("A's engine never ended the response cancelled on B")
 	}
-	waitEngineIdle(t, obsA, 2*time.Second) // the engine publishes its figures as it ends the step
+	waitEngineIdle(t, obsA) // the engine publishes its figures as it ends the step
 	for name, cl := range map[string]openai.Client{"A": a, "B": b} {
 		got, err := cl.Responses.Get(ctx, res.ID, responses.ResponseGetParams{})
 		if err != nil || got.RawJSON() != c.RawJSON() {
@@ -394,8 +394,7 @@ func TestFleetRedisLostMidRun(t *testing.T) {
 	}
 
 	r.Restart()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.True(t, "a stored create is served after Redis came back", func() bool {
 		// Until the prober has seen Redis again, a stored create answers
 		// 503; once one answers 200, a GET finds it (never a 404).
 		res, err := create(true)
@@ -403,11 +402,11 @@ func TestFleetRedisLostMidRun(t *testing.T) {
 			if _, err := c.Responses.Get(ctx, res.ID, responses.ResponseGetParams{}); err != nil {
 				t.Fatalf("a stored create answered 200 is not there: %v", err)
 			}
-			break
+			return true
 		}
-		if !asError(err, &apiErr) || apiErr.StatusCode != 503 || time.Now().After(deadline) {
+		if !asError(err, &apiErr) || apiErr.StatusCode != 503 {
 			t.Fatalf("after Redis came back: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond) // the store's prober runs every 250 ms
-	}
+		return false
+	})
 }

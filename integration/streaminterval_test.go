@@ -16,7 +16,7 @@ import (
 func TestStreamInterval(t *testing.T) {
 	const maxTokens, interval = 16, 4
 	run := func(every int) (chunks int, text string, completion int64) {
-		_, _, base := startServer(t, func(c *vajra.Config) { c.StreamInterval = every })
+		_, _, base := startServer(t, func(c *vajra.Config) { c.EngineConfig.StreamInterval = every })
 		client := newClient(base)
 		stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
 			Model:         vajra.DefaultModelName,

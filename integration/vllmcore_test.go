@@ -25,6 +25,7 @@ import (
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/remote/vllmcore"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/vllmserver"
 )
 
@@ -390,7 +391,7 @@ func TestVLLMCoreWorker(t *testing.T) {
 		}
 		cancel()
 		stream.Close()
-		eventually(t, "Vajra's in-flight count back to 0", func() bool { return srv.Engine().Stats().Running == 0 })
+		eventually.True(t, "Vajra's in-flight count back to 0", func() bool { return srv.Engine().Stats().Running == 0 })
 		next := client.Chat.Completions.NewStreaming(ctx, greedy(question, 40), greedyEOS...)
 		for i := 0; i < 5 && next.Next(); i++ {
 		}
@@ -408,7 +409,7 @@ func TestVLLMCoreWorker(t *testing.T) {
 		killMidStream(t, 2, time.Minute, eng.Kill, func() *ssestream.Stream[openai.ChatCompletionChunk] {
 			return client.Chat.Completions.NewStreaming(ctx, greedy(question, 1900), greedyEOS...)
 		})
-		eventually(t, "the dead engine removed", func() bool { return attached() == nil })
+		eventually.True(t, "the dead engine removed", func() bool { return attached() == nil })
 		_, err := client.Chat.Completions.New(ctx, greedy(question, 4))
 		var apiErr *openai.Error
 		if !asError(err, &apiErr) || apiErr.StatusCode != 503 {

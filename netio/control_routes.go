@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/engine"
 )
 
@@ -158,7 +159,7 @@ func (s *Server) serveWakeUp(query, _ []byte) (int, string, []byte) {
 			if i > 0 {
 				out = append(out, ',')
 			}
-			out = appendJSONString(out, t)
+			out = codegen.AppendJSONStringS(out, t)
 		}
 		out = append(out, ']')
 	}

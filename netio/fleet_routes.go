@@ -1,12 +1,12 @@
 package netio
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"go.uber.org/zap"
 
 	"github.com/vajra-go/vajra/actors"
+	"github.com/vajra-go/vajra/codegen"
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/httpparse"
 	"github.com/vajra-go/vajra/metrics"
@@ -68,7 +68,7 @@ func (s *Server) setupFleet() {
 			}
 		}
 	}
-	s.versionBody = append(appendJSONString([]byte(`{"version":`), s.opts.Version), '}')
+	s.versionBody = append(codegen.AppendJSONStringS([]byte(`{"version":`), s.opts.Version), '}')
 	s.retryHeaders = appendRetryHeaders(nil, s.opts.RetryAfter)
 	s.cors = newCORSPolicy(s.opts.AllowedOrigins)
 	if s.opts.MaxConcurrentRequests > 0 {
@@ -164,13 +164,4 @@ func (s *Server) serveMetrics(_, _ []byte) (int, string, []byte) {
 		// What gathered is still worth serving (Prometheus does the same).
 	}
 	return 200, metrics.ContentType, out
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(dst []byte, s string) []byte {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return append(dst, `""`...)
-	}
-	return append(dst, b...)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/netio"
 )
 
@@ -47,15 +48,11 @@ func TestSlowConsumerAborted(t *testing.T) {
 	}
 	// The abort is counted when the loop cut the connection, which may be
 	// reported a moment after the engine's final: poll the counter, bounded.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.True(t, "vajra_slow_consumer_aborts_total is 1", func() bool {
 		v := value(scrape(t, addr), "vajra_slow_consumer_aborts_total")
-		if v == 1 {
-			break
-		}
-		if v > 1 || time.Now().After(deadline) {
+		if v > 1 {
 			t.Fatalf("vajra_slow_consumer_aborts_total = %v, want 1", v)
 		}
-		time.Sleep(10 * time.Millisecond) // polling the counter, bounded
-	}
+		return v == 1
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/vajra-go/vajra/actors"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/netio"
 	"github.com/vajra-go/vajra/netio/wsproto"
 )
@@ -468,13 +469,11 @@ func TestWSInboundBackpressure(t *testing.T) {
 	}
 	pausesBefore := s.net.ReadPauses()
 	c.write(burst)
-	deadline := time.Now().Add(wsWait)
-	for s.net.ReadPauses() == pausesBefore || len(es.queue) < backlog {
-		if time.Now().After(deadline) {
-			t.Fatalf("no pause: %d pauses, %d queued", s.net.ReadPauses()-pausesBefore, len(es.queue))
-		}
-		time.Sleep(time.Millisecond) // polling a counter the loop sets, bounded
-	}
+	eventually.Report(t, "the loop pauses reading the backlogged connection", func() bool {
+		return s.net.ReadPauses() != pausesBefore && len(es.queue) >= backlog
+	}, func() string {
+		return fmt.Sprintf("%d pauses, %d queued", s.net.ReadPauses()-pausesBefore, len(es.queue))
+	})
 	if n := len(es.queue); n != backlog {
 		t.Fatalf("%d messages delivered while backlogged, want %d", n, backlog)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/vajra-go/vajra/codegen/openai"
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/redistest"
 )
 
@@ -182,13 +184,7 @@ func TestRedisStoreOutageAndRecovery(t *testing.T) {
 	}
 	f.srv.Restart() // empty: nothing was persisted
 	// The prober finds it back within a few probe intervals.
-	deadline := time.Now().Add(10 * time.Second)
-	for !f.st.up.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the store did not notice Redis is back")
-		}
-		time.Sleep(probeInterval / 5) // polling the prober's flag, bounded
-	}
+	eventually.True(t, "the store notices Redis is back", f.st.up.Load)
 	if r := f.save(record("resp_3", "{}")); r.Err != nil {
 		t.Fatalf("save after recovery: %v", r.Err)
 	}
@@ -303,18 +299,11 @@ func TestRedisStoreFailureRightAfterRecovery(t *testing.T) {
 		t.Fatalf("get with Redis down: %+v", r)
 	}
 	f.srv.Restart()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := f.ask(Get, "resp_1")
-		if r.Err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Redis has been back for 5 s and the store still refuses: %v (up %v, probing %v)",
-				r.Err, f.st.up.Load(), f.st.probing.Load())
-		}
-		time.Sleep(probeInterval / 5) // polling the store's answer, bounded
-	}
+	var last error
+	eventually.Report(t, "the store answers once Redis is back", func() bool {
+		last = f.ask(Get, "resp_1").Err
+		return last == nil
+	}, func() string { return fmt.Sprintf("%v (up %v, probing %v)", last, f.st.up.Load(), f.st.probing.Load()) })
 	if !once.Load() {
 		t.Fatal("the hook never ran: the test proved nothing")
 	}
@@ -363,22 +352,18 @@ func TestRedisStoreFlappingUnderLoad(t *testing.T) {
 		f.srv.Restart()
 	}
 	t.Logf("5 stops and restarts in %v; %d answered, %d refused so far", time.Since(t0), ok.Load(), failed.Load())
-	// Within a few seconds every request succeeds: a window of 200 in a row.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		before := failed.Load()
-		base := ok.Load()
-		for ok.Load() < base+200 && failed.Load() == before && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond) // polling the counters, bounded
+	// Then every request succeeds: a window of 200 in a row, with no
+	// refusal since the window began.
+	before, base := failed.Load(), ok.Load()
+	eventually.Report(t, "200 requests in a row succeed once Redis is back", func() bool {
+		if failed.Load() != before {
+			before, base = failed.Load(), ok.Load() // a refusal: the window starts again
+			return false
 		}
-		if failed.Load() == before && ok.Load() >= base+200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Redis has been back 5 s and requests still fail (up %v, probing %v; %d refused)",
-				f.st.up.Load(), f.st.probing.Load(), failed.Load())
-		}
-	}
+		return ok.Load() >= base+200
+	}, func() string {
+		return fmt.Sprintf("up %v, probing %v; %d refused", f.st.up.Load(), f.st.probing.Load(), failed.Load())
+	})
 }
 
 // sameQueue returns an id other than id that the store serves on id's
@@ -411,12 +396,14 @@ func TestRedisCancelElsewhereFreesTheWorker(t *testing.T) {
 	asker.st.ask(&Request{Op: Cancel, ID: "resp_orphan", ReplyTo: asker.pid})
 	other := sameQueue(asker.st, "resp_orphan")
 	start := time.Now()
-	if r := asker.save(record(other, "{}")); r.Err != nil {
-		t.Fatal(r.Err)
+	// The save is answered before the cancel, which waits for the owner
+	// up to cancelWait (5 s): had the save waited behind it on the worker,
+	// the cancel's reply (resp_orphan's record) would come first. Order,
+	// not a time bound, says so; the time is logged.
+	if r := asker.save(record(other, "{}")); r.Err != nil || r.Rec == nil || r.Rec.ID != other {
+		t.Fatalf("the first reply after a save queued behind a relayed cancel: %+v, want the save's", r)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("a save queued behind a relayed cancel on its worker waited %v", d)
-	}
+	t.Logf("a save queued behind a relayed cancel answered in %v", time.Since(start))
 	// Answered at the bound: the record as it is then, still in progress,
 	// or failed once the owner's lease (as long as the bound) lapsed.
 	if r := asker.wait(); r.Err != nil || r.Rec == nil || (r.Rec.Status != "in_progress" && r.Rec.Status != "failed") {

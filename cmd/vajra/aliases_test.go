@@ -25,16 +25,16 @@ func TestLlamaServerAliases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc := st.cfg.DriverConfig.(llama.Config)
+	lc, ec := st.cfg.DriverConfig.(llama.Config), st.cfg.EngineConfig
 	// -c 4096 -np 4: llama-server's four slots of 1024 tokens, 4096 in all.
-	if lc.ModelPath != model || lc.MaxModelLen != 1024 || lc.KVCacheTokens != 4096 || lc.MaxNumSeqs != 4 || lc.Threads != 1 || lc.GPULayers != 0 ||
-		lc.MaxNumBatchedTokens != 512 || lc.ChatTemplate != "tmpl.jinja" || len(st.cfg.ServedModelNames) != 1 || st.cfg.ServedModelNames[0] != "mine" {
-		t.Fatalf("llama %+v, models %v", lc, st.cfg.ServedModelNames)
+	if lc.ModelPath != model || ec.MaxModelLen != 1024 || ec.KVCacheTokens != 4096 || ec.MaxNumSeqs != 4 || lc.Threads != 1 || lc.GPULayers != 0 ||
+		lc.MaxNumBatchedTokens != 512 || ec.ChatTemplate != "tmpl.jinja" || len(st.cfg.ServedModelNames) != 1 || st.cfg.ServedModelNames[0] != "mine" {
+		t.Fatalf("llama %+v, engine %+v, models %v", lc, ec, st.cfg.ServedModelNames)
 	}
 	// Without the alias, the flag's environment variable applies.
 	st, err = parseServe([]string{"-m", model}, envOf(map[string]string{"VAJRA_MAX_MODEL_LEN": "1024"}), io.Discard)
-	if err != nil || st.cfg.DriverConfig.(llama.Config).MaxModelLen != 1024 {
-		t.Fatalf("env: %v %d", err, st.cfg.DriverConfig.(llama.Config).MaxModelLen)
+	if err != nil || st.cfg.EngineConfig.MaxModelLen != 1024 {
+		t.Fatalf("env: %v %d", err, st.cfg.EngineConfig.MaxModelLen)
 	}
 }
 
@@ -53,7 +53,7 @@ func TestLlamaServerKnobs(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		if !check(st.cfg) {
-			t.Fatalf("%v: %+v", args, st.cfg.DriverConfig)
+			t.Fatalf("%v: %+v %+v", args, st.cfg.EngineConfig, st.cfg.DriverConfig)
 		}
 	}
 	f(nil, func(c vajra.Config) bool {
@@ -73,20 +73,20 @@ func TestLlamaServerKnobs(t *testing.T) {
 		return lc.FlashAttn == "off" && lc.CacheTypeK == "bf16" && lc.ThreadsBatch == 3
 	})
 	f([]string{"-c", "2048"}, func(c vajra.Config) bool {
-		lc := c.DriverConfig.(llama.Config)
-		return lc.MaxModelLen == 2048 && lc.KVCacheTokens == 0
+		ec := c.EngineConfig
+		return ec.MaxModelLen == 2048 && ec.KVCacheTokens == 0
 	})
 	f([]string{"--ctx-size", "2048", "--parallel", "2"}, func(c vajra.Config) bool {
-		lc := c.DriverConfig.(llama.Config)
-		return lc.MaxModelLen == 1024 && lc.KVCacheTokens == 2048
+		ec := c.EngineConfig
+		return ec.MaxModelLen == 1024 && ec.KVCacheTokens == 2048
 	})
 	// Vajra's own names keep their meaning: a context per sequence.
 	f([]string{"--max-model-len", "2048", "--max-num-seqs", "2"}, func(c vajra.Config) bool {
-		lc := c.DriverConfig.(llama.Config)
-		return lc.MaxModelLen == 2048 && lc.KVCacheTokens == 0
+		ec := c.EngineConfig
+		return ec.MaxModelLen == 2048 && ec.KVCacheTokens == 0
 	})
 	f([]string{"-c", "4096", "-np", "4", "--kv-cache-tokens", "8192"}, func(c vajra.Config) bool {
-		lc := c.DriverConfig.(llama.Config)
-		return lc.MaxModelLen == 4096 && lc.KVCacheTokens == 8192
+		ec := c.EngineConfig
+		return ec.MaxModelLen == 4096 && ec.KVCacheTokens == 8192
 	})
 }

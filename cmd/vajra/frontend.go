@@ -406,7 +406,7 @@ func frontend(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg.AllowedOrigins = s.AllowedOrigins
 	if s.StreamInterval > 0 {
-		cfg.StreamInterval = s.StreamInterval
+		cfg.EngineConfig.StreamInterval = s.StreamInterval
 	}
 	if s.HTTPTimeoutKeepAlive > 0 {
 		cfg.IdleTimeout = time.Duration(s.HTTPTimeoutKeepAlive) * time.Second
@@ -414,13 +414,13 @@ func frontend(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if s.EnableLogRequests {
 		cfg.AccessLog = log.Named("access")
 	}
+	cfg.EngineConfig.ChatTemplate = s.ChatTemplate
+	cfg.EngineConfig.MaxModelLen = s.MaxModelLen
+	cfg.EngineConfig.ToolCallParser = s.ToolCallParser
+	cfg.EngineConfig.ReasoningParser = s.ReasoningParser
 	cfg.Remote = remote.Config{
-		Workers:         workers,
-		Tokenizer:       remote.Local(tok),
-		ChatTemplate:    s.ChatTemplate,
-		MaxModelLen:     s.MaxModelLen,
-		ToolCallParser:  s.ToolCallParser,
-		ReasoningParser: s.ReasoningParser,
+		Workers:   workers,
+		Tokenizer: remote.Local(tok),
 	}
 	srv, err := vajra.New(cfg)
 	if err != nil {

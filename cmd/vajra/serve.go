@@ -89,8 +89,17 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.StringVar(&st.keyFile, "api-key-file", "", "file of API keys, one per line (blank lines and # comments skipped); adds to --api-key")
 	fs.BoolVar(&cfg.ProtectMetrics, "protect-metrics", false, "require an API key on /metrics too (/health and /ping stay public)")
 	fs.Var(&st.models, "served-model-name", "model name clients ask for; repeatable (default "+vajra.DefaultModelName+")")
-	fs.IntVar(&cfg.Sim.MaxModelLen, "max-model-len", cfg.Sim.MaxModelLen, "context length in tokens: prompt plus output")
-	fs.IntVar(&cfg.Sim.MaxNumSeqs, "max-num-seqs", cfg.Sim.MaxNumSeqs, "most sequences the engine runs at once")
+	// The settings every engine shares (vajra.Config.EngineConfig): 0 or
+	// empty is the running engine's default.
+	ec := &cfg.EngineConfig
+	fs.IntVar(&ec.MaxModelLen, "max-model-len", 0, "context length in tokens: prompt plus output (default: the simulated engine 8192; --model: the model's, at most 8192; --worker: the workers', which this caps)")
+	fs.IntVar(&ec.MaxNumSeqs, "max-num-seqs", 0, "most sequences the engine runs at once (default: the simulated engine 256, --model 64; not with --worker: a worker's own flag)")
+	fs.IntVar(&ec.KVCacheTokens, "kv-cache-tokens", 0, "KV cache capacity in tokens (default: the simulated engine 1Mi, in blocks of 16; --model: a whole context per sequence within 2 GiB; not with --worker)")
+	fs.Int64Var(&ec.Seed, "seed", 0, "engine-wide seed mixed into every request's (not with --worker: a worker's own flag)")
+	fs.StringVar(&ec.ChatTemplate, "chat-template", "", "Jinja chat template, a file or the template itself (default: the model's or the workers' own; --model and --worker only)")
+	fs.StringVar(&ec.ReasoningParser, "reasoning-parser", "", "parse reasoning out of the model's text: deepseek_r1 or qwen3 (--model and --worker only)")
+	fs.StringVar(&ec.ToolCallParser, "tool-call-parser", "", "parse tool calls out of the model's text: hermes, llama3_json or mistral (--model and --worker only)")
+	fs.IntVar(&ec.StreamInterval, "stream-interval", 0, "coalesce up to this many tokens per streamed frame (as vLLM's; 0 or 1: one frame per token)")
 	fs.IntVar(&cfg.MaxConcurrentRequests, "max-concurrent-requests", 0, "most generation requests in flight (0: no cap); beyond it and the queue: 429 (Anthropic: 529) with Retry-After")
 	fs.IntVar(&cfg.MaxQueuedRequests, "max-queued-requests", 0, "generation requests that wait, in order, for a free slot beyond --max-concurrent-requests")
 	fs.DurationVar(&cfg.MaxQueueWait, "max-queue-wait", cfg.MaxQueueWait, "refuse a queued request (429/529 with Retry-After) once it has waited this long for a slot (0: never)")
@@ -114,7 +123,6 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.IntVar(&cfg.ResponseStore.MaxBackground, "max-background-responses", vajra.DefaultMaxBackground, "most Responses API background responses running at once; more are refused with 429")
 	fs.IntVar(&cfg.ResponseStore.MaxEventLogBytes, "background-event-log-bytes", vajra.DefaultMaxEventLogBytes, "bound of one background response's event log (kept for GET ...?stream=true&starting_after); past it the oldest events are dropped")
 	fs.StringVar(&cfg.ResponseStore.KeyPrefix, "response-store-key-prefix", "vajra:", "prefix of every Redis key Vajra writes (one namespace per fleet)")
-	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "coalesce up to this many tokens per streamed frame (as vLLM's; 0 or 1: one frame per token)")
 	fs.StringVar(&st.logFormat, "log-format", st.logFormat, "log format: json or console")
 	fs.StringVar(&st.logLevel, "log-level", st.logLevel, "log level: debug, info, warn or error")
 	fs.BoolVar(&st.accessLog, "access-log", false, "log one line per request (sampled: the first 100 a second, then 1 in 100)")
@@ -126,19 +134,14 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	fs.DurationVar(&cfg.Sim.TTFT, "sim-ttft", cfg.Sim.TTFT, "floor for simulated time to first token (Go duration)")
 	fs.Float64Var(&cfg.Sim.LoadFactor, "sim-load-factor", cfg.Sim.LoadFactor, "slow steps by ITL*factor*running/max-num-seqs")
 	fs.StringVar(&cfg.Sim.Mode, "sim-mode", cfg.Sim.Mode, "simulated output: text (pseudo-text) or echo (repeat the last user message)")
-	fs.IntVar(&cfg.Sim.KVCacheTokens, "kv-cache-tokens", cfg.Sim.KVCacheTokens, "simulated KV cache capacity in tokens (blocks of 16)")
-	fs.Int64Var(&cfg.Sim.Seed, "seed", cfg.Sim.Seed, "engine-wide seed mixed into every request's")
 	// The llama.cpp engine (engine/llama), used when --model is given.
 	lc := &st.llama
 	fs.StringVar(&lc.ModelPath, "model", "", "serve this GGUF model with llama.cpp in process instead of the simulated engine (needs `make llama`)")
 	fs.StringVar(&lc.LibDir, "llama-lib", "", "directory of the llama.cpp libraries (default: .llama/server/bin, the build of `make llama`; `make llama-prebuilt` installs a CUDA or Vulkan build of the same release for a GPU)")
 	fs.IntVar(&lc.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "llama: token budget of one engine step, decode tokens plus prefill chunks (default 2048)")
-	fs.StringVar(&lc.ChatTemplate, "chat-template", "", "llama: Jinja chat template, a file or the template itself (default: the model's own)")
 	fs.BoolVar(&lc.PrefixCaching, "enable-prefix-caching", true, "llama: reuse the KV cache of the longest cached prompt prefix across requests")
 	fs.IntVar(&lc.Threads, "threads", 0, "llama: compute threads (default: the physical cores, as llama.cpp)")
 	fs.IntVar(&lc.GPULayers, "n-gpu-layers", -1, "llama: layers to offload to the GPU of a CUDA or Vulkan build (-1: all)")
-	fs.StringVar(&lc.ReasoningParser, "reasoning-parser", "", "llama: parse reasoning out of the model's text: deepseek_r1 or qwen3")
-	fs.StringVar(&lc.ToolCallParser, "tool-call-parser", "", "llama: parse tool calls out of the model's text: hermes, llama3_json or mistral")
 	// llama.cpp's own knobs, as llama-server names them (aliases.go adds
 	// its short names: -tb, -fa, -ctk, -ctv, -lm).
 	fs.IntVar(&lc.ThreadsBatch, "threads-batch", 0, "llama: threads for prompt batches (default: as --threads)")
@@ -352,24 +355,12 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		st.cfg.ServedModelNames = st.models.vals
 	}
 	if lc := &st.llama; lc.ModelPath != "" {
-		// Settings shared with the simulated engine, where they were given;
-		// the llama engine's own defaults otherwise.
-		if set["max-model-len"] {
-			lc.MaxModelLen = st.cfg.Sim.MaxModelLen
-		}
-		if set["max-num-seqs"] {
-			lc.MaxNumSeqs = st.cfg.Sim.MaxNumSeqs
-		}
-		if set["kv-cache-tokens"] {
-			lc.KVCacheTokens = st.cfg.Sim.KVCacheTokens
-		}
-		if llamaServerSlots(cmdline) && !set["kv-cache-tokens"] {
+		if ec := &st.cfg.EngineConfig; llamaServerSlots(cmdline) && !set["kv-cache-tokens"] {
 			// llama-server's -c C with -np N: N slots of C/N tokens each,
 			// a KV cache of C in all (a stream per slot, kv_unified off).
-			lc.KVCacheTokens = lc.MaxModelLen
-			lc.MaxModelLen /= max(lc.MaxNumSeqs, 1)
+			ec.KVCacheTokens = ec.MaxModelLen
+			ec.MaxModelLen /= max(ec.MaxNumSeqs, 1)
 		}
-		lc.Seed = st.cfg.Sim.Seed
 		adapters, err := st.adapters()
 		if err != nil {
 			return nil, err
@@ -389,14 +380,6 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 			return nil, errors.New("--lora serves adapters of --model; a llama-server worker loads its own (its --lora)")
 		}
 		rc.Workers = st.workers.vals
-		// The settings of the text the engine handles itself are the
-		// llama engine's flags; the context length is the worker's unless
-		// --max-model-len caps it.
-		lc := &st.llama
-		rc.ChatTemplate, rc.ReasoningParser, rc.ToolCallParser = lc.ChatTemplate, lc.ReasoningParser, lc.ToolCallParser
-		if set["max-model-len"] {
-			rc.MaxModelLen = st.cfg.Sim.MaxModelLen
-		}
 		if len(st.models.vals) == 0 {
 			// Served under the worker's name for its model (vajra.Config.Remote).
 			st.cfg.ServedModelNames = nil

@@ -21,7 +21,7 @@ func TestWorkerSettings(t *testing.T) {
 			t.Fatalf("%v %v: %v", args, env, err)
 		}
 		if got := strings.Join(st.cfg.Remote.Workers, ","); got != want || (check != nil && !check(st)) {
-			t.Errorf("%v %v: workers %q, want %q; remote %+v", args, env, got, want, st.cfg.Remote)
+			t.Errorf("%v %v: workers %q, want %q; remote %+v, engine %+v", args, env, got, want, st.cfg.Remote, st.cfg.EngineConfig)
 		}
 	}
 	f(nil, nil, "", func(st *serveSettings) bool { return len(st.cfg.ServedModelNames) == 1 })
@@ -33,8 +33,8 @@ func TestWorkerSettings(t *testing.T) {
 	f(nil, env, "llama-server://a:1,llama-server://b:2", nil)
 	f([]string{"--worker", "llama-server://c:3", "--served-model-name", "m", "--tool-call-parser", "hermes", "--max-model-len", "512"}, env,
 		"llama-server://c:3", func(st *serveSettings) bool {
-			r := st.cfg.Remote
-			return strings.Join(st.cfg.ServedModelNames, ",") == "m" && r.ToolCallParser == "hermes" && r.MaxModelLen == 512
+			ec := st.cfg.EngineConfig // the settings every engine shares: vajra.New hands them to the workers' engine
+			return strings.Join(st.cfg.ServedModelNames, ",") == "m" && ec.ToolCallParser == "hermes" && ec.MaxModelLen == 512
 		})
 	if _, err := parseServe([]string{"--worker", "llama-server://c:3", "--model", "x.gguf"}, envOf(nil), io.Discard); err == nil {
 		t.Error("--worker with --model was accepted")

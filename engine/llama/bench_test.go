@@ -42,7 +42,7 @@ func streamTokens(tb testing.TB, e *Engine, n int, temp float64) {
 // tiny model's decode, sampling (greedy, and temperature 1: vLLM's
 // defaults, the fused draw), parsing and formatting.
 func BenchmarkLlamaTokens(b *testing.B) {
-	e := newTestEngine(b, Config{MaxModelLen: 2048}, tinymodel.Config{})
+	e := newTestEngine(b, Config{Config: engine.Config{MaxModelLen: 2048}}, tinymodel.Config{})
 	for _, temp := range []float64{0, 1} {
 		b.Run(map[float64]string{0: "greedy", 1: "temperature"}[temp], func(b *testing.B) {
 			b.ReportAllocs()
@@ -64,7 +64,7 @@ func TestTokenPathAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	e := newTestEngine(t, Config{MaxModelLen: 1300}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 1300}}, tinymodel.Config{})
 	for _, temp := range []float64{0, 1} { // greedy, and the fused draw
 		mallocs := func(n int) uint64 {
 			return allocs.Fewest(func() { streamTokens(t, e, n, temp) })

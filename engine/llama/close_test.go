@@ -9,6 +9,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // TestEntryPointsRaceClose calls every entry point of the engine from
@@ -27,7 +28,7 @@ func TestEntryPointsRaceClose(t *testing.T) {
 		rounds = 4
 	}
 	for round := range rounds {
-		e, err := New(Config{LibDir: lib, ModelPath: path, Threads: 1, MaxNumSeqs: 4})
+		e, err := New(Config{Config: engine.Config{MaxNumSeqs: 4}, LibDir: lib, ModelPath: path, Threads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,10 +113,7 @@ func TestEntryPointsRaceClose(t *testing.T) {
 		started.Wait()
 		// Let some work begin (the figure the engine publishes, not a guess
 		// at timing), bounded: Close must be safe at any point anyway.
-		deadline := time.Now().Add(2 * time.Second)
-		for e.Stats().GenerationTokens == 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		eventually.True(t, "some work begins", func() bool { return e.Stats().GenerationTokens > 0 })
 		var closers sync.WaitGroup
 		for range 2 {
 			closers.Add(1)

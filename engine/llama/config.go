@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/capi"
 )
 
@@ -58,18 +59,11 @@ type Config struct {
 	// LibDir holds the llama.cpp libraries (--llama-lib); empty searches
 	// DefaultLibDirs.
 	LibDir string
-	// MaxModelLen is the context length of one sequence (--max-model-len):
-	// prompt plus output. Default: the model's training context, capped at
-	// DefaultMaxModelLen.
-	MaxModelLen int
-	// MaxNumSeqs caps the sequences running at once (--max-num-seqs); each
-	// choice of a request is one. Default DefaultMaxNumSeqs.
-	MaxNumSeqs int
-	// MaxNumBatchedTokens is one step's token budget
-	// (--max-num-batched-tokens): every running sequence's decode token,
-	// then prefill chunks. Default DefaultMaxNumBatchedTokens.
-	MaxNumBatchedTokens int
-	// KVCacheTokens is the KV cache size in tokens (--kv-cache-tokens).
+	// Config is what every engine shares (engine.Config). Here
+	// MaxModelLen is the context length of one sequence, prompt plus
+	// output; default: the model's training context, capped at
+	// DefaultMaxModelLen. MaxNumSeqs defaults to DefaultMaxNumSeqs.
+	// KVCacheTokens is the KV cache size in tokens.
 	// When it holds MaxNumSeqs whole contexts (MaxNumSeqs × MaxModelLen)
 	// every sequence gets a KV stream of its own, as llama-server's slots
 	// (kv_unified = false): a step attends over each sequence's own cells
@@ -80,7 +74,14 @@ type Config struct {
 	// DefaultKVBudget; else, with --max-num-seqs not given, as many
 	// sequences as whole contexts fit (at least minStreamSlots), else a
 	// unified pool of the budget.
-	KVCacheTokens int
+	// ChatTemplate overrides the model's own; ReasoningParser and
+	// ToolCallParser parse its text; Seed is mixed into the seed of
+	// requests that sample without one.
+	engine.Config
+	// MaxNumBatchedTokens is one step's token budget
+	// (--max-num-batched-tokens): every running sequence's decode token,
+	// then prefill chunks. Default DefaultMaxNumBatchedTokens.
+	MaxNumBatchedTokens int
 	// Threads is llama.cpp's compute threads (--threads). Default: the
 	// physical cores, as llama.cpp's own default (hyper-threads share a
 	// core's vector units and gain nothing). Fewer threads than cores
@@ -127,16 +128,9 @@ type Config struct {
 	// GPULayers is the number of layers offloaded to a GPU (--n-gpu-layers;
 	// -1 all); it matters only with a CUDA or Vulkan build in LibDir.
 	GPULayers int
-	// ChatTemplate overrides the model's Jinja chat template
-	// (--chat-template: a file name or the template text).
-	ChatTemplate string
 	// PrefixCaching reuses the KV of the longest cached prefix across
 	// requests (--enable-prefix-caching, on by default).
 	PrefixCaching bool
-	// ReasoningParser and ToolCallParser name engine/text's parsers
-	// (--reasoning-parser, --tool-call-parser; vLLM's names); empty: none.
-	ReasoningParser string
-	ToolCallParser  string
 	// Pooling is how POST /v1/embeddings pools a sequence's token
 	// embeddings into one vector (--pooling): mean, cls or last; empty
 	// takes the GGUF's own pooling type (<arch>.pooling_type), else last
@@ -145,8 +139,6 @@ type Config struct {
 	Pooling string
 	// MaxWaiting bounds the waiting queue. Default DefaultMaxWaiting.
 	MaxWaiting int
-	// Seed is mixed into the seed of requests that sample without one.
-	Seed int64
 	// Logger gets start and stop lines only; nil means none.
 	Logger *zap.Logger
 
@@ -225,6 +217,9 @@ func FindLibDir() (string, error) {
 // normalize fills the defaults: trainCtx is the model's training context,
 // kvBytes its KV bytes per token.
 func (c *Config) normalize(trainCtx, kvBytes int) error {
+	if err := c.Config.Check(); err != nil {
+		return err
+	}
 	seqsGiven := c.MaxNumSeqs > 0
 	if !seqsGiven {
 		c.MaxNumSeqs = DefaultMaxNumSeqs

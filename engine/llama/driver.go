@@ -16,10 +16,13 @@ const DriverName = "llama"
 
 func init() { engine.Register(DriverName, driver{}) }
 
-// driver opens the llama.cpp engine from a Config or a *Config.
+// driver opens the llama.cpp engine from a Config or a *Config, whose
+// embedded engine.Config must be zero: the shared settings come from
+// Open's shared alone (vajra.Config.EngineConfig), so that they are set
+// in one place.
 type driver struct{}
 
-func (driver) Open(own any, log *zap.Logger) (engine.Engine, error) {
+func (driver) Open(shared engine.Config, own any, log *zap.Logger) (engine.Engine, error) {
 	var cfg Config
 	switch c := own.(type) {
 	case Config:
@@ -32,6 +35,11 @@ func (driver) Open(own any, log *zap.Logger) (engine.Engine, error) {
 	default:
 		return nil, fmt.Errorf("%w: %s takes a llama.Config, not a %T", engine.ErrDriverConfig, DriverName, own)
 	}
+	if cfg.Config != (engine.Config{}) {
+		return nil, fmt.Errorf("%w: %s: the settings every engine shares (%+v) are set in engine.Config (vajra.Config.EngineConfig), not in llama.Config",
+			engine.ErrDriverConfig, DriverName, cfg.Config)
+	}
+	cfg.Config = shared
 	cfg.Logger = log
 	return New(cfg)
 }

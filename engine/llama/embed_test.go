@@ -39,7 +39,7 @@ func TestEmbedRealModel(t *testing.T) {
 	model := realmodel.Need(t)
 	for _, pool := range []string{"", "mean", "cls"} {
 		t.Run("pooling="+pool, func(t *testing.T) {
-			e, err := New(Config{ModelPath: model, LibDir: needLib(t), Threads: 1, MaxModelLen: 512, Pooling: pool})
+			e, err := New(Config{Config: engine.Config{MaxModelLen: 512}, ModelPath: model, LibDir: needLib(t), Threads: 1, Pooling: pool})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestEmbedRealModel(t *testing.T) {
 }
 
 func TestEmbedErrors(t *testing.T) {
-	e := newTestEngine(t, Config{MaxModelLen: 64}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 64}}, tinymodel.Config{})
 	for _, tc := range []struct {
 		in   [][]int32
 		kind engine.ErrorKind

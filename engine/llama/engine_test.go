@@ -9,6 +9,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 func TestGreedyStreamEqualsNonStream(t *testing.T) {
@@ -72,7 +73,7 @@ func TestPrefixCacheReportsCachedTokens(t *testing.T) {
 }
 
 func TestAbortFreesTheSlot(t *testing.T) {
-	e := newTestEngine(t, Config{MaxNumSeqs: 4}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxNumSeqs: 4}}, tinymodel.Config{})
 	req := chatReq("Go on forever.", 0)
 	req.Sampling.IgnoreEOS = true
 	req.Stream = true
@@ -85,9 +86,7 @@ func TestAbortFreesTheSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for e.Stats().GenerationTokens < 5 {
-		time.Sleep(time.Millisecond) // polling the engine's own figure, not a timing assumption
-	}
+	eventually.True(t, "5 tokens generated", func() bool { return e.Stats().GenerationTokens >= 5 })
 	if e.Stats().Running != 1 {
 		t.Fatalf("running %d, want 1", e.Stats().Running)
 	}
@@ -136,7 +135,7 @@ func TestChatTemplateOverride(t *testing.T) {
 	}
 	own := newTestEngine(t, Config{}, tinymodel.Config{})
 	for _, src := range []string{tmpl, file} {
-		e := newTestEngine(t, Config{ChatTemplate: src}, tinymodel.Config{})
+		e := newTestEngine(t, Config{Config: engine.Config{ChatTemplate: src}}, tinymodel.Config{})
 		req := chatReq("Hi there", 1)
 		if err := e.Prepare(req); err != nil {
 			t.Fatal(err)
@@ -153,7 +152,7 @@ func TestChatTemplateOverride(t *testing.T) {
 			t.Fatal("the model's own template renders the same prompt: the test proves nothing")
 		}
 	}
-	if _, err := New(Config{ModelPath: "x.gguf", ChatTemplate: "{% if %}"}); err == nil {
+	if _, err := New(Config{Config: engine.Config{ChatTemplate: "{% if %}"}, ModelPath: "x.gguf"}); err == nil {
 		t.Fatal("a missing model and a broken template started")
 	}
 }
@@ -162,7 +161,7 @@ func TestChatTemplateOverride(t *testing.T) {
 // enable_thinking false turns the reasoning parser off (vLLM's behaviour).
 func TestChatTemplateKwargs(t *testing.T) {
 	const tmpl = "{% for m in messages %}{{ m.content }}{% endfor %}{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n{% endif %}{{ greeting | default('') }}"
-	e := newTestEngine(t, Config{ChatTemplate: tmpl, ReasoningParser: "qwen3"}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{ChatTemplate: tmpl, ReasoningParser: "qwen3"}}, tinymodel.Config{})
 	req := chatReq("Hi", 8)
 	req.ChatTemplateKwargs = []byte(`{"enable_thinking": false, "greeting": "Ahoy"}`)
 	req.Sampling.IgnoreEOS = true

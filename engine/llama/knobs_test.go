@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
 )
 
@@ -15,9 +16,9 @@ import (
 // 16-wide heads fail with q8_0.)
 func TestKVCacheKnobs(t *testing.T) {
 	for _, cfg := range []Config{
-		{FlashAttn: "on", CacheTypeK: "q8_0", CacheTypeV: "q4_0", NoMMap: true, MLock: true, ThreadsBatch: 2, MaxModelLen: 256},
-		{FlashAttn: "off", CacheTypeK: "q8_0", CacheTypeV: "f32", LoadMode: "mmap", MaxModelLen: 256},
-		{FlashAttn: "auto", CacheTypeK: "bf16", CacheTypeV: "iq4_nl", MaxModelLen: 256},
+		{Config: engine.Config{MaxModelLen: 256}, FlashAttn: "on", CacheTypeK: "q8_0", CacheTypeV: "q4_0", NoMMap: true, MLock: true, ThreadsBatch: 2},
+		{Config: engine.Config{MaxModelLen: 256}, FlashAttn: "off", CacheTypeK: "q8_0", CacheTypeV: "f32", LoadMode: "mmap"},
+		{Config: engine.Config{MaxModelLen: 256}, FlashAttn: "auto", CacheTypeK: "bf16", CacheTypeV: "iq4_nl"},
 	} {
 		// Heads of 32: quantized cache blocks are 32 wide.
 		e := newTestEngine(t, cfg, tinymodel.Config{Heads: 2, KVHeads: 1})

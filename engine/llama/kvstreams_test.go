@@ -10,6 +10,7 @@ import (
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama/capi"
 	"github.com/vajra-go/vajra/engine/llama/tinymodel"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // TestDefaultsGiveEachSequenceAStream: with no sizes given, the KV cache
@@ -22,7 +23,7 @@ func TestDefaultsGiveEachSequenceAStream(t *testing.T) {
 	if e.cfg.MaxNumSeqs != DefaultMaxNumSeqs || e.ctx.SeqMax() != e.cfg.MaxNumSeqs {
 		t.Fatalf("max_num_seqs %d, sequence ids %d", e.cfg.MaxNumSeqs, e.ctx.SeqMax())
 	}
-	small := newTestEngine(t, Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}, tinymodel.Config{})
+	small := newTestEngine(t, Config{Config: engine.Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}}, tinymodel.Config{})
 	if !small.ctx.Unified() {
 		t.Fatal("a KV cache smaller than max-num-seqs whole contexts is not one unified pool")
 	}
@@ -53,13 +54,7 @@ func TestStreamCopyFromARunningSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until A's prompt is in its stream (and A decodes).
-	deadline := time.Now().Add(20 * time.Second)
-	for e.Stats().GenerationTokens < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("request A did not start decoding in 20 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, "request A decodes", func() bool { return e.Stats().GenerationTokens >= 2 })
 	gotB, _ := run(t, e, mk(long+"And then?", 20))
 	<-recA.done
 	gotA := recA.res

@@ -43,12 +43,12 @@ func TestLoRAAdapterPerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	const prompt, n = "Tell me about the sea and the sky.", 48
-	plain := newTestEngine(t, Config{MaxModelLen: 512, PrefixCaching: true}, mc)
+	plain := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 512}, PrefixCaching: true}, mc)
 	want := greedyText(t, plain, "tiny", prompt, n)
 	plain.Close()
 	adapters := []Adapter{{Name: "one", Path: a1}, {Name: "two", Path: a2, Scale: 0.5}}
 	// The reference outputs, one request at a time and no prefix cache.
-	ref := newTestEngine(t, Config{MaxModelLen: 512, Adapters: adapters}, mc)
+	ref := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 512}, Adapters: adapters}, mc)
 	one := greedyText(t, ref, "one", prompt, n)
 	two := greedyText(t, ref, "two", prompt, n)
 	base := greedyText(t, ref, "tiny", prompt, n)
@@ -60,7 +60,7 @@ func TestLoRAAdapterPerRequest(t *testing.T) {
 		t.Fatalf("outputs do not differ by adapter:\n  base %q\n  one  %q\n  two  %q", base, one, two)
 	}
 
-	e := newTestEngine(t, Config{MaxModelLen: 512, PrefixCaching: true, MaxNumSeqs: 8, Adapters: adapters}, mc)
+	e := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 512, MaxNumSeqs: 8}, PrefixCaching: true, Adapters: adapters}, mc)
 	if got := e.AdapterNames(); len(got) != 2 || got[0] != "one" || got[1] != "two" {
 		t.Fatalf("adapter names %v", got)
 	}
@@ -119,8 +119,7 @@ func TestLoRABadAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(Config{ModelPath: path, LibDir: needLib(t), Threads: 1, MaxModelLen: 256,
-		Adapters: []Adapter{{Name: "wrong", Path: other}}})
+	_, err = New(Config{Config: engine.Config{MaxModelLen: 256}, ModelPath: path, LibDir: needLib(t), Threads: 1, Adapters: []Adapter{{Name: "wrong", Path: other}}})
 	if err == nil {
 		t.Fatal("an adapter of another shape was loaded")
 	}
@@ -142,7 +141,7 @@ func BenchmarkLoRAMix(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := newTestEngine(b, Config{MaxModelLen: 256, MaxNumSeqs: 8, Adapters: []Adapter{{Name: "ad", Path: ad}}}, mc)
+	e := newTestEngine(b, Config{Config: engine.Config{MaxModelLen: 256, MaxNumSeqs: 8}, Adapters: []Adapter{{Name: "ad", Path: ad}}}, mc)
 	const streams, tokens = 8, 64
 	round := func(b *testing.B, adapted int) {
 		var wg sync.WaitGroup
@@ -196,7 +195,7 @@ func TestLoRATokenPathAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newTestEngine(t, Config{MaxModelLen: 1300, Adapters: []Adapter{{Name: "ad", Path: ad}}}, mc)
+	e := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 1300}, Adapters: []Adapter{{Name: "ad", Path: ad}}}, mc)
 	pair := func(n int) {
 		ns := [2]*nopStream{{done: make(chan *engine.Result, 1)}, {done: make(chan *engine.Result, 1)}}
 		for i, model := range []string{"tiny", "ad"} {

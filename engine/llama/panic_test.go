@@ -60,7 +60,7 @@ func (p *panicRecorder) Deliver(frames []byte, final *engine.Result) {
 // sequences are freed, and the streams beside it (two choices each, so
 // shared prompts are freed too) end normally.
 func TestOwnCodePanicEndsOnlyItsRequest(t *testing.T) {
-	e := newTestEngine(t, Config{MaxModelLen: 512, MaxNumSeqs: 16, PrefixCaching: true}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 512, MaxNumSeqs: 16}, PrefixCaching: true}, tinymodel.Config{})
 	for _, where := range []string{"start", "delta", "choice_end", "end", "sink"} {
 		t.Run(where, func(t *testing.T) {
 			const others = 4

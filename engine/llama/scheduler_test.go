@@ -13,7 +13,7 @@ import (
 // TestManyConcurrentStreams runs 200 streams over 32 sequences: every one
 // ends with its terminal frame and the exact token count.
 func TestManyConcurrentStreams(t *testing.T) {
-	e := newTestEngine(t, Config{MaxNumSeqs: 32}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxNumSeqs: 32}}, tinymodel.Config{})
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan string, n)
@@ -48,7 +48,7 @@ func TestManyConcurrentStreams(t *testing.T) {
 // TestPreemptionWhenKVFull fills a small KV cache with long generations:
 // requests are preempted and recomputed, and all still finish whole.
 func TestPreemptionWhenKVFull(t *testing.T) {
-	e := newTestEngine(t, Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300, PrefixCaching: true}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}, PrefixCaching: true}, tinymodel.Config{})
 	var wg sync.WaitGroup
 	results := make([]*engine.Result, 8)
 	for i := range results {
@@ -76,12 +76,12 @@ func TestPreemptionWhenKVFull(t *testing.T) {
 // TestPreemptedGreedyOutputUnchanged: recompute after preemption gives
 // the same greedy tokens as an uninterrupted run.
 func TestPreemptedGreedyOutputUnchanged(t *testing.T) {
-	alone := newTestEngine(t, Config{MaxModelLen: 256}, tinymodel.Config{})
+	alone := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 256}}, tinymodel.Config{})
 	req := chatReq("Request a wants a long answer.", 120)
 	req.Sampling.IgnoreEOS = true
 	want, _ := run(t, alone, req)
 
-	e := newTestEngine(t, Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}}, tinymodel.Config{})
 	var wg sync.WaitGroup
 	results := make([]*engine.Result, 6)
 	for i := range results {
@@ -243,7 +243,7 @@ func TestJSONResponseFormat(t *testing.T) {
 }
 
 func TestContextLengthAndBadInput(t *testing.T) {
-	e := newTestEngine(t, Config{MaxModelLen: 64}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 64}}, tinymodel.Config{})
 	for _, tc := range []struct {
 		req  *engine.Request
 		kind engine.ErrorKind

@@ -13,7 +13,7 @@ import (
 // skip_special_tokens=false or it is a marker of a parser that runs for
 // the request; user-defined tokens (<think> here) are text.
 func TestControlTokens(t *testing.T) {
-	e := newTestEngine(t, Config{ToolCallParser: "mistral"}, tinymodel.Config{})
+	e := newTestEngine(t, Config{Config: engine.Config{ToolCallParser: "mistral"}}, tinymodel.Config{})
 	im := int32(tinymodel.TokenIMStart)
 	if e.kind[im] != text.TokenSpecial || e.kind[tinymodel.TokenThink] != text.TokenText {
 		t.Fatalf("kinds: <|im_start|> %d, <think> %d", e.kind[im], e.kind[tinymodel.TokenThink])

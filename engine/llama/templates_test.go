@@ -33,7 +33,7 @@ func TestNamedToolUseTemplate(t *testing.T) {
 	if got := render(e, nil); got == "TOOLS get_weather hi" || got == "TOOLS hi" {
 		t.Fatalf("without tools the tool_use template rendered: %q", got)
 	}
-	o := newTestEngine(t, Config{ChatTemplate: "OWN {% for m in messages %}{{ m.content }}{% endfor %}"}, mc)
+	o := newTestEngine(t, Config{Config: engine.Config{ChatTemplate: "OWN {% for m in messages %}{{ m.content }}{% endfor %}"}}, mc)
 	if got := render(o, tools); got != "OWN hi" {
 		t.Fatalf("--chat-template with tools: %q", got)
 	}

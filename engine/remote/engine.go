@@ -61,14 +61,13 @@ type Config struct {
 	// (Client.TokenizerFiles); nil: the package's TokenizerFromFiles
 	// (engine/tokenizer).
 	TokenizerFromFiles func(files map[string][]byte) (Tokenizer, error)
-	// ChatTemplate overrides the tokenizer's (or the worker's) chat
-	// template: a file name or the template text.
-	ChatTemplate string
-	// MaxModelLen caps the context length (0: the worker's).
-	MaxModelLen int
-	// ReasoningParser and ToolCallParser name engine/text's parsers.
-	ReasoningParser string
-	ToolCallParser  string
+	// Config is what every engine shares. Here ChatTemplate overrides
+	// the tokenizer's (or the worker's) chat template; MaxModelLen caps
+	// the context length (0: the worker's); ReasoningParser and
+	// ToolCallParser parse the model's text, as the engine detokenizes it
+	// itself. MaxNumSeqs, KVCacheTokens and Seed are each worker's own
+	// (its flags): New refuses them (engine.ErrUnsupportedSetting).
+	engine.Config
 	// FirstTokenTimeout and InterTokenTimeout end a stream whose worker
 	// stalls, with an error, and abort it on the worker (0: the defaults;
 	// negative: never).
@@ -144,6 +143,13 @@ type model struct {
 func New(cfg Config) (*Engine, error) {
 	if len(cfg.Workers) == 0 {
 		return nil, errors.New("remote: no worker")
+	}
+	if err := cfg.Config.Check(); err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	if err := cfg.Config.Unsupported("a remote worker engine", "each worker schedules, caches and seeds itself: give the worker the setting",
+		"max-num-seqs", "kv-cache-tokens", "seed"); err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
 	}
 	if _, err := text.NewParser(text.Options{Reasoning: cfg.ReasoningParser, Tools: cfg.ToolCallParser}); err != nil {
 		return nil, err

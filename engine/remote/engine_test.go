@@ -8,6 +8,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/text/grammar"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // TestChatStream: a chat request goes to the worker as the ChatML prompt's
@@ -51,7 +52,7 @@ func TestChatStream(t *testing.T) {
 	if !strings.HasPrefix(string(rec.frames), "sd") || !strings.HasSuffix(string(rec.frames), "ce") {
 		t.Fatalf("frames %q", rec.frames)
 	}
-	eventually(t, "in-flight count back to 0", func() bool { return e.Stats().Running == 0 })
+	eventually.True(t, "in-flight count back to 0", func() bool { return e.Stats().Running == 0 })
 }
 
 func toBytes(ids []int32) []byte {
@@ -83,7 +84,7 @@ func TestStopStringAbortsWorker(t *testing.T) {
 	if c.aborted.Load() == 0 {
 		t.Fatal("the worker's request was not aborted")
 	}
-	eventually(t, "in-flight count back to 0", func() bool { return e.Stats().Running == 0 })
+	eventually.True(t, "in-flight count back to 0", func() bool { return e.Stats().Running == 0 })
 }
 
 // TestStopTokenID: stop_token_ids are the engine's to match too.
@@ -113,7 +114,7 @@ func TestAbort(t *testing.T) {
 	if !errors.Is(res.Err, engine.ErrAborted) || strings.Contains(string(rec.frames), "x") {
 		t.Fatalf("err %v frames %q", res.Err, rec.frames)
 	}
-	eventually(t, "in-flight count back to 0", func() bool { return e.Stats().Running == 0 })
+	eventually.True(t, "in-flight count back to 0", func() bool { return e.Stats().Running == 0 })
 }
 
 // TestWorkerBrokeMidStream: a broken stream ends with the dialect's error
@@ -132,7 +133,7 @@ func TestWorkerBrokeMidStream(t *testing.T) {
 	if res.Choices[0].Text != "ab" {
 		t.Fatalf("text %q", res.Choices[0].Text)
 	}
-	eventually(t, "worker marked down", func() bool { return !e.Stats().Healthy })
+	eventually.True(t, "worker marked down", func() bool { return !e.Stats().Healthy })
 	if err := e.Prepare(chat("hi", 5)); err != nil {
 		t.Fatal(err) // the model stays known
 	}
@@ -142,7 +143,7 @@ func TestWorkerBrokeMidStream(t *testing.T) {
 		t.Fatalf("Start with the worker down: %v, want KindClosed", err)
 	}
 	f.down.Store(false)
-	eventually(t, "worker back up", func() bool { return e.Stats().Healthy })
+	eventually.True(t, "worker back up", func() bool { return e.Stats().Healthy })
 }
 
 // TestWorkerDownAtStart: the engine starts with its worker down, refuses
@@ -156,7 +157,7 @@ func TestWorkerDownAtStart(t *testing.T) {
 		t.Fatalf("Prepare: %v, want KindClosed", err)
 	}
 	f.down.Store(false)
-	eventually(t, "worker up", func() bool { return e.Stats().Healthy })
+	eventually.True(t, "worker up", func() bool { return e.Stats().Healthy })
 	rec, _, c := start(t, e, f, chat("hi", 5))
 	c.tokens(0, ids("x")...)
 	c.end(&End{})
@@ -358,7 +359,7 @@ func TestRetryBeforeFirstToken(t *testing.T) {
 	if res.Err != nil || res.Choices[0].Text != "ok" || strings.Count(string(rec.frames), "s") != 1 {
 		t.Fatalf("err %v text %q frames %q", res.Err, res.Choices[0].Text, rec.frames)
 	}
-	eventually(t, "in-flight back to 0", func() bool {
+	eventually.True(t, "in-flight back to 0", func() bool {
 		return e.Stats().Running == 0 && e.Workers()[0].InFlight() == 0 && e.Workers()[1].InFlight() == 0
 	})
 }

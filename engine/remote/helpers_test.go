@@ -265,15 +265,3 @@ func chat(content string, maxTokens int) *engine.Request {
 		Messages: []engine.Message{{Role: "user", Content: content}},
 		Sampling: engine.Sampling{MaxTokens: maxTokens}}
 }
-
-// eventually polls cond until it holds or 5 s pass.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, bounded
-	}
-}

@@ -104,7 +104,7 @@ func checkCall(t *testing.T, what string, rec *deltaRec, ch engine.Choice, name,
 func TestRealLlama31PythonTag(t *testing.T) {
 	files := realTokenizerFiles(t, "llama3")
 	patchAdded(t, files, map[int]string{128010: "<|python_tag|>", 128008: "<|eom_id|>"}, nil)
-	e, f, tok := realEngine(t, files, Config{ToolCallParser: "llama3_json"})
+	e, f, tok := realEngine(t, files, Config{Config: engine.Config{ToolCallParser: "llama3_json"}})
 	tag := mustID(t, tok, "<|python_tag|>")
 	if m := e.model.Load(); !tok.IsSpecial(tag) || m.kind[tag] != text.TokenToolMarker || m.kind[128009] != text.TokenSpecial {
 		t.Fatalf("<|python_tag|> %d special %v kind %d", tag, tok.IsSpecial(tag), m.kind[tag])
@@ -131,7 +131,7 @@ func TestRealLlama31PythonTag(t *testing.T) {
 func TestRealMistralToolCalls(t *testing.T) {
 	files := realTokenizerFiles(t, "llama2")
 	patchAdded(t, files, nil, map[int]string{32000: "[TOOL_CALLS]", 32001: "[ARGS]"})
-	e, f, tok := realEngine(t, files, Config{ToolCallParser: "mistral"})
+	e, f, tok := realEngine(t, files, Config{Config: engine.Config{ToolCallParser: "mistral"}})
 	bot, args := mustID(t, tok, "[TOOL_CALLS]"), mustID(t, tok, "[ARGS]")
 	if m := e.model.Load(); m.kind[bot] != text.TokenToolMarker || m.kind[args] != text.TokenToolMarker {
 		t.Fatalf("kinds %d %d", m.kind[bot], m.kind[args])
@@ -149,7 +149,7 @@ func TestRealMistralToolCalls(t *testing.T) {
 // always seen); <|im_end|> ends the output and is never content.
 func TestRealQwen3(t *testing.T) {
 	files := realTokenizerFiles(t, "qwen3")
-	e, f, tok := realEngine(t, files, Config{ToolCallParser: "hermes", ReasoningParser: "qwen3"})
+	e, f, tok := realEngine(t, files, Config{Config: engine.Config{ToolCallParser: "hermes", ReasoningParser: "qwen3"}})
 	m := e.model.Load()
 	think, call, end := mustID(t, tok, "<think>"), mustID(t, tok, "<tool_call>"), mustID(t, tok, "<|im_end|>")
 	if m.kind[think] != text.TokenText || m.kind[call] != text.TokenText || m.kind[end] != text.TokenSpecial {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // stubRouter takes the first worker offered and records what it is told.
@@ -102,7 +103,7 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	if n := fs[0].calls[0].aborted.Load(); n > 1 {
 		t.Fatalf("the refused call aborted %d times", n)
 	}
-	eventually(t, "in flight back to 0", func() bool {
+	eventually.True(t, "in flight back to 0", func() bool {
 		return e.Workers()[0].InFlight() == 0 && e.Workers()[1].InFlight() == 0
 	})
 }
@@ -204,7 +205,7 @@ func TestSetWorkersDrains(t *testing.T) {
 		t.Fatalf("after the reload: %d workers, last %s draining %v", len(ws), ws[2].URL(), ws[2].Draining())
 	}
 	// New requests: never the drained worker (the stub takes the first offered).
-	eventually(t, "the added worker healthy", func() bool { return e.Workers()[1].Healthy() })
+	eventually.True(t, "the added worker healthy", func() bool { return e.Workers()[1].Healthy() })
 	for i := 0; i < 3; i++ {
 		rec2, _, c2 := start(t, e, fs[1], chat("hi", 5))
 		c2.tokens(0, ids("b")...)
@@ -227,7 +228,7 @@ func TestSetWorkersDrains(t *testing.T) {
 	if !ws[2].retiredDone() {
 		t.Fatal("the drained worker was not retired")
 	}
-	eventually(t, "the drained worker forgotten", func() bool { return len(e.Workers()) == 2 })
+	eventually.True(t, "the drained worker forgotten", func() bool { return len(e.Workers()) == 2 })
 	if err := e.SetWorkers([]string{"nope://x"}); err == nil || len(e.Workers()) != 2 {
 		t.Fatalf("a bad URL: %v, %d workers", err, len(e.Workers()))
 	}

@@ -55,7 +55,7 @@ func (r *deltaRec) AppendDelta(dst []byte, d *engine.Delta) []byte {
 // token by token), other control tokens are left out, and
 // skip_special_tokens=false puts every one's text in the content.
 func TestSpecialTokens(t *testing.T) {
-	e, f := newFake(t, Config{Tokenizer: markTok{}, ToolCallParser: "mistral"}, false)
+	e, f := newFake(t, Config{Config: engine.Config{ToolCallParser: "mistral"}, Tokenizer: markTok{}}, false)
 	out := append(append(append(append(append(ids("Hi"), tokCtl, tokToolCalls), ids("get")...), tokArgs), ids(`{"a": 12}`)...), tokEOS)
 	run := func(tools, keep bool) (*deltaRec, engine.Choice) {
 		t.Helper()
@@ -84,7 +84,7 @@ func TestToolArgsTokenAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	e, f := newFakeCtx(t, Config{Tokenizer: markTok{}, ToolCallParser: "mistral"}, false, 1<<24)
+	e, f := newFakeCtx(t, Config{Config: engine.Config{ToolCallParser: "mistral"}, Tokenizer: markTok{}}, false, 1<<24)
 	ns := &nopStream{}
 	req := chat("hi", 0)
 	req.Formatter = ns

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // tokSource is a fake worker that tokenizes for the engine (as
@@ -71,12 +73,12 @@ func TestWorkerTokenizerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	eventually(t, "the engine healthy", func() bool { return e.Stats().Healthy })
+	eventually.True(t, "the engine healthy", func() bool { return e.Stats().Healthy })
 	if got := e.Tokenize("hi"); !slices.Equal(got, []int{tokBOS, 'h', 'i'}) || first.encodes.Load() != 1 {
 		t.Fatalf("tokenize %v; %d encodes on the first worker", got, first.encodes.Load())
 	}
 	second.down.Store(false)
-	eventually(t, "the second worker healthy", func() bool { return e.Workers()[2].Healthy() })
+	eventually.True(t, "the second worker healthy", func() bool { return e.Workers()[2].Healthy() })
 	first.down.Store(true)
 	for range 3 {
 		if got := e.Tokenize("hi"); !slices.Equal(got, []int{tokBOS, 'h', 'i'}) {

@@ -53,7 +53,7 @@ func BenchmarkEngineTokens(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			const seqs = 1000
 			per := (b.N + seqs - 1) / seqs
-			e, err := New(Config{MaxNumSeqs: seqs, MaxModelLen: per + 64, KVCacheTokens: seqs * (per + 80)})
+			e, err := New(Config{Config: engine.Config{MaxNumSeqs: seqs, MaxModelLen: per + 64, KVCacheTokens: seqs * (per + 80)}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func shapeSampling(s *engine.Sampling) {
 // sequences, every fourth with penalties and a logit bias, and checks that
 // a steady-state pass allocates nothing.
 func TestStepAllocs(t *testing.T) {
-	e, err := newEngineNoLoop(Config{MaxNumSeqs: 1000, MaxModelLen: 512, KVCacheTokens: 1000 * 512})
+	e, err := newEngineNoLoop(Config{Config: engine.Config{MaxNumSeqs: 1000, MaxModelLen: 512, KVCacheTokens: 1000 * 512}})
 	if err != nil {
 		t.Fatal(err)
 	}

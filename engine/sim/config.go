@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/vajra-go/vajra/engine"
 )
 
 // Defaults of Config, used by DefaultConfig and by New for fields left zero
@@ -42,12 +44,16 @@ const (
 // rate means "none" (as fast as possible); the zero value of a size means
 // its default.
 type Config struct {
-	// MaxNumSeqs caps the sequences running at once (--max-num-seqs); each
-	// choice of a request is one sequence. Default DefaultMaxNumSeqs.
-	MaxNumSeqs int
-	// MaxModelLen is the context length (--max-model-len), prompt plus
-	// output tokens. Default DefaultMaxModelLen.
-	MaxModelLen int
+	// Config is what every engine shares. Here MaxNumSeqs caps the
+	// sequences running at once, each choice of a request one (default
+	// DefaultMaxNumSeqs); MaxModelLen is the context length (default
+	// DefaultMaxModelLen); KVCacheTokens is the KV cache capacity, rounded
+	// down to whole blocks of BlockSize, and must hold one context of
+	// MaxModelLen (default DefaultKVCacheTokens); Seed is mixed into every
+	// request's seed. The simulated engine has no model template and no
+	// parsers: ChatTemplate, ReasoningParser and ToolCallParser are
+	// refused (engine.ErrUnsupportedSetting).
+	engine.Config
 	// MaxWaiting bounds the queue of admitted-but-not-running requests.
 	// Default DefaultMaxWaiting.
 	MaxWaiting int
@@ -63,15 +69,8 @@ type Config struct {
 	// LoadFactor slows decode steps as the batch grows (--sim-load-factor):
 	// a step takes ITL * (1 + LoadFactor*running/MaxNumSeqs).
 	LoadFactor float64
-	// KVCacheTokens is the KV cache capacity in tokens (--kv-cache-tokens),
-	// rounded down to whole blocks of BlockSize. It must hold at least one
-	// context of MaxModelLen. Default DefaultKVCacheTokens.
-	KVCacheTokens int
 	// Mode is ModeText (default) or ModeEcho (--sim-mode).
 	Mode string
-	// Seed is mixed into every request's seed, so that two engines with
-	// different seeds answer the same request differently.
-	Seed int64
 	// Logger gets start and stop lines only, never per-token logs; nil means
 	// no logs.
 	Logger *zap.Logger
@@ -80,21 +79,27 @@ type Config struct {
 	now func() time.Time
 }
 
-// DefaultConfig returns the defaults of vajra serve.
+// DefaultConfig returns the defaults of vajra serve: the simulator's own
+// knobs; the shared engine.Config stays zero (each of its zero sizes
+// takes this package's default in New).
 func DefaultConfig() Config {
 	return Config{
-		MaxNumSeqs:    DefaultMaxNumSeqs,
-		MaxModelLen:   DefaultMaxModelLen,
-		MaxWaiting:    DefaultMaxWaiting,
-		ITL:           DefaultITL,
-		PrefillTPS:    DefaultPrefillTPS,
-		KVCacheTokens: DefaultKVCacheTokens,
-		Mode:          ModeText,
+		MaxWaiting: DefaultMaxWaiting,
+		ITL:        DefaultITL,
+		PrefillTPS: DefaultPrefillTPS,
+		Mode:       ModeText,
 	}
 }
 
 // normalize fills defaults into zero sizes and checks the rest.
 func (c *Config) normalize() error {
+	if err := c.Config.Check(); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	if err := c.Config.Unsupported("the simulated engine", "it has no model template and no output parsers; serve a model (--model) or workers (--worker)",
+		"chat-template", "reasoning-parser", "tool-call-parser"); err != nil {
+		return err
+	}
 	if c.MaxNumSeqs == 0 {
 		c.MaxNumSeqs = DefaultMaxNumSeqs
 	}

@@ -97,7 +97,13 @@ func run(n, port int, serve bool) error {
 	system := actor.NewActorSystem()
 	defer system.Shutdown()
 
+	// The settings every engine shares (engine.Config): an engine the
+	// program builds itself takes them where it is built. (With an engine
+	// Vajra builds, the simulated one, a Driver's or remote workers', they
+	// are set once in cfg.EngineConfig instead.)
+	shared := engine.Config{MaxModelLen: 4096, MaxNumSeqs: 64, Seed: 42}
 	sc := sim.DefaultConfig()
+	sc.Config = shared
 	sc.ITL = 2 * time.Millisecond
 	inner, err := sim.New(sc)
 	if err != nil {
@@ -108,6 +114,9 @@ func run(n, port int, serve bool) error {
 	cfg := vajra.DefaultConfig()
 	cfg.Port = port
 	cfg.Engine = eng // closed by the server on Stop
+	// What the server applies to any engine: frames of up to 2 tokens,
+	// and the context length (which the simulated engine also reports).
+	cfg.EngineConfig = engine.Config{MaxModelLen: shared.MaxModelLen, StreamInterval: 2}
 	cfg.ActorSystem = system
 	cfg.MaxConcurrentRequests = 64 // shared by HTTP and in-process requests
 	cfg.MaxQueuedRequests = 256

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine/remote"
+	"github.com/vajra-go/vajra/internal/sse"
 )
 
 // Scheme is the URL scheme of llama-server workers.
@@ -353,11 +354,6 @@ type stream struct {
 	missing        bool
 }
 
-// readBuf is the size of a stream's read buffer: an event of one token
-// with 20 alternatives is about 2 KiB; longer ones (the final event holds
-// the prompt's text) grow it.
-const readBuf = 8 << 10
-
 // run does the stream's request and reads its events to the end.
 func (s *stream) run() {
 	k := s.k
@@ -413,7 +409,7 @@ func (s *stream) read() (remote.ChoiceEnd, error) {
 // reports the prompt's token counts (a continuation's prompt is not the
 // request's).
 func (s *stream) readOne(body []byte, collect, usage bool) (remote.ChoiceEnd, error) {
-	k, c := s.k, s.k.c
+	c := s.k.c
 	ce := remote.ChoiceEnd{FinishReason: "abort", MatchedTokenID: -1}
 	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, c.base+"/completion", bytes.NewReader(body))
 	if err != nil {
@@ -436,124 +432,111 @@ func (s *stream) readOne(body []byte, collect, usage bool) (remote.ChoiceEnd, er
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return ce, c.statusError(resp.StatusCode, b)
 	}
-	var (
-		buf   = make([]byte, readBuf)
-		have  int // bytes in buf
-		from  int // start of the unparsed bytes
-		scan  int // where the search for the event's end resumes
-		p     = newParser()
-		ev    event
-		chunk = remote.Chunk{Choice: s.index}
-		got   int    // tokens seen, named or not
-		text  []byte // unescaped content, for events with missing ids
-	)
-	for {
-		// One event per "\n\n"; each event's data line is one JSON object.
-		if i := bytes.Index(buf[scan:have], sep); i >= 0 {
-			end := scan + i
-			data := eventData(buf[from:end])
-			from, scan = end+2, end+2
-			if data == nil {
-				continue
-			}
-			if err := p.parse(data, &ev); err != nil {
-				return ce, &remote.WorkerError{Worker: c.url, Message: "a stream event does not parse", Err: err}
-			}
-			if ev.hasError {
-				msg := string(ev.errMsg)
-				return ce, &remote.WorkerError{Worker: c.url, Status: max(ev.errCode, 500), Message: msg}
-			}
-			if len(ev.tokens) > 0 {
-				chunk.TokenIDs, chunk.Logprobs, chunk.Top = ev.tokens, ev.logprobs, ev.top
-				chunk.Missing, chunk.Text = 0, nil
-				if gap := ev.predicted - got - len(ev.tokens); gap > 0 {
-					// llama-server held tokens that ended inside a UTF-8
-					// character and names only the last one: the content
-					// is the text of them all.
-					text = appendUnescaped(text[:0], ev.content)
-					chunk.Missing, chunk.Text = gap, text
-				}
-				got += len(ev.tokens) + chunk.Missing
-				if collect {
-					s.ids = append(s.ids, ev.tokens...)
-					s.text = appendUnescaped(s.text, ev.content)
-					s.missing = s.missing || chunk.Missing > 0
-				}
-				if len(chunk.Logprobs) != len(chunk.TokenIDs) {
-					chunk.Logprobs, chunk.Top = nil, nil
-				}
-				k.mu.Lock()
-				k.rx.Tokens(&chunk)
-				k.mu.Unlock()
-			}
-			if ev.stop {
-				ce.CompletionTokens = max(ev.predicted, got)
-				switch ev.stopType {
-				case stopLimit:
-					ce.FinishReason = "length"
-				default:
-					ce.FinishReason = "stop"
-				}
-				if usage {
-					k.mu.Lock()
-					k.end.PromptTokens = max(k.end.PromptTokens, ev.evaluated)
-					k.end.CachedTokens = max(k.end.CachedTokens, ev.cacheN)
-					k.mu.Unlock()
-				}
-				// Read to the end, so that the connection goes back to
-				// the pool.
-				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-				return ce, nil
+	r := &eventReader{s: s, collect: collect, usage: usage, ce: ce, chunk: remote.Chunk{Choice: s.index}}
+	buf := make([]byte, readBuf)
+	var sr sse.Reader
+	for !r.done {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if ferr := sr.Feed(buf[:n], r); ferr != nil {
+				return r.ce, &remote.WorkerError{Worker: c.url, Message: "a stream event is too large", Err: ferr}
 			}
 			continue
 		}
-		// Need more bytes: compact, grow if one event fills the buffer.
-		if from > 0 {
-			copy(buf, buf[from:have])
-			have -= from
-			scan -= from
-			from = 0
-		}
-		if have == len(buf) {
-			nb := make([]byte, 2*len(buf))
-			copy(nb, buf[:have])
-			buf = nb
-		}
-		scan = max(scan-1, 0) // a "\n\n" may straddle two reads
-		n, err := resp.Body.Read(buf[have:])
-		have += n
-		if err != nil && n == 0 {
+		if err != nil {
 			if s.ctx.Err() != nil {
-				return ce, &remote.WorkerError{Worker: c.url, Message: "aborted", Err: s.ctx.Err()}
+				return r.ce, &remote.WorkerError{Worker: c.url, Message: "aborted", Err: s.ctx.Err()}
 			}
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return ce, &remote.WorkerError{Worker: c.url, Message: "the stream broke before its end", Err: err}
+			return r.ce, &remote.WorkerError{Worker: c.url, Message: "the stream broke before its end", Err: err}
 		}
 	}
+	if r.err != nil {
+		return r.ce, r.err
+	}
+	// Read to the end, so that the connection goes back to the pool.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return r.ce, nil
 }
 
-var sep = []byte("\n\n")
+// readBuf is the size of a stream's read buffer (sse.Reader copies an
+// event that spans two reads).
+const readBuf = 8 << 10
 
-// eventData returns the payload of an SSE event's data line, nil for an
-// event without one (a comment, a ping).
-func eventData(ev []byte) []byte {
-	for len(ev) > 0 {
-		line := ev
-		if i := bytes.IndexByte(ev, '\n'); i >= 0 {
-			line, ev = ev[:i], ev[i+1:]
-		} else {
-			ev = nil
+// eventReader handles the events of one /completion stream (an
+// sse.Handler): each becomes a Chunk for the receiver, the final one the
+// choice's end. Events after the end are ignored. Loop-only: the stream's
+// goroutine.
+type eventReader struct {
+	s              *stream
+	collect, usage bool // see readOne
+	p              parser
+	ev             event
+	chunk          remote.Chunk
+	got            int    // tokens seen, named or not
+	text           []byte // unescaped content, for events with missing ids
+	ce             remote.ChoiceEnd
+	done           bool
+	err            error
+}
+
+// OnEvent implements sse.Handler: one call per event, the per-token path.
+func (r *eventReader) OnEvent(_, data []byte) {
+	if r.done {
+		return
+	}
+	s, k, ev := r.s, r.s.k, &r.ev
+	url := k.c.url
+	if err := r.p.parse(data, ev); err != nil {
+		r.done, r.err = true, &remote.WorkerError{Worker: url, Message: "a stream event does not parse", Err: err}
+		return
+	}
+	if ev.Error.has {
+		r.done, r.err = true, &remote.WorkerError{Worker: url, Status: max(ev.Error.code, 500), Message: string(ev.Error.msg)}
+		return
+	}
+	if len(ev.Tokens) > 0 {
+		chunk := &r.chunk
+		chunk.TokenIDs, chunk.Logprobs, chunk.Top = ev.Tokens, ev.Probs.logprobs, ev.Probs.top
+		chunk.Missing, chunk.Text = 0, nil
+		if gap := ev.Predicted - r.got - len(ev.Tokens); gap > 0 {
+			// llama-server held tokens that ended inside a UTF-8
+			// character and names only the last one: the content is the
+			// text of them all.
+			r.text = ev.content(r.text[:0])
+			chunk.Missing, chunk.Text = gap, r.text
 		}
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
+		r.got += len(ev.Tokens) + chunk.Missing
+		if r.collect {
+			s.ids = append(s.ids, ev.Tokens...)
+			s.text = ev.content(s.text)
+			s.missing = s.missing || chunk.Missing > 0
 		}
-		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			return bytes.TrimLeft(rest, " ")
+		if len(chunk.Logprobs) != len(chunk.TokenIDs) {
+			chunk.Logprobs, chunk.Top = nil, nil
+		}
+		k.mu.Lock()
+		k.rx.Tokens(chunk)
+		k.mu.Unlock()
+	}
+	if ev.Stop {
+		r.done = true
+		r.ce.CompletionTokens = max(ev.Predicted, r.got)
+		switch ev.StopType {
+		case stopLimit:
+			r.ce.FinishReason = "length"
+		default:
+			r.ce.FinishReason = "stop"
+		}
+		if r.usage {
+			k.mu.Lock()
+			k.end.PromptTokens = max(k.end.PromptTokens, ev.Evaluated)
+			k.end.CachedTokens = max(k.end.CachedTokens, ev.Timings.CacheN)
+			k.mu.Unlock()
 		}
 	}
-	return nil
 }
 
 // appendBody appends the /completion request of choice i of g. Every

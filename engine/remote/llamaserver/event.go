@@ -1,17 +1,19 @@
 package llamaserver
 
+//go:generate go tool easyjson -no_std_marshalers event.go
+
 import (
 	"errors"
-	"strconv"
-	"unicode/utf8"
-	"unsafe"
+
+	"github.com/mailru/easyjson/jlexer"
 
 	"github.com/vajra-go/vajra/engine/remote"
 )
 
 // event is one /completion stream event as far as the client reads it
 // (llama-server's server_task_result_cmpl_partial and _final, the
-// non-OpenAI form): every slice is reused from event to event.
+// non-OpenAI form), decoded by easyjson (event_easyjson.go, generated;
+// the project's JSON codec): every slice is reused from event to event.
 //
 //	{"index":0,"content":"…","tokens":[42],"stop":false,"id_slot":0,
 //	 "tokens_predicted":1,"tokens_evaluated":7,
@@ -21,19 +23,28 @@ import (
 // The final event has "stop":true, "stop_type" ("eos", "limit", "word"),
 // "tokens_evaluated" and "timings" {"cache_n": prompt tokens reused}. An
 // error after the status line is {"error":{"code":500,"message":…,"type":…}}.
+//
+//easyjson:json
 type event struct {
-	content   []byte // the raw (escaped) JSON string; a view of the input
-	tokens    []int32
-	logprobs  []float32
-	top       [][]remote.TopLogprob
-	stop      bool
-	stopType  stopType
-	predicted int
-	evaluated int
-	cacheN    int
-	hasError  bool
-	errCode   int
-	errMsg    []byte
+	// Content is the raw (still escaped) JSON string, quotes included: a
+	// view of the input, unescaped only where it is needed (content).
+	Content   rawJSON   `json:"content"`
+	Tokens    []int32   `json:"tokens"`
+	Stop      bool      `json:"stop"`
+	StopType  stopType  `json:"stop_type"`
+	Predicted int       `json:"tokens_predicted"`
+	Evaluated int       `json:"tokens_evaluated"`
+	Probs     probs     `json:"completion_probabilities"`
+	Timings   timings   `json:"timings"`
+	Error     errorBody `json:"error"`
+}
+
+// timings is the final event's timings, of which the client reads the
+// prompt tokens served from the slot's cache.
+//
+//easyjson:json
+type timings struct {
+	CacheN int `json:"cache_n"`
 }
 
 type stopType uint8
@@ -45,426 +56,185 @@ const (
 	stopWord
 )
 
+// UnmarshalEasyJSON reads llama-server's stop_type without allocating;
+// an unknown one is stopNone.
+func (t *stopType) UnmarshalEasyJSON(in *jlexer.Lexer) {
+	switch in.UnsafeString() {
+	case "eos":
+		*t = stopEOS
+	case "limit":
+		*t = stopLimit
+	case "word":
+		*t = stopWord
+	default:
+		*t = stopNone
+	}
+}
+
+// rawJSON keeps a value's raw bytes, a view of the input.
+type rawJSON []byte
+
+// UnmarshalEasyJSON implements easyjson.Unmarshaler.
+func (r *rawJSON) UnmarshalEasyJSON(in *jlexer.Lexer) { *r = in.Raw() }
+
+// content appends the event's content, unescaped, to dst (nothing when it
+// is not a string). Called only for the events that need the text (tokens
+// llama-server held back, min_tokens' continuation): it may allocate for
+// a string with escapes.
+func (ev *event) content(dst []byte) []byte {
+	if len(ev.Content) < 2 || ev.Content[0] != '"' {
+		return dst
+	}
+	l := jlexer.Lexer{Data: ev.Content}
+	s := l.UnsafeBytes()
+	if l.Error() != nil {
+		return dst
+	}
+	return append(dst, s...)
+}
+
+// errorBody is an error event's error: an object (code, message), or any
+// other value, taken as a message-less error.
+type errorBody struct {
+	has  bool
+	code int
+	msg  []byte
+}
+
+// UnmarshalEasyJSON implements easyjson.Unmarshaler.
+func (e *errorBody) UnmarshalEasyJSON(in *jlexer.Lexer) {
+	e.has = true
+	if in.IsNull() || in.CurrentToken() != jlexer.TokenDelim {
+		e.msg = append(e.msg[:0], "error"...)
+		in.Skip()
+		return
+	}
+	in.Delim('{')
+	for !in.IsDelim('}') {
+		key := in.UnsafeFieldName(false)
+		in.WantColon()
+		switch key {
+		case "code":
+			e.code = in.Int()
+		case "message":
+			e.msg = append(e.msg[:0], in.UnsafeBytes()...)
+		default:
+			in.SkipRecursive()
+		}
+		in.WantComma()
+	}
+	in.Delim('}')
+}
+
+// probs is completion_probabilities: each token's logprob and its
+// alternatives, kept in slices reused from event to event (one arena for
+// every token's alternatives), so that decoding allocates nothing once
+// they have grown. easyjson's generated code would make each element's
+// top_logprobs anew.
+type probs struct {
+	logprobs []float32
+	top      [][]remote.TopLogprob
+	arena    []remote.TopLogprob
+}
+
+func (p *probs) reset() {
+	p.logprobs, p.top, p.arena = p.logprobs[:0], p.top[:0], p.arena[:0]
+}
+
+// UnmarshalEasyJSON implements easyjson.Unmarshaler.
+func (p *probs) UnmarshalEasyJSON(in *jlexer.Lexer) {
+	p.reset()
+	if in.IsNull() {
+		in.Skip()
+		return
+	}
+	in.Delim('[')
+	for !in.IsDelim(']') {
+		at := len(p.arena)
+		var lp float32
+		in.Delim('{')
+		for !in.IsDelim('}') {
+			key := in.UnsafeFieldName(false)
+			in.WantColon()
+			switch key {
+			case "logprob":
+				lp = in.Float32()
+			case "top_logprobs":
+				p.readTop(in)
+			default:
+				in.SkipRecursive()
+			}
+			in.WantComma()
+		}
+		in.Delim('}')
+		in.WantComma()
+		p.logprobs = append(p.logprobs, lp)
+		p.top = append(p.top, p.arena[at:len(p.arena):len(p.arena)])
+	}
+	in.Delim(']')
+}
+
+// readTop appends one token's top_logprobs to the arena.
+func (p *probs) readTop(in *jlexer.Lexer) {
+	if in.IsNull() {
+		in.Skip()
+		return
+	}
+	in.Delim('[')
+	for !in.IsDelim(']') {
+		var t remote.TopLogprob
+		in.Delim('{')
+		for !in.IsDelim('}') {
+			key := in.UnsafeFieldName(false)
+			in.WantColon()
+			switch key {
+			case "id":
+				t.TokenID = in.Int32()
+			case "logprob":
+				t.Logprob = in.Float32()
+			default:
+				in.SkipRecursive()
+			}
+			in.WantComma()
+		}
+		in.Delim('}')
+		in.WantComma()
+		p.arena = append(p.arena, t)
+	}
+	in.Delim(']')
+}
+
+// reset clears ev for the next event, keeping its slices' capacity.
 func (ev *event) reset() {
-	ev.tokens, ev.content = ev.tokens[:0], nil
-	ev.logprobs = ev.logprobs[:0]
-	ev.top = ev.top[:0]
-	ev.stop, ev.stopType, ev.hasError = false, stopNone, false
-	ev.predicted, ev.evaluated, ev.cacheN, ev.errCode = 0, 0, 0, 0
-	ev.errMsg = ev.errMsg[:0]
+	ev.Content, ev.Tokens = nil, ev.Tokens[:0]
+	ev.Stop, ev.StopType = false, stopNone
+	ev.Predicted, ev.Evaluated = 0, 0
+	ev.Probs.reset()
+	ev.Timings = timings{}
+	ev.Error.has, ev.Error.code, ev.Error.msg = false, 0, ev.Error.msg[:0]
 }
 
 // errSyntax is a stream event that is not the JSON llama-server writes.
 var errSyntax = errors.New("llamaserver: malformed stream event")
 
-// scanner reads JSON values from b; pos is the next byte.
-type scanner struct {
-	b   []byte
-	pos int
-	err bool
-}
+// parser decodes events with one reused lexer.
+type parser struct{ l jlexer.Lexer }
 
-func (s *scanner) ws() {
-	for s.pos < len(s.b) {
-		switch s.b[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next non-space byte, 0 at the end.
-func (s *scanner) peek() byte {
-	s.ws()
-	if s.pos >= len(s.b) {
-		return 0
-	}
-	return s.b[s.pos]
-}
-
-func (s *scanner) expect(c byte) bool {
-	if s.peek() != c {
-		s.err = true
-		return false
-	}
-	s.pos++
-	return true
-}
-
-// str returns the raw bytes of the string at pos (escapes left as they
-// are: the keys and values read here have none that matter).
-func (s *scanner) str() []byte {
-	if !s.expect('"') {
-		return nil
-	}
-	start := s.pos
-	for s.pos < len(s.b) {
-		switch s.b[s.pos] {
-		case '\\':
-			s.pos += 2
-			continue
-		case '"':
-			v := s.b[start:s.pos]
-			s.pos++
-			return v
-		}
-		s.pos++
-	}
-	s.err = true
-	return nil
-}
-
-// number returns the bytes of the number at pos.
-func (s *scanner) number() []byte {
-	s.ws()
-	start := s.pos
-	for s.pos < len(s.b) {
-		c := s.b[s.pos]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			s.pos++
-			continue
-		}
-		break
-	}
-	if s.pos == start {
-		s.err = true
-	}
-	return s.b[start:s.pos]
-}
-
-func (s *scanner) int() int {
-	n := s.number()
-	v, neg := 0, false
-	for i, c := range n {
-		switch {
-		case c == '-' && i == 0:
-			neg = true
-		case c >= '0' && c <= '9':
-			v = v*10 + int(c-'0')
-		default:
-			// A float where an int was expected: take its integer part.
-			if neg {
-				return -v
-			}
-			return v
-		}
-	}
-	if neg {
-		return -v
-	}
-	return v
-}
-
-func (s *scanner) float() float32 {
-	n := s.number()
-	if len(n) == 0 {
-		return 0
-	}
-	// unsafe.String: ParseFloat does not keep its argument.
-	f, err := strconv.ParseFloat(unsafe.String(&n[0], len(n)), 32)
-	if err != nil {
-		s.err = true
-	}
-	return float32(f)
-}
-
-func (s *scanner) boolean() bool {
-	s.ws()
-	switch {
-	case hasPrefix(s.b[s.pos:], "true"):
-		s.pos += 4
-		return true
-	case hasPrefix(s.b[s.pos:], "false"):
-		s.pos += 5
-		return false
-	}
-	s.err = true
-	return false
-}
-
-// skip skips one value of any kind.
-func (s *scanner) skip() {
-	switch s.peek() {
-	case '"':
-		s.str()
-	case '{', '[':
-		depth := 0
-		for s.pos < len(s.b) {
-			switch s.b[s.pos] {
-			case '"':
-				s.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.pos++
-					return
-				}
-			}
-			s.pos++
-		}
-		s.err = true
-	case 't', 'f':
-		s.boolean()
-	case 'n':
-		if hasPrefix(s.b[s.pos:], "null") {
-			s.pos += 4
-			return
-		}
-		s.err = true
-	default:
-		s.number()
-	}
-}
-
-// object calls member for each member of the object at pos; member must
-// consume the value.
-func (s *scanner) object(member func(key []byte)) {
-	if !s.expect('{') {
-		return
-	}
-	if s.peek() == '}' {
-		s.pos++
-		return
-	}
-	for !s.err {
-		key := s.str()
-		if !s.expect(':') {
-			return
-		}
-		member(key)
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return
-		default:
-			s.err = true
-		}
-	}
-}
-
-// array calls elem for each element of the array at pos.
-func (s *scanner) array(elem func()) {
-	if !s.expect('[') {
-		return
-	}
-	if s.peek() == ']' {
-		s.pos++
-		return
-	}
-	for !s.err {
-		elem()
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			return
-		default:
-			s.err = true
-		}
-	}
-}
-
-func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
-
-// parser parses events; its closures are made once so that parsing does
-// not allocate.
-type parser struct {
-	s  scanner
-	ev *event
-
-	topMember, probMember, timingsMember, errMember, eventMember func(key []byte)
-	tokenElem, probElem, topElem                                 func()
-	top                                                          []remote.TopLogprob
-	tops                                                         []remote.TopLogprob // arena for this event's alternatives
-	topID                                                        int32
-	topLP                                                        float32
-	probID                                                       int32
-	probLP                                                       float32
-}
-
-func newParser() *parser {
-	p := &parser{}
-	s := &p.s
-	p.tokenElem = func() { p.ev.tokens = append(p.ev.tokens, int32(s.int())) }
-	p.topMember = func(key []byte) {
-		switch string(key) {
-		case "id":
-			p.topID = int32(s.int())
-		case "logprob":
-			p.topLP = s.float()
-		default:
-			s.skip()
-		}
-	}
-	p.topElem = func() {
-		p.topID, p.topLP = 0, 0
-		s.object(p.topMember)
-		p.tops = append(p.tops, remote.TopLogprob{TokenID: p.topID, Logprob: p.topLP})
-	}
-	p.probMember = func(key []byte) {
-		switch string(key) {
-		case "id":
-			p.probID = int32(s.int())
-		case "logprob":
-			p.probLP = s.float()
-		case "top_logprobs":
-			s.array(p.topElem)
-		default:
-			s.skip()
-		}
-	}
-	p.probElem = func() {
-		at := len(p.tops)
-		p.probID, p.probLP = 0, 0
-		s.object(p.probMember)
-		p.ev.logprobs = append(p.ev.logprobs, p.probLP)
-		p.ev.top = append(p.ev.top, p.tops[at:len(p.tops):len(p.tops)])
-	}
-	p.timingsMember = func(key []byte) {
-		if string(key) == "cache_n" {
-			p.ev.cacheN = s.int()
-			return
-		}
-		s.skip()
-	}
-	p.errMember = func(key []byte) {
-		switch string(key) {
-		case "code":
-			p.ev.errCode = s.int()
-		case "message":
-			p.ev.errMsg = append(p.ev.errMsg[:0], s.str()...)
-		default:
-			s.skip()
-		}
-	}
-	p.eventMember = func(key []byte) {
-		ev := p.ev
-		switch string(key) {
-		case "content":
-			ev.content = s.str()
-		case "tokens":
-			s.array(p.tokenElem)
-		case "stop":
-			ev.stop = s.boolean()
-		case "stop_type":
-			switch string(s.str()) {
-			case "eos":
-				ev.stopType = stopEOS
-			case "limit":
-				ev.stopType = stopLimit
-			case "word":
-				ev.stopType = stopWord
-			}
-		case "tokens_predicted":
-			ev.predicted = s.int()
-		case "tokens_evaluated":
-			ev.evaluated = s.int()
-		case "completion_probabilities":
-			s.array(p.probElem)
-		case "timings":
-			if s.peek() == '{' {
-				s.object(p.timingsMember)
-			} else {
-				s.skip()
-			}
-		case "error":
-			ev.hasError = true
-			if s.peek() == '{' {
-				s.object(p.errMember)
-			} else {
-				ev.errMsg = append(ev.errMsg[:0], "error"...)
-				s.skip()
-			}
-		default:
-			s.skip()
-		}
-	}
-	return p
-}
+func newParser() *parser { return &parser{} }
 
 // parse reads the JSON object b into ev. b and ev's slices stay valid
 // until the next parse.
 func (p *parser) parse(b []byte, ev *event) error {
 	ev.reset()
-	p.ev, p.tops = ev, p.tops[:0]
-	p.s = scanner{b: b}
-	p.s.object(p.eventMember)
-	if p.s.err {
+	p.l = jlexer.Lexer{Data: b}
+	if p.l.IsNull() || p.l.CurrentToken() != jlexer.TokenDelim {
+		// An event is an object: not null, not a scalar.
+		return errSyntax
+	}
+	ev.UnmarshalEasyJSON(&p.l)
+	p.l.Consumed()
+	if p.l.Error() != nil {
 		return errSyntax
 	}
 	return nil
-}
-
-// appendUnescaped appends the JSON string body s (without its quotes)
-// decoded to dst: the escapes of RFC 8259 section 7, surrogate pairs
-// joined, a lone surrogate as U+FFFD.
-func appendUnescaped(dst, s []byte) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 >= len(s) {
-			dst = append(dst, c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 'n':
-			dst = append(dst, '\n')
-		case 't':
-			dst = append(dst, '\t')
-		case 'r':
-			dst = append(dst, '\r')
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'u':
-			r, n := hex4(s[i+1:])
-			if n < 0 {
-				dst = append(dst, "\uFFFD"...)
-				continue
-			}
-			i += 4
-			if r >= 0xD800 && r < 0xDC00 && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-				if lo, m := hex4(s[i+3:]); m >= 0 && lo >= 0xDC00 && lo < 0xE000 {
-					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-					i += 6
-				}
-			}
-			if r >= 0xD800 && r < 0xE000 {
-				r = 0xFFFD
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // " \ /
-			dst = append(dst, s[i])
-		}
-	}
-	return dst
-}
-
-func hex4(b []byte) (rune, int) {
-	if len(b) < 4 {
-		return 0, -1
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, -1
-		}
-	}
-	return r, 4
 }

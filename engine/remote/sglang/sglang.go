@@ -43,13 +43,7 @@ var (
 )
 
 // fields are sglang_scheduler.proto's GenerateResponse numbers.
-var fields = grpcworker.Fields{
-	Chunk: 2, Complete: 3,
-	ChunkTokenIDs: 1, ChunkPrompt: 2, ChunkCompletion: 3, ChunkCached: 4,
-	ChunkOutputLogprobs: 5, ChunkInputLogprobs: 7, ChunkIndex: 8,
-	DoneOutputIDs: 1, DoneFinish: 2, DonePrompt: 3, DoneCompletion: 4, DoneCached: 5,
-	DoneOutputLogprobs: 6, DoneInputLogprobs: 10, DoneIndex: 11, DoneMatchedToken: 8, DoneMatchedStr: 9,
-}
+var fields = grpcworker.FieldsOf((&sglangpb.GenerateResponse{}).ProtoReflect().Descriptor())
 
 // Dial returns the client of the worker at url (sglang://HOST:PORT, or
 // HOST:PORT). It connects in the background: a worker that is down is no

@@ -44,13 +44,7 @@ var (
 )
 
 // fields are vllm_engine.proto's GenerateResponse numbers.
-var fields = grpcworker.Fields{
-	Chunk: 1, Complete: 2,
-	ChunkTokenIDs: 1, ChunkPrompt: 2, ChunkCompletion: 3, ChunkCached: 4,
-	ChunkOutputLogprobs: 5, ChunkInputLogprobs: 6, ChunkIndex: 7,
-	DoneOutputIDs: 1, DoneFinish: 2, DonePrompt: 3, DoneCompletion: 4, DoneCached: 5,
-	DoneOutputLogprobs: 6, DoneInputLogprobs: 7, DoneIndex: 8, DoneMatchedToken: 10, DoneMatchedStr: 11,
-}
+var fields = grpcworker.FieldsOf((&vllmpb.GenerateResponse{}).ProtoReflect().Descriptor())
 
 // Dial returns the client of the worker at url (vllm://HOST:PORT, or
 // HOST:PORT). It connects in the background: a worker that is down is no

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vajra-go/vajra/engine/remote/vllmcore/v032"
 	"github.com/vajra-go/vajra/engine/remote/vllmcore/zmtp"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // launcherListeners binds the request and output addresses as vLLM's
@@ -106,11 +107,7 @@ func TestAdoptServesTheLaunchersEngine(t *testing.T) {
 	if !errors.Is(e.Err(), ErrEngineDead) {
 		t.Fatalf("err %v", e.Err())
 	}
-	for deadline := time.Now().Add(stall); len(a.f.Engines()) != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the killed engine is still listed")
-		}
-	}
+	eventually.Within(t, stall, "the killed engine unlisted", func() bool { return len(a.f.Engines()) == 0 })
 }
 
 func TestAdoptRefusesAnotherVersion(t *testing.T) {

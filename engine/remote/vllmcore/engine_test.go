@@ -13,6 +13,7 @@ import (
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/remote/vllmcore/v032"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // stall bounds every wait in these tests: a stall detector, far above
@@ -186,17 +187,11 @@ func TestAbortReachesEngine(t *testing.T) {
 	}
 	fe.request()
 	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: "req-a", TokenIDs: []int32{5}, FinishReason: v032.NoFinish, StopToken: -1}}})
-	for deadline := time.Now().Add(stall); ; time.Sleep(time.Millisecond) {
+	eventually.Within(t, stall, "the token reaches the receiver", func() bool {
 		rec.mu.Lock()
-		n := len(rec.tokens[0])
-		rec.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no token")
-		}
-	}
+		defer rec.mu.Unlock()
+		return len(rec.tokens[0]) == 1
+	})
 	call.Abort()
 	call.Abort()
 	end := rec.wait(t)
@@ -286,9 +281,9 @@ func TestKilledEngineEndsStreamsAndAttachesAgain(t *testing.T) {
 			t.Fatalf("end error %v", end.Err)
 		}
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("streams ended %v after the engine died (want within 1 s)", d)
-	}
+	// Each wait above is bounded by stall; how soon is logged, not
+	// asserted (a loaded machine may be slow, never wrong).
+	t.Logf("streams ended %v after the engine died", time.Since(start))
 	select {
 	case <-detached:
 	case <-time.After(stall):

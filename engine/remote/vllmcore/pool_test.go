@@ -12,6 +12,7 @@ import (
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/engine/remote/vllmcore/v032"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // byteTok is a byte-level tokenizer: ids 0..255 the bytes, 256 BOS, 257
@@ -90,15 +91,6 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-func poll(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(stall); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, stall)
-		}
-	}
-}
-
 // healthy lists the remote engine's serving workers.
 func healthy(e *remote.Engine) []*remote.Worker {
 	var out []*remote.Worker
@@ -131,7 +123,7 @@ func TestPoolAttachServeDieReattach(t *testing.T) {
 		t.Fatalf("before any engine attached: %v", err)
 	}
 	fe := startFake(t, addr, fakeOpts{rank: 0})
-	poll(t, "rank 0 serving", func() bool { return len(healthy(e)) == 1 })
+	eventually.Within(t, stall, "rank 0 serving", func() bool { return len(healthy(e)) == 1 })
 	if w := healthy(e)[0]; !strings.HasSuffix(w.URL(), "#0") || !strings.HasPrefix(w.URL(), "vllm-core://") {
 		t.Fatalf("worker URL %q", w.URL())
 	}
@@ -162,7 +154,7 @@ func TestPoolAttachServeDieReattach(t *testing.T) {
 	}
 
 	// The scheduler stats are the load signal and vLLM's metrics' source.
-	poll(t, "the engine's stats", func() bool {
+	eventually.Within(t, stall, "the engine's stats", func() bool {
 		st := e.Stats()
 		l := healthy(e)[0].Load()
 		return st.PrefixQueries == 40 && st.PrefixHits == 32 && st.Waiting == 2 && l.Running == 1 && l.KVUsage == 0.25
@@ -178,7 +170,7 @@ func TestPoolAttachServeDieReattach(t *testing.T) {
 	_, v = fe.request()
 	id = v.([]any)[0].(string)
 	fe.send(&v032.OutputsMsg{Outputs: []v032.OutputMsg{{RequestID: id, TokenIDs: []int32{'a'}, FinishReason: v032.NoFinish, StopToken: -1}}})
-	poll(t, "first token", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.text.Len() > 0 })
+	eventually.Within(t, stall, "first token", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.text.Len() > 0 })
 	killed := time.Now()
 	fe.kill()
 	res := s.wait(t)
@@ -188,7 +180,7 @@ func TestPoolAttachServeDieReattach(t *testing.T) {
 	if d := time.Since(killed); d > time.Second {
 		t.Errorf("the stream ended %v after the engine died (want within 1 s)", d)
 	}
-	poll(t, "the dead rank removed", func() bool { return len(e.Workers()) == 0 })
+	eventually.Within(t, stall, "the dead rank removed", func() bool { return len(e.Workers()) == 0 })
 	s = newSink()
 	r = req(4)
 	r.Formatter = s
@@ -202,7 +194,7 @@ func TestPoolAttachServeDieReattach(t *testing.T) {
 	// Started again, it attaches again; the counters of the engine that
 	// left still count.
 	fe = startFake(t, addr, fakeOpts{rank: 0})
-	poll(t, "rank 0 back", func() bool { return len(healthy(e)) == 1 })
+	eventually.Within(t, stall, "rank 0 back", func() bool { return len(healthy(e)) == 1 })
 	if st := e.Stats(); st.PrefixQueries != 40 || st.PrefixHits != 32 {
 		t.Fatalf("prefix counters %d/%d after the engine re-attached", st.PrefixHits, st.PrefixQueries)
 	}
@@ -242,7 +234,7 @@ func TestPoolSetWorkers(t *testing.T) {
 	defer e.Close()
 	startFake(t, addr, fakeOpts{rank: 0})
 	startFake(t, addr, fakeOpts{rank: 1})
-	poll(t, "two ranks serving", func() bool { return len(healthy(e)) == 2 })
+	eventually.Within(t, stall, "two ranks serving", func() bool { return len(healthy(e)) == 2 })
 	if err := e.SetWorkers([]string{u}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +245,7 @@ func TestPoolSetWorkers(t *testing.T) {
 	if err := e.SetWorkers([]string{other}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the removed pool's ranks gone", func() bool { return len(e.Workers()) == 0 })
+	eventually.Within(t, stall, "the removed pool's ranks gone", func() bool { return len(e.Workers()) == 0 })
 	if _, err := remote.Dial(other, remote.DialOptions{}); err == nil {
 		t.Fatal("Dial of a pool URL succeeded")
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/remote"
@@ -11,8 +12,9 @@ import (
 
 // Fields are the field numbers of one protocol's GenerateResponse and the
 // messages in it. vLLM's and SGLang's have the same shape under different
-// numbers (their OutputLogProbs, InputLogProbs and TopLogProbs agree), so
-// one decoder reads both.
+// numbers, so one decoder reads both. FieldsOf reads them from the
+// generated code's descriptors: the numbers are written once, in the
+// .proto files.
 type Fields struct {
 	// GenerateResponse's oneof.
 	Chunk, Complete protowire.Number
@@ -20,6 +22,53 @@ type Fields struct {
 	ChunkTokenIDs, ChunkPrompt, ChunkCompletion, ChunkCached, ChunkOutputLogprobs, ChunkInputLogprobs, ChunkIndex protowire.Number
 	// GenerateComplete.
 	DoneOutputIDs, DoneFinish, DonePrompt, DoneCompletion, DoneCached, DoneOutputLogprobs, DoneInputLogprobs, DoneIndex, DoneMatchedToken, DoneMatchedStr protowire.Number
+	// OutputLogProbs: token_logprobs, top_logprobs.
+	OutLogprobs, OutTop protowire.Number
+	// TopLogProbs: values, token_ids.
+	TopValues, TopIDs protowire.Number
+	// InputLogProbs: token_logprobs (InputTokenLogProb, whose value is
+	// InValue), token_ids, top_logprobs.
+	InLogprobs, InIDs, InTop, InValue protowire.Number
+}
+
+// FieldsOf reads the numbers of Fields by name from resp, a protocol's
+// generated GenerateResponse descriptor (e.g.
+// (&vllmpb.GenerateResponse{}).ProtoReflect().Descriptor()). It panics
+// when a field is missing: the generated code and this decoder disagree,
+// a programming error that the protocols' tests catch at init.
+func FieldsOf(resp protoreflect.MessageDescriptor) Fields {
+	field := func(m protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
+		fd := m.Fields().ByName(protoreflect.Name(name))
+		if fd == nil {
+			panic("grpcworker: " + string(m.FullName()) + " has no field " + name)
+		}
+		return fd
+	}
+	num := func(m protoreflect.MessageDescriptor, name string) protowire.Number { return field(m, name).Number() }
+	msg := func(m protoreflect.MessageDescriptor, name string) protoreflect.MessageDescriptor {
+		md := field(m, name).Message()
+		if md == nil {
+			panic("grpcworker: " + string(m.FullName()) + "." + name + " is not a message")
+		}
+		return md
+	}
+	chunk, done := msg(resp, "chunk"), msg(resp, "complete")
+	out, in := msg(chunk, "output_logprobs"), msg(chunk, "input_logprobs")
+	top, inTok := msg(out, "top_logprobs"), msg(in, "token_logprobs")
+	return Fields{
+		Chunk: num(resp, "chunk"), Complete: num(resp, "complete"),
+		ChunkTokenIDs: num(chunk, "token_ids"), ChunkPrompt: num(chunk, "prompt_tokens"), ChunkCompletion: num(chunk, "completion_tokens"),
+		ChunkCached: num(chunk, "cached_tokens"), ChunkOutputLogprobs: num(chunk, "output_logprobs"),
+		ChunkInputLogprobs: num(chunk, "input_logprobs"), ChunkIndex: num(chunk, "index"),
+		DoneOutputIDs: num(done, "output_ids"), DoneFinish: num(done, "finish_reason"), DonePrompt: num(done, "prompt_tokens"),
+		DoneCompletion: num(done, "completion_tokens"), DoneCached: num(done, "cached_tokens"),
+		DoneOutputLogprobs: num(done, "output_logprobs"), DoneInputLogprobs: num(done, "input_logprobs"),
+		DoneIndex: num(done, "index"), DoneMatchedToken: num(done, "matched_token_id"), DoneMatchedStr: num(done, "matched_stop_str"),
+		OutLogprobs: num(out, "token_logprobs"), OutTop: num(out, "top_logprobs"),
+		TopValues: num(top, "values"), TopIDs: num(top, "token_ids"),
+		InLogprobs: num(in, "token_logprobs"), InIDs: num(in, "token_ids"), InTop: num(in, "top_logprobs"),
+		InValue: num(inTok, "value"),
+	}
 }
 
 // Kind says what one decoded response held.
@@ -213,9 +262,10 @@ func (r *Response) sub(b []byte, fn func([]byte) error) (int, error) {
 	return n, fn(v)
 }
 
-// outputLogprobs reads OutputLogProbs: token_logprobs = 1 (packed float),
-// token_ids = 2, top_logprobs = 3 (TopLogProbs: values = 1, token_ids = 2).
+// outputLogprobs reads OutputLogProbs: token_logprobs (packed float),
+// token_ids, top_logprobs (TopLogProbs: values, token_ids).
 func (r *Response) outputLogprobs(b []byte) error {
+	f := r.f
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -223,9 +273,9 @@ func (r *Response) outputLogprobs(b []byte) error {
 		}
 		b = b[n:]
 		switch {
-		case num == 1:
+		case num == f.OutLogprobs:
 			r.Logprobs, n = appendFloats(r.Logprobs, typ, b)
-		case num == 3 && typ == protowire.BytesType:
+		case num == f.OutTop && typ == protowire.BytesType:
 			var v []byte
 			v, n = protowire.ConsumeBytes(b)
 			if n >= 0 {
@@ -263,6 +313,7 @@ func (r *Response) topRow(b []byte) error {
 }
 
 func (r *Response) topArrays(b []byte) ([]float32, []int32, error) {
+	f := r.f
 	r.vals, r.ids = r.vals[:0], r.ids[:0]
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -271,9 +322,9 @@ func (r *Response) topArrays(b []byte) ([]float32, []int32, error) {
 		}
 		b = b[n:]
 		switch num {
-		case 1:
+		case f.TopValues:
 			r.vals, n = appendFloats(r.vals, typ, b)
-		case 2:
+		case f.TopIDs:
 			r.ids, n = appendVarints(r.ids, typ, b)
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, b)
@@ -286,10 +337,11 @@ func (r *Response) topArrays(b []byte) ([]float32, []int32, error) {
 	return r.vals, r.ids, nil
 }
 
-// inputLogprobs reads InputLogProbs: token_logprobs = 1 (InputTokenLogProb:
-// optional float value = 1; the first has none), token_ids = 2,
-// top_logprobs = 3. Rare (echo with logprobs): it allocates.
+// inputLogprobs reads InputLogProbs: token_logprobs (InputTokenLogProb:
+// optional float value; the first has none), token_ids, top_logprobs.
+// Rare (echo with logprobs): it allocates.
 func (r *Response) inputLogprobs(b []byte) error {
+	f := r.f
 	var lps []float32
 	var ids []int32
 	var tops [][]engine.TopLogprob
@@ -300,7 +352,7 @@ func (r *Response) inputLogprobs(b []byte) error {
 		}
 		b = b[n:]
 		switch {
-		case num == 1 && typ == protowire.BytesType:
+		case num == f.InLogprobs && typ == protowire.BytesType:
 			var v []byte
 			v, n = protowire.ConsumeBytes(b)
 			var lp float32
@@ -310,7 +362,7 @@ func (r *Response) inputLogprobs(b []byte) error {
 					return errBadMessage
 				}
 				v = v[m:]
-				if fn == 1 && ft == protowire.Fixed32Type {
+				if fn == f.InValue && ft == protowire.Fixed32Type {
 					var u uint32
 					u, m = protowire.ConsumeFixed32(v)
 					lp = float32frombits(u)
@@ -323,9 +375,9 @@ func (r *Response) inputLogprobs(b []byte) error {
 				v = v[m:]
 			}
 			lps = append(lps, lp)
-		case num == 2:
+		case num == f.InIDs:
 			ids, n = appendVarints(ids, typ, b)
-		case num == 3 && typ == protowire.BytesType:
+		case num == f.InTop && typ == protowire.BytesType:
 			var v []byte
 			v, n = protowire.ConsumeBytes(b)
 			if n >= 0 {

@@ -10,12 +10,23 @@ import (
 	"github.com/vajra-go/vajra/engine/remote/vllm/vllmpb"
 )
 
-var vllmFields = Fields{
-	Chunk: 1, Complete: 2,
-	ChunkTokenIDs: 1, ChunkPrompt: 2, ChunkCompletion: 3, ChunkCached: 4,
-	ChunkOutputLogprobs: 5, ChunkInputLogprobs: 6, ChunkIndex: 7,
-	DoneOutputIDs: 1, DoneFinish: 2, DonePrompt: 3, DoneCompletion: 4, DoneCached: 5,
-	DoneOutputLogprobs: 6, DoneInputLogprobs: 7, DoneIndex: 8, DoneMatchedToken: 10, DoneMatchedStr: 11,
+var vllmFields = FieldsOf((&vllmpb.GenerateResponse{}).ProtoReflect().Descriptor())
+
+// TestFieldsOf: the numbers come from the generated descriptors, the
+// .proto files' own (vLLM's and SGLang's differ), and a descriptor that
+// lacks a field the decoder reads is refused at once.
+func TestFieldsOf(t *testing.T) {
+	sg := FieldsOf((&sglangpb.GenerateResponse{}).ProtoReflect().Descriptor())
+	if vllmFields.Chunk != 1 || vllmFields.ChunkIndex != 7 || vllmFields.DoneMatchedToken != 10 || vllmFields.InValue != 1 ||
+		sg.Chunk != 2 || sg.ChunkInputLogprobs != 7 || sg.DoneIndex != 11 || sg.DoneMatchedToken != 8 {
+		t.Fatalf("vllm %+v\nsglang %+v", vllmFields, sg)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("FieldsOf of a message without the fields did not panic")
+		}
+	}()
+	FieldsOf((&vllmpb.TopLogProbs{}).ProtoReflect().Descriptor())
 }
 
 func vllmChunk() *vllmpb.GenerateResponse {
@@ -65,8 +76,7 @@ func TestDecodeMatchesGenerated(t *testing.T) {
 		t.Fatalf("decoded %+v", r)
 	}
 	// SGLang's numbers, with its request_id and reasoning_tokens skipped.
-	sgl := Fields{Chunk: 2, Complete: 3, ChunkTokenIDs: 1, ChunkPrompt: 2, ChunkCompletion: 3, ChunkCached: 4,
-		ChunkOutputLogprobs: 5, ChunkInputLogprobs: 7, ChunkIndex: 8}
+	sgl := FieldsOf((&sglangpb.GenerateResponse{}).ProtoReflect().Descriptor())
 	b, _ = proto.Marshal(&sglangpb.GenerateResponse{RequestId: "x", Response: &sglangpb.GenerateResponse_Chunk{Chunk: &sglangpb.GenerateStreamChunk{
 		TokenIds: []uint32{5, 6}, ReasoningTokens: 3, Index: 2, HiddenStates: []float32{1, 2}}}})
 	r = NewResponse(&sgl)

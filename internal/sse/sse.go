@@ -1,4 +1,8 @@
-package bench
+// Package sse reads text/event-stream bodies (WHATWG HTML §9.2.6)
+// incrementally, as bytes arrive: the one SSE reader of the tree, used by
+// the load generator (bench) and by the llama-server client
+// (engine/remote/llamaserver).
+package sse
 
 import (
 	"bytes"
@@ -15,18 +19,18 @@ const MaxEventBytes = 1 << 20
 // dialect has a type name near 64 bytes).
 const maxEventName = 64
 
-// ErrEventTooLarge is returned by SSEReader.Feed when an event or a line
+// ErrEventTooLarge is returned by Reader.Feed when an event or a line
 // exceeds MaxEventBytes.
-var ErrEventTooLarge = errors.New("bench: SSE event too large")
+var ErrEventTooLarge = errors.New("sse: event too large")
 
-// EventHandler receives dispatched SSE events. name is the `event:` field
+// Handler receives dispatched SSE events. name is the `event:` field
 // (empty when absent) and data the joined `data:` lines; both are valid only
 // during the call.
-type EventHandler interface {
+type Handler interface {
 	OnEvent(name, data []byte)
 }
 
-// SSEReader splits a text/event-stream body into events incrementally, as
+// Reader splits a text/event-stream body into events incrementally, as
 // bytes arrive (WHATWG HTML §9.2.6). Lines end in LF or CRLF; a bare CR is
 // not a line end (no dialect sends one, see WIRE.md). Comments (`:`) and the
 // id and retry fields are ignored.
@@ -36,7 +40,7 @@ type EventHandler interface {
 // spans two Feed calls is copied once into a scratch buffer, and so is a
 // pending event's data at the end of a Feed (the caller reuses its buffer).
 // Not safe for concurrent use; Reset keeps capacity.
-type SSEReader struct {
+type Reader struct {
 	carry   []byte // partial line left by the previous Feed
 	name    [maxEventName]byte
 	nameLen int
@@ -52,7 +56,7 @@ const (
 )
 
 // Reset clears all state, keeping buffers.
-func (r *SSEReader) Reset() {
+func (r *Reader) Reset() {
 	r.carry = r.carry[:0]
 	r.nameLen = 0
 	r.inline = nil
@@ -62,13 +66,13 @@ func (r *SSEReader) Reset() {
 
 // Pending reports whether bytes of an unfinished line or event are held: at
 // the end of a stream that means the last event was truncated.
-func (r *SSEReader) Pending() bool {
+func (r *Reader) Pending() bool {
 	return len(r.carry) > 0 || r.state != sseNoData
 }
 
 // Feed parses p and calls h for every event completed in it. p may be reused
 // by the caller once Feed returns.
-func (r *SSEReader) Feed(p []byte, h EventHandler) error {
+func (r *Reader) Feed(p []byte, h Handler) error {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
@@ -106,7 +110,7 @@ func (r *SSEReader) Feed(p []byte, h EventHandler) error {
 
 // line handles one line without its LF. copied says the line lives in carry
 // (and so must not be kept inline).
-func (r *SSEReader) line(l []byte, copied bool, h EventHandler) error {
+func (r *Reader) line(l []byte, copied bool, h Handler) error {
 	if n := len(l); n > 0 && l[n-1] == '\r' {
 		l = l[:n-1]
 	}
@@ -153,7 +157,7 @@ func (r *SSEReader) line(l []byte, copied bool, h EventHandler) error {
 	return nil
 }
 
-func (r *SSEReader) dispatch(h EventHandler) {
+func (r *Reader) dispatch(h Handler) {
 	var data []byte
 	switch r.state {
 	case sseNoData:
