@@ -56,6 +56,9 @@ func TestParseEvent(t *testing.T) {
 // TestParseEventAllocs: parsing a token event allocates nothing once the
 // event's slices have grown.
 func TestParseEventAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	p := newParser()
 	var ev event
 	in := []byte(`{"index":0,"content":"a","tokens":[5],"stop":false,"id_slot":0,"tokens_predicted":3,"tokens_evaluated":9,` +
