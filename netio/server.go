@@ -208,6 +208,14 @@ type Server struct {
 	inflight atomic.Int64
 	idle     chan struct{} // signalled when inflight drops to 0
 
+	// The nudger (nudge.go): nloops counts the loops in loops, nudgeWake
+	// wakes the nudger when a loop turns busy, nudgeParked says it waits
+	// (tests), nudges counts the doorbells it rang.
+	nloops      atomic.Int32
+	nudgeWake   chan struct{}
+	nudgeParked atomic.Bool
+	nudges      atomic.Uint64
+
 	adm          *admission // nil: no cap on concurrent requests
 	maxConns     int64
 	retryHeaders []byte // Retry-After and retry-after-ms lines of a 429/529
@@ -276,6 +284,7 @@ func New(opts Options) (*Server, error) {
 		stopped:    make(chan struct{}),
 		loopsUp:    make(chan struct{}),
 		idle:       make(chan struct{}, 1),
+		nudgeWake:  make(chan struct{}, 1),
 		maxConns:   int64(opts.MaxConnections),
 		access:     opts.AccessLog,
 		offloop:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
@@ -317,13 +326,14 @@ func (s *Server) Start() error {
 	if s.useRing {
 		s.ringLoops.Store(int32(loops)) // a loop's ring is set up with its first connection
 	}
+	held := 0
+	if h, ok := s.opts.Engine.(engine.ProcHolder); ok {
+		held = h.HeldProcs()
+	}
 	if !s.opts.KeepGOMAXPROCS {
-		held := 0
-		if h, ok := s.opts.Engine.(engine.ProcHolder); ok {
-			held = h.HeldProcs()
-		}
 		s.ctlDone = spareproc.Start(s.log, loops, held, s.stopped)
 	}
+	go s.nudger(loops + held)
 	// The sweep always runs: besides the timeouts and the stream
 	// keep-alives it ends WebSocket close handshakes (ws_conn.go).
 	go s.sweeper()
@@ -503,6 +513,7 @@ func (s *Server) loopOf(el gnet.EventLoop) *loop {
 	nl.batch = s.newSendBatch(nl)
 	l, loaded := s.loops.LoadOrStore(el, nl)
 	if !loaded {
+		s.nloops.Add(1)
 		go s.installDoorbell(nl)
 	}
 	return l.(*loop)
