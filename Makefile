@@ -23,7 +23,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server llama-prebuilt example-embed tokenizers tokenizer-golden real-model venv vllm aiperf bench-aiperf
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server llama-prebuilt example-embed tokenizers tokenizer-golden real-model venv vllm vllm-rs aiperf bench-aiperf
 
 # The llama.cpp engine's libraries (engine/llama), one pinned release: the
 # source bundle of npm's node-llama-cpp@$(LLAMA_VERSION), built for this
@@ -174,6 +174,12 @@ venv:
 VLLM_DIR ?= .vllm
 vllm:
 	@nice -n 10 bash engine/remote/vllm/install-vllm.sh "$(VLLM_DIR)"
+
+## vllm-rs: vLLM's Rust front end of the same release, from PyPI's vllm
+## wheel, into $(VLLM_DIR)/bin/vllm-rs (bench-vllm.sh's side C; not part of
+## make test)
+vllm-rs: vllm
+	@bash bench/scripts/install-vllm-rs.sh "$(VLLM_DIR)"
 
 ## aiperf: NVIDIA's aiperf $(AIPERF_VERSION) (PyPI) and gguf 0.19.0 in the venv
 ## .venv-aiperf, with a Hugging Face tokenizer of the real model written from

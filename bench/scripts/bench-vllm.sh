@@ -1,36 +1,51 @@
 #!/usr/bin/env bash
 # bench-vllm.sh: the comparison Vajra exists for, on one machine and one
-# model: vLLM's own OpenAI server (A) against Vajra in front of `vllm serve
-# --grpc` (B), same vLLM, same tiny model (engine/remote/vllm/tinymodel.py:
-# 2 layers, width 128, the real Llama 3 tokenizer, float32), same workload:
-# `vajra bench` streaming chat, MAX_TOKENS tokens per request with
-# ignore_eos, at each of CONCURRENCY streams.
+# model, every front door a vLLM user can put before vLLM's engine core:
+#   A  vLLM's own OpenAI server (`vllm serve`)
+#   B  Vajra in front of `vllm serve --grpc` (the gRPC servicer)
+#   C  vLLM's Rust front end (VLLM_USE_RUST_FRONTEND=1 with vllm-rs)
+#   D1 Vajra on the engine core, the engine attached (`vajra serve
+#      --worker vllm-core://` and `vllm serve --headless`)
+#   D2 Vajra on the engine core, launched by vLLM as its front end
+#      (VLLM_USE_RUST_FRONTEND=1 VLLM_RUST_FRONTEND_PATH=bin/vajra)
+# Same vLLM (0.32.0), same tiny model (engine/remote/vllm/tinymodel.py:
+# 2 layers, width 128, the real Llama 3 tokenizer, float32), same
+# workload: `vajra bench` streaming chat, MAX_TOKENS tokens per request
+# with ignore_eos, at each of CONCURRENCY streams.
 #
 # One vLLM runs at a time (two engine cores on two vCPUs would measure
-# each other): per round, A is started, measured at every concurrency and
-# stopped, then B, alternating for ROUNDS rounds. Server CPU per token is
-# every process of the server: vLLM's process group (API server, engine
-# core) from /proc, plus Vajra's process for B.
+# each other): per round, each side is started, measured at every
+# concurrency and stopped, in turn, for ROUNDS rounds. CPU is counted per
+# side from /proc: the engine (the VLLM::* processes: the scheduler and
+# the model process) and the front door (every other process of the
+# side: vLLM's API server, gRPC servicer, launcher, vllm-rs, Vajra), whose
+# CPU per token is what the front doors cost.
 #
 # With PIN=1 (the default on a machine of two or more CPUs) vLLM's model
 # process (VLLM::Worker, which polls its shared-memory queue and takes a
 # whole CPU) is pinned to the last CPU and everything else (its
-# VLLM::EngineCore scheduler, its API server or gRPC servicer process,
-# Vajra, the load generator) to the others. (The scheduler and the model
-# process on one CPU wait on each other's spin: 126 ms between tokens.)
-# Its OpenMP threads are bound there by vLLM's own VLLM_CPU_OMP_THREADS_BIND.
-# CPU is counted per side: the engine (the VLLM::* processes) and the
-# front door, whose CPU per token (A: vLLM's API server process; B: its
-# gRPC servicer process plus Vajra) is what the two front doors cost.
+# VLLM::EngineCore scheduler, the front door, the load generator) to the
+# others. (The scheduler and the model process on one CPU wait on each
+# other's spin: 126 ms between tokens.) Its OpenMP threads are bound there
+# by vLLM's own VLLM_CPU_OMP_THREADS_BIND.
 #
-# Needs `make vllm tokenizers build`. Everything is on loopback; every run
-# is bounded (-duration, -max-time). Environment overrides:
-#   CONCURRENCY ("1 8") ROUNDS (2) WARMUP (3s) DURATION (10s)
-#   MAX_TOKENS (64) PROMPT_TOKENS (32) PIN (1)
+# A round where a side delivers whole requests in one burst (its gap p50
+# under BURST_GAP_MS: the tokens came together; see bench/RESULTS.md) is
+# counted apart in the summary, not in the medians. SUMMARY_ONLY=1 prints
+# the summary of the last run's bench/out/vllm/summary.txt again.
+#
+# Needs `make vllm vllm-rs tokenizers build`. Everything is on loopback;
+# every run is bounded (-duration, -max-time). Environment overrides:
+#   SIDES ("A B C D1 D2") CONCURRENCY ("1 8 32") ROUNDS (2) WARMUP (3s)
+#   DURATION (10s) MAX_TOKENS (64) PROMPT_TOKENS (32) PIN (1)
+#   BURST_GAP_MS (1) SUMMARY_ONLY (0)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-CONCURRENCY=${CONCURRENCY:-1 8}
+SIDES=${SIDES:-A B C D1 D2}
+CONCURRENCY=${CONCURRENCY:-1 8 32}
+BURST_GAP_MS=${BURST_GAP_MS:-1}
+SUMMARY_ONLY=${SUMMARY_ONLY:-0}
 ROUNDS=${ROUNDS:-2}
 WARMUP=${WARMUP:-3s}
 DURATION=${DURATION:-10s}
@@ -45,9 +60,10 @@ model=.vllm/models/tiny-llama3
 [[ -x $bin/vllm ]] || { echo "vLLM is not installed: make vllm" >&2; exit 1; }
 [[ -d $model ]] || { echo "no $model: run go test -run TestRealVLLM ./engine/remote/vllm/ once (it writes it)" >&2; exit 1; }
 [[ -x bin/vajra ]] || make build >/dev/null
+[[ " $SIDES " != *" C "* || -x $bin/vllm-rs ]] || { echo "vllm-rs is not installed: make vllm-rs" >&2; exit 1; }
 out=bench/out/vllm
 mkdir -p "$out"
-: >"$out/summary.txt"
+((SUMMARY_ONLY)) || : >"$out/summary.txt"
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # cpu PGID [PID]: CPU seconds (utime+stime, children reaped included) of
@@ -132,23 +148,43 @@ measure() {
 		/^gap / { gap50 = $4; gap99 = $6 }
 		END { printf "c=%s round=%s %-5s tokens/s=%.1f ttft_p50_ms=%s ttft_p99_ms=%s gap_p50_ms=%s gap_p99_ms=%s front_cpu_s=%.2f engine_cpu_s=%.2f vajra_cpu_s=%.2f loadavg1=%s\n", c, r, tag, tps, ttft50, ttft99, gap50, gap99, fcpu, ecpu, jcpu, load }' "$o.txt" | tee -a "$out/summary.txt"
 }
+((SUMMARY_ONLY)) && ROUNDS=0
 for r in $(seq 1 "$ROUNDS"); do
-	for side in A B; do
+	for side in $SIDES; do
 		p=$(freeport)
-		if [[ $side == A ]]; then
-			setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$p" "${vargs[@]}" >"$out/vllm-openai.log" 2>&1 &
-			vpid=$!
-			waitup "http://127.0.0.1:$p/health"
-			url="http://127.0.0.1:$p"
-		else
-			setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$p" "${vargs[@]}" --grpc >"$out/vllm-grpc.log" 2>&1 &
-			vpid=$!
+		url="http://127.0.0.1:$p"
+		case $side in
+		A)
+			setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$p" "${vargs[@]}" >"$out/vllm-A.log" 2>&1 &
+			vpid=$! ;;
+		B)
 			q=$(freeport)
-			bin/vajra serve --host 127.0.0.1 --port "$q" --worker "vllm://127.0.0.1:$p" --served-model-name tiny >"$out/vajra.log" 2>&1 &
+			setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$q" "${vargs[@]}" --grpc >"$out/vllm-B.log" 2>&1 &
+			vpid=$!
+			bin/vajra serve --host 127.0.0.1 --port "$p" --worker "vllm://127.0.0.1:$q" --served-model-name tiny >"$out/vajra-B.log" 2>&1 &
+			jpid=$! ;;
+		C | D2)
+			fe=$root/$bin/vllm-rs
+			[[ $side == D2 ]] && fe=$root/bin/vajra
+			VLLM_USE_RUST_FRONTEND=1 VLLM_RUST_FRONTEND_PATH=$fe setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$p" "${vargs[@]}" >"$out/vllm-$side.log" 2>&1 &
+			vpid=$! ;;
+		D1)
+			q=$(freeport)
+			bin/vajra serve --host 127.0.0.1 --port "$p" --worker "vllm-core://127.0.0.1:$q" --tokenizer "$model" --served-model-name tiny \
+				--max-model-len 2048 >"$out/vajra-D1.log" 2>&1 &
 			jpid=$!
-			waitup "http://127.0.0.1:$q/health"
-			url="http://127.0.0.1:$q"
-		fi
+			setsid "$bin/vllm" serve "$model" --headless --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$q" \
+				--data-parallel-size 1 --data-parallel-size-local 1 "${vargs[@]}" >"$out/vllm-D1.log" 2>&1 &
+			vpid=$! ;;
+		*) echo "unknown side $side" >&2; exit 1 ;;
+		esac
+		# D1 answers /health before the engine attaches: wait for a model
+		# answer instead (bounded by waitup).
+		waitup "$url/health"
+		for _ in $(seq 1 600); do
+			curl -sf "$url/v1/completions" -H 'content-type: application/json' -d '{"model":"tiny","prompt":"hi","max_tokens":1}' >/dev/null 2>&1 && break
+			sleep 0.5 # polling for the engine, bounded (5 min)
+		done
 		((PIN)) && pin "$vpid" "$jpid"
 		# Warm: the first requests compile and fill caches.
 		"${client[@]}" GOMAXPROCS=1 bin/vajra bench -url "$url" -model tiny -c 4 -warmup 0s -duration 3s -max-tokens 16 -quiet -max-time 1m >/dev/null 2>&1 || true
@@ -159,27 +195,31 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 done
 echo
-echo "=== B (Vajra in front of vllm --grpc) / A (vLLM's OpenAI server), per round"
-# CPU per token: the run's server CPU over the run's tokens, estimated as
-# the window's tokens/s times warm-up plus window (both sides alike).
+echo "=== per concurrency: medians over the rounds (burst rounds apart)"
+# CPU per token: the run's CPU over the run's tokens, estimated as the
+# window's tokens/s times warm-up plus window (every side alike).
 span=$(python3 -c "import sys; d=lambda s: float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]); print(d('$WARMUP')+d('$DURATION'))")
-python3 - "$out/summary.txt" "$span" <<'PY'
-import sys
-span = float(sys.argv[2])
+python3 - "$out/summary.txt" "$span" "$BURST_GAP_MS" "$SIDES" <<'PY'
+import statistics, sys
+span, burst, sides = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4].split()
 rows = {}
 for line in open(sys.argv[1]):
     f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
     side = line.split()[2]
-    rows.setdefault((int(f["c"]), int(f["round"])), {})[side] = f
-for (c, r), s in sorted(rows.items()):
-    if "A" not in s or "B" not in s:
-        continue
-    a, b = s["A"], s["B"]
-    tok = lambda x: float(x["tokens/s"]) * span
-    fa, fb = 1e6 * float(a["front_cpu_s"]) / tok(a), 1e6 * float(b["front_cpu_s"]) / tok(b)
-    jb = 1e6 * float(b["vajra_cpu_s"]) / tok(b)
-    ea, eb = 1e6 * float(a["engine_cpu_s"]) / tok(a), 1e6 * float(b["engine_cpu_s"]) / tok(b)
-    print(f"c={c} round={r}: tokens/s {float(b['tokens/s'])/float(a['tokens/s']):.2f}x ({b['tokens/s']} vs {a['tokens/s']}); "
-          f"TTFT p50 {a['ttft_p50_ms']} -> {b['ttft_p50_ms']} ms; gap p99 {a['gap_p99_ms']} -> {b['gap_p99_ms']} ms; "
-          f"front CPU/token {fa:.0f} -> {fb:.0f} us ({fb/fa:.2f}x; Vajra {jb:.0f}, vLLM's servicer {fb-jb:.0f}); engine CPU/token {ea:.0f} -> {eb:.0f} us")
+    rows.setdefault((int(f["c"]), side), []).append(f)
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+for c in sorted({c for c, _ in rows}):
+    print(f"c={c}")
+    for side in sides:
+        runs = rows.get((c, side), [])
+        ok = [x for x in runs if float(x["gap_p50_ms"]) >= burst]
+        if not runs:
+            continue
+        tok = lambda x: float(x["tokens/s"]) * span
+        front = med([1e6 * float(x["front_cpu_s"]) / tok(x) for x in ok if float(x["tokens/s"]) > 0])
+        eng = med([1e6 * float(x["engine_cpu_s"]) / tok(x) for x in ok if float(x["tokens/s"]) > 0])
+        vaj = med([1e6 * float(x["vajra_cpu_s"]) / tok(x) for x in ok if float(x["tokens/s"]) > 0])
+        print(f"  {side:3s} rounds={len(ok)}/{len(runs)} (burst {len(runs)-len(ok)}) tokens/s={med([float(x['tokens/s']) for x in ok]):.0f} "
+              f"ttft_p50={med([float(x['ttft_p50_ms']) for x in ok]):.1f}ms gap_p99={med([float(x['gap_p99_ms']) for x in ok]):.1f}ms "
+              f"front_cpu/token={front:.0f}us (Vajra alone {vaj:.0f}us) engine_cpu/token={eng:.0f}us")
 PY
