@@ -319,8 +319,9 @@ type stream struct {
 	err    error
 }
 
-// streamCall runs one streamed chat completion to its end.
-func streamCall(base string, msgs []msg, maxTokens int) stream {
+// streamCall runs one streamed chat completion to its end; first, when
+// not nil, is closed at its first content event.
+func streamCall(base string, msgs []msg, maxTokens int, first chan<- struct{}) stream {
 	body, _ := json.Marshal(map[string]any{"model": "vajra-tiny", "messages": msgs, "max_tokens": maxTokens,
 		"stream": true, "temperature": 0, "ignore_eos": true})
 	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))
@@ -350,6 +351,9 @@ func streamCall(base string, msgs []msg, maxTokens int) stream {
 		case strings.HasPrefix(data, `{"error"`):
 			s.errEv = true
 		case strings.Contains(data, `"content"`):
+			if s.tokens == 0 && first != nil {
+				close(first)
+			}
 			s.tokens++
 		}
 	}
@@ -373,25 +377,38 @@ func TestRoutingWorkerKilled(t *testing.T) {
 	// Load: 4 streams at once, long enough to be running at the kill, on
 	// 6 slots (3 workers of 2), so that the survivors keep a free slot
 	// for the requests after the kill: with every slot busy those would
-	// queue on llama-server behind a 400-token stream, and the time to
+	// queue on llama-server behind a 2,000-token stream, and the time to
 	// their success would measure the machine's speed, not the routing.
+	// Every stream is waited for until its first token has reached the
+	// client: one killed before that may rightly be sent again to another
+	// worker (it has lost nothing), and CI saw one do so and finish with
+	// [DONE]. 2,000 tokens each, so that they still run at the kill.
 	const streams = 4
 	results := make(chan stream, streams)
+	firsts := make([]chan struct{}, streams)
 	for i := 0; i < streams; i++ {
+		firsts[i] = make(chan struct{})
 		go func() {
-			results <- streamCall(base, []msg{{"user", fmt.Sprintf("stream %d", i)}}, 400)
+			results <- streamCall(base, []msg{{"user", fmt.Sprintf("stream %d", i)}}, 2000, firsts[i])
 		}()
 	}
-	// Wait until the victim runs some of them.
-	onVictim := 0
-	eventually.True(t, "a stream runs on the first worker", func() bool {
-		for _, s := range workersOf(t, base) {
-			if s.URL == victim {
-				onVictim = s.InFlight
-			}
+	for _, f := range firsts {
+		select {
+		case <-f:
+		case <-time.After(time.Minute): // a stall detector
+			t.Fatal("a stream got no token within a minute")
 		}
-		return onVictim > 0
-	})
+	}
+	// The victim runs some of them.
+	onVictim := 0
+	for _, s := range workersOf(t, base) {
+		if s.URL == victim {
+			onVictim = s.InFlight
+		}
+	}
+	if onVictim == 0 {
+		t.Fatalf("4 streams on 3 workers of 2 slots by least load, none on %s", victim)
+	}
 	ws[0].Kill()
 	killed := time.Now()
 	// New requests succeed on the others (how soon is logged, not
