@@ -179,8 +179,11 @@ func TestRunKeepAliveAndBasePath(t *testing.T) {
 	if err != nil || res.Requests != 20 || res.Errors != 0 {
 		t.Fatalf("err %v requests %d errors %d %v", err, res.Requests, res.Errors, res.ErrorSamples)
 	}
-	if n := fs.conns.Load(); n != 2 {
-		t.Fatalf("%d connections for 2 streams: keep-alive not reused", n)
+	// Each of the two streams keeps one connection; on a loaded machine
+	// one stream may serve every request before the other has dialled,
+	// so one connection is as right as two. Without keep-alive it is 20.
+	if n := fs.conns.Load(); n < 1 || n > 2 {
+		t.Fatalf("%d connections for 2 streams and 20 requests: keep-alive not reused", n)
 	}
 }
 
