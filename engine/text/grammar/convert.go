@@ -87,6 +87,9 @@ type converter struct {
 	resolving map[string]bool
 	errs      []string
 	warnings  []string
+	// shorthands takes \d, \w, \s and their negations in patterns
+	// (FromRegex).
+	shorthands bool
 }
 
 func newConverter() *converter {

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -36,6 +37,30 @@ func FuzzFromJSONSchema(f *testing.F) {
 		}
 		if again := EBNF(e); again != e {
 			t.Fatalf("EBNF is not a fixed point for %q:\n%s\n---\n%s", schema, e, again)
+		}
+	})
+}
+
+// FuzzFromRegex: any request's regex either converts or fails with
+// ErrRegex; it never panics, a grammar has its root rule, and its EBNF
+// keeps it.
+func FuzzFromRegex(f *testing.F) {
+	for _, s := range []string{`\d{3}-\d{4}`, `(yes|no)`, `[A-Z][a-z]+ \w+`, `a\.+b{2,}`, `"x"|\$[\d.]*`, `((a)|b)?c{0,3}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, re string) {
+		g, err := FromRegex(re)
+		if err != nil {
+			if !errors.Is(err, ErrRegex) {
+				t.Fatalf("FromRegex(%q): %v does not wrap ErrRegex", re, err)
+			}
+			return
+		}
+		if !strings.HasPrefix(g, Root+" ::=") && !strings.Contains(g, "\n"+Root+" ::=") {
+			t.Fatalf("grammar without a root rule for %q:\n%s", re, g)
+		}
+		if e := EBNF(g); !strings.Contains(e, Root+" ::=") {
+			t.Fatalf("EBNF of %q:\n%s", re, e)
 		}
 	})
 }

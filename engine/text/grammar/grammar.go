@@ -57,6 +57,10 @@ var JSONObject string
 // ErrSchema reports a JSON Schema the converter cannot turn into a grammar.
 var ErrSchema = errors.New("grammar: unsupported JSON schema")
 
+// ErrRegex reports a regular expression FromRegex cannot turn into a
+// grammar.
+var ErrRegex = errors.New("grammar: unsupported regular expression")
+
 // Root is the name of the start rule of every grammar this package returns.
 const Root = "root"
 
@@ -86,4 +90,47 @@ func FromJSONSchemaWarnings(schema []byte) (gbnf string, warnings []string, err 
 		return "", nil, fmt.Errorf("%w: %s", ErrSchema, strings.Join(c.errs, "; "))
 	}
 	return c.format(), c.warnings, nil
+}
+
+// FromRegex converts a regular expression into a GBNF grammar whose start
+// rule is Root and whose sentences are the strings it matches whole, as
+// vLLM's structured_outputs.regex constrains an answer ('^' and '$' may
+// be given or left out). It takes what the JSON schema converter takes
+// in a pattern, and also \d, \w, \s, their negations and escaped
+// punctuation; lookarounds, backreferences and other anchors it refuses
+// with an error wrapping ErrRegex.
+//
+// Safe for concurrent use.
+func FromRegex(re string) (string, error) {
+	p := re
+	if !strings.HasPrefix(p, "^") {
+		p = "^" + p
+	}
+	if !strings.HasSuffix(p, "$") || strings.HasSuffix(p, `\$`) && !strings.HasSuffix(p, `\\$`) {
+		p += "$"
+	}
+	c := newConverter()
+	c.shorthands = true
+	delete(c.rules, "space")
+	top, err := c.patternSeq(p, Root)
+	if err != nil {
+		return "", fmt.Errorf("%w %q: %v", ErrRegex, re, err)
+	}
+	c.rules[Root] = top
+	return c.format(), nil
+}
+
+// FromChoices returns a GBNF grammar whose start rule is Root and whose
+// sentences are exactly choices (vLLM's structured_outputs.choice).
+func FromChoices(choices []string) string {
+	var b strings.Builder
+	b.WriteString(Root + " ::= ")
+	for i, s := range choices {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteString(formatLiteral(s))
+	}
+	b.WriteByte('\n')
+	return b.String()
 }

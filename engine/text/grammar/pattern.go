@@ -92,6 +92,25 @@ func (it seqItem) rule() string {
 }
 
 func (c *converter) patternToRule(pattern, name string) (string, error) {
+	top, err := c.patternSeq(pattern, name)
+	if err != nil {
+		return "", err
+	}
+	return c.addRule(name, `"\"" (`+top+`) "\""`), nil
+}
+
+// shorthandClasses are the character classes of the escapes \d, \w and \s
+// and their negations, for FromRegex (the JSON schema converter keeps
+// llama.cpp's behaviour and takes none).
+var shorthandClasses = map[byte]string{
+	'd': `[0-9]`, 'D': `[^0-9]`,
+	'w': `[a-zA-Z0-9_]`, 'W': `[^a-zA-Z0-9_]`,
+	's': `[ \t\n\r\x0B\x0C]`, 'S': `[^ \t\n\r\x0B\x0C]`,
+}
+
+// patternSeq converts pattern, anchored with '^' and '$', to a rule
+// expression; name prefixes the rules it adds.
+func (c *converter) patternSeq(pattern, name string) (string, error) {
 	if len(pattern) < 2 || pattern[0] != '^' || pattern[len(pattern)-1] != '$' {
 		return "", errUnsupportedPattern("not anchored with '^' and '$'")
 	}
@@ -163,6 +182,12 @@ func (c *converter) patternToRule(pattern, name string) (string, error) {
 				sq.WriteByte('[')
 				i++
 				for i < n && sub[i] != ']' {
+					if sub[i] == '\\' && c.shorthands && i+1 < n && strings.IndexByte("dws", sub[i+1]) >= 0 {
+						cls := shorthandClasses[sub[i+1]]
+						sq.WriteString(cls[1 : len(cls)-1])
+						i += 2
+						continue
+					}
 					if sub[i] == '\\' {
 						l := escapeLength(sub, i)
 						if l == 0 {
@@ -245,6 +270,9 @@ func (c *converter) patternToRule(pattern, name string) (string, error) {
 					item = id
 				}
 				seq[len(seq)-1] = seqItem{buildRepetition(item, minTimes, maxTimes, ""), false}
+			case ch == '\\' && c.shorthands && i+1 < n && shorthandClasses[sub[i+1]] != "":
+				seq = append(seq, seqItem{shorthandClasses[sub[i+1]], false})
+				i += 2
 			default:
 				var lit strings.Builder
 				for i < n {
@@ -253,7 +281,14 @@ func (c *converter) patternToRule(pattern, name string) (string, error) {
 						if i == n-1 {
 							return seqItem{}, errInvalidPattern("trailing backslash")
 						}
-						if next := sub[i+1]; escapedInRegexpOnly(next) {
+						if c.shorthands && (shorthandClasses[sub[i+1]] != "" ||
+							lit.Len() > 0 && i+2 < n && strings.IndexByte("*+?{", sub[i+2]) >= 0) {
+							break // a class, or an escaped character a quantifier applies to alone
+						}
+						if next := sub[i+1]; c.shorthands && strings.IndexByte("/',:=!<>#&~%@;`", next) >= 0 {
+							lit.WriteByte(next) // Python's escape of any punctuation
+							i += 2
+						} else if escapedInRegexpOnly(next) {
 							lit.WriteByte(next)
 							i += 2
 						} else {
@@ -291,5 +326,5 @@ func (c *converter) patternToRule(pattern, name string) (string, error) {
 	if depth != 0 {
 		return "", errInvalidPattern("unbalanced parentheses")
 	}
-	return c.addRule(name, `"\"" (`+top.rule()+`) "\""`), nil
+	return top.rule(), nil
 }
