@@ -11,6 +11,16 @@ const (
 	// CapPromptLogprobs: the prompt's logprobs (completions with echo and
 	// logprobs, vLLM's prompt_logprobs).
 	CapPromptLogprobs Capability = 1 << iota
+	// CapGrammar: an answer constrained by a regular expression, a list
+	// of choices or a grammar (vLLM's structured_outputs regex, choice
+	// and grammar).
+	CapGrammar
+	// CapBadWords: vLLM's bad_words.
+	CapBadWords
+	// CapAllowedTokenIDs: vLLM's allowed_token_ids.
+	CapAllowedTokenIDs
+	// CapPriority: a priority other than 0 (vLLM's priority scheduling).
+	CapPriority
 )
 
 // Lacker is an Engine that declares the capabilities it lacks. Lacks may
@@ -35,6 +45,21 @@ func Needs(req *Request) Capability {
 	if req.PromptLogprobs != 0 {
 		c |= CapPromptLogprobs
 	}
+	switch req.ResponseFormat.Type {
+	case FormatRegex, FormatChoice, FormatGrammar:
+		c |= CapGrammar
+	}
+	if v := req.VLLM; v != nil {
+		if len(v.BadWords) > 0 {
+			c |= CapBadWords
+		}
+		if v.AllowedTokenIDs != nil {
+			c |= CapAllowedTokenIDs
+		}
+		if v.Priority != 0 {
+			c |= CapPriority
+		}
+	}
 	return c
 }
 
@@ -43,9 +68,24 @@ func Needs(req *Request) Capability {
 // for the 400 before the stream; who names the engine in the message.
 func CheckCapabilities(req *Request, lacks Capability, who string) error {
 	missing := Needs(req) & lacks
-	if missing&CapPromptLogprobs != 0 {
-		return &Error{Kind: KindInvalid, Param: "logprobs",
-			Message: who + " do not return prompt logprobs (echo with logprobs, prompt_logprobs)"}
+	for _, c := range capabilities {
+		if missing&c.c != 0 {
+			return &Error{Kind: KindInvalid, Param: c.param, Message: who + " " + c.lack}
+		}
 	}
 	return nil
+}
+
+// capabilities name each Capability's request parameter and say what
+// an engine that lacks it does not do.
+var capabilities = [...]struct {
+	c     Capability
+	param string
+	lack  string
+}{
+	{CapPromptLogprobs, "logprobs", "do not return prompt logprobs (echo with logprobs, prompt_logprobs)"},
+	{CapGrammar, "structured_outputs", "do not enforce regex, choice or grammar constraints (structured_outputs)"},
+	{CapBadWords, "bad_words", "do not ban words (bad_words)"},
+	{CapAllowedTokenIDs, "allowed_token_ids", "do not restrict the output to given tokens (allowed_token_ids)"},
+	{CapPriority, "priority", "do not schedule by priority (priority must be 0)"},
 }

@@ -79,6 +79,11 @@ type Request struct {
 	// --stream-interval); 0 or 1 means one frame per token.
 	StreamInterval int
 
+	// VLLM holds vLLM's extensions the request uses (structured_outputs
+	// regex, choice and grammar, bad_words, allowed_token_ids, priority);
+	// nil when none.
+	VLLM *VLLMExtensions
+
 	// Arrival is when the server received the request (for queue and TTFT
 	// metrics); zero means "at Start".
 	Arrival time.Time
@@ -158,6 +163,16 @@ const (
 	FormatText ResponseFormatType = iota
 	FormatJSONObject
 	FormatJSONSchema
+	// FormatRegex: the answer matches the regular expression
+	// Request.VLLM.Pattern, whole (vLLM's structured_outputs.regex).
+	FormatRegex
+	// FormatChoice: the answer is exactly one of Request.VLLM.Choices
+	// (vLLM's structured_outputs.choice).
+	FormatChoice
+	// FormatGrammar: the answer is a sentence of the grammar
+	// Request.VLLM.Pattern, from its rule root, in GBNF or xgrammar's
+	// EBNF (vLLM's structured_outputs.grammar).
+	FormatGrammar
 )
 
 // ResponseFormat constrains the answer's text.
@@ -166,6 +181,27 @@ type ResponseFormat struct {
 	Name string
 	// Schema is the JSON Schema (raw JSON) for FormatJSONSchema.
 	Schema []byte
+}
+
+// VLLMExtensions are vLLM's request extensions that few requests carry.
+// The dialect allocates them only for a request that has one, so that a
+// held stream pays one pointer for them (Request.VLLM).
+type VLLMExtensions struct {
+	// Pattern is FormatRegex's regular expression or FormatGrammar's
+	// grammar; Choices are FormatChoice's answers.
+	Pattern string
+	Choices []string
+	// BadWords (bad_words) are words the choice never generates: each,
+	// as the tokenizer encodes it alone and after a space, is banned as
+	// a whole sequence (its last token is banned where the output so far
+	// ends with the others).
+	BadWords []string
+	// AllowedTokenIDs (allowed_token_ids), when not nil, are the only
+	// tokens the choice may generate; never empty.
+	AllowedTokenIDs []int
+	// Priority orders the engine's waiting queue under priority
+	// scheduling (lower first; 0 = default).
+	Priority int
 }
 
 // Reasoning asks for reasoning tokens before the answer.

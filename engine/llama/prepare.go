@@ -36,6 +36,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		return invalid("audio", "this engine (llama.cpp, a text model) does not transcribe audio; "+
 			"serve transcription with an engine that does (the embedded simulated engine does)")
 	}
+	if err := engine.CheckCapabilities(req, e.Lacks(), "in-process llama.cpp models"); err != nil {
+		return err
+	}
 	var pp pipeline.Prepared
 	if err := pipeline.Prepare(prepModel{e}, req, pipeline.Limits{MaxN: min(MaxN, e.cfg.MaxNumSeqs), MaxStop: MaxStopStrings,
 		ReasoningParser: e.cfg.ReasoningParser, ToolCallParser: e.cfg.ToolCallParser}, &pp); err != nil {
@@ -69,12 +72,21 @@ func (m prepModel) Tokenize(dst []int32, s string, bos bool) ([]int32, error) {
 	return m.e.model.Tokenize(dst, s, bos, true)
 }
 
+// Lacks declares what llama.cpp's sampler here does not do
+// (engine.Lacker): vLLM's bad words, allowed token ids and priority
+// scheduling.
+func (e *Engine) Lacks() engine.Capability {
+	return engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority
+}
+
+var _ engine.Lacker = (*Engine)(nil)
+
 // CheckGrammar parses the grammar once, off the scheduler, so that a
 // grammar llama.cpp refuses is a 400 and not a failed stream.
 func (m prepModel) CheckGrammar(g string) error {
 	s, err := capi.NewSampler(m.e.model, capi.SamplerParams{Grammar: g, Temperature: 0})
 	if err != nil {
-		return errors.New("llama.cpp refused the grammar made from the schema")
+		return errors.New("llama.cpp refused the grammar")
 	}
 	s.Free()
 	return nil

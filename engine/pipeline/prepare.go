@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/text"
@@ -61,7 +63,14 @@ const (
 	FormatJSONSchema
 	// FormatToolCall: a forced tool call's grammar.
 	FormatToolCall
+	// FormatGrammar: a regex, a list of choices or a grammar, as Grammar
+	// says (structured_outputs).
+	FormatGrammar
 )
+
+// MaxBadWords is the most token sequences bad_words may become (vLLM's
+// VLLM_MAX_NUM_BAD_WORDS): each word alone and after a space.
+const MaxBadWords = 128
 
 // Prepared is a request prepared for any engine: its prompt, its limits,
 // its output constraint and the options of its output parsers.
@@ -79,6 +88,11 @@ type Prepared struct {
 	Forced     bool
 	ForcedName string
 	Parse      text.Options
+	// BadWords are the token sequences of Sampling.BadWords, as vLLM's
+	// front end makes them (SamplingParams.update_from_tokenizer): each
+	// word with its leading spaces removed, then after one space when
+	// that is another first token and as many tokens.
+	BadWords [][]int32
 }
 
 // Prepare checks req against the engine's limits and the model's
@@ -103,7 +117,26 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 			return invalid("stop_token_ids", "stop token id "+strconv.Itoa(id)+" is outside the vocabulary (0.."+strconv.Itoa(vocab-1)+")")
 		}
 	}
+	ext := req.VLLM
+	if ext == nil {
+		ext = &noExtensions
+	}
+	if ext.AllowedTokenIDs != nil && len(ext.AllowedTokenIDs) == 0 {
+		return invalid("allowed_token_ids", "allowed_token_ids is empty: give at least one token id, or leave it out")
+	}
+	for _, id := range ext.AllowedTokenIDs {
+		if id < 0 || id >= vocab {
+			return invalid("allowed_token_ids", "allowed token id "+strconv.Itoa(id)+" is outside the vocabulary (0.."+strconv.Itoa(vocab-1)+")")
+		}
+	}
 	*p = Prepared{}
+	if len(ext.BadWords) > 0 {
+		bw, err := badWords(m, ext.BadWords)
+		if err != nil {
+			return err
+		}
+		p.BadWords = bw
+	}
 	thinkingOff := false
 	var err error
 	switch {
@@ -133,11 +166,7 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 		return invalid("prompt", "the prompt is empty")
 	}
 	if err != nil {
-		var ee *engine.Error
-		if errors.As(err, &ee) {
-			return ee
-		}
-		return &engine.Error{Kind: engine.KindInternal, Message: "tokenization failed: " + err.Error()}
+		return tokenizeError(err)
 	}
 	if len(p.Prompt) == 0 {
 		return invalid("prompt", "the prompt is empty")
@@ -166,6 +195,25 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 			return invalid("response_format", "the JSON schema cannot be enforced: "+gerr.Error())
 		}
 		p.Format, p.Grammar, p.Schema = FormatJSONSchema, g, req.ResponseFormat.Schema
+	case engine.FormatRegex:
+		if ext.Pattern == "" {
+			return invalid("structured_outputs.regex", "structured_outputs.regex is empty")
+		}
+		g, gerr := grammar.FromRegex(ext.Pattern)
+		if gerr != nil {
+			return invalid("structured_outputs.regex", "the regex cannot be enforced: "+gerr.Error())
+		}
+		p.Format, p.Grammar = FormatGrammar, g
+	case engine.FormatChoice:
+		if len(ext.Choices) == 0 {
+			return invalid("structured_outputs.choice", "structured_outputs.choice lists no choice")
+		}
+		p.Format, p.Grammar = FormatGrammar, grammar.FromChoices(ext.Choices)
+	case engine.FormatGrammar:
+		if !rootRule.MatchString(ext.Pattern) {
+			return invalid("structured_outputs.grammar", "the grammar has no root rule: give it in GBNF (llama.cpp's) or xgrammar's EBNF, starting from \"root ::= ...\"")
+		}
+		p.Format, p.Grammar = FormatGrammar, ext.Pattern
 	}
 	if forced {
 		// A forced call's grammar wins over response_format.
@@ -174,7 +222,11 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 	}
 	if p.Grammar != "" {
 		if gerr := m.CheckGrammar(p.Grammar); gerr != nil {
-			return invalid("response_format", gerr.Error())
+			param := "response_format"
+			if p.Format == FormatGrammar {
+				param = "structured_outputs"
+			}
+			return invalid(param, gerr.Error())
 		}
 	}
 	p.Parse = text.Options{
@@ -192,6 +244,50 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 		p.Parse.Reasoning, p.Parse.Tools = "", ""
 	}
 	return nil
+}
+
+// noExtensions stands for a request's nil VLLM.
+var noExtensions engine.VLLMExtensions
+
+// rootRule finds a grammar's start rule.
+var rootRule = regexp.MustCompile(`(?m)^[ \t]*root[ \t]*::=`)
+
+// badWords tokenizes words as vLLM's front end does.
+func badWords(m Model, words []string) ([][]int32, error) {
+	var out [][]int32
+	for _, w := range words {
+		w = strings.TrimLeftFunc(w, unicode.IsSpace)
+		alone, err := m.Tokenize(nil, w, false)
+		if err != nil {
+			return nil, tokenizeError(err)
+		}
+		if len(alone) == 0 {
+			return nil, invalid("bad_words", "bad_words entries must tokenize to at least one token, "+strconv.Quote(w)+" does not")
+		}
+		out = append(out, alone)
+		spaced, err := m.Tokenize(nil, " "+w, false)
+		if err != nil {
+			return nil, tokenizeError(err)
+		}
+		// After a space: kept when it is a word token of its own (another
+		// first token, and as many tokens).
+		if len(spaced) > 0 && spaced[0] != alone[0] && len(spaced) == len(alone) {
+			out = append(out, spaced)
+		}
+		if len(out) > MaxBadWords {
+			return nil, invalid("bad_words", "too many bad words after tokenization: "+strconv.Itoa(len(out))+", at most "+strconv.Itoa(MaxBadWords))
+		}
+	}
+	return out, nil
+}
+
+// tokenizeError is a tokenizer's failure as the request's error.
+func tokenizeError(err error) error {
+	var ee *engine.Error
+	if errors.As(err, &ee) {
+		return ee
+	}
+	return &engine.Error{Kind: engine.KindInternal, Message: "tokenization failed: " + err.Error()}
 }
 
 func invalid(param, msg string) error {

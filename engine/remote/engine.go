@@ -131,6 +131,7 @@ type model struct {
 	eosIDs         []int32
 	name           string
 	promptLogprobs bool
+	supports       engine.Capability
 	// kind is each id's text.Token* kind: ordinary text, special, or a
 	// special token that is a marker of the configured parsers.
 	kind []uint8
@@ -279,7 +280,7 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 	if e.model.Load() != nil {
 		return nil
 	}
-	m := &model{maxLen: info.MaxContextLength, promptLogprobs: info.PromptLogprobs}
+	m := &model{maxLen: info.MaxContextLength, promptLogprobs: info.PromptLogprobs, supports: info.Supports}
 	if e.cfg.MaxModelLen > 0 && (m.maxLen == 0 || e.cfg.MaxModelLen < m.maxLen) {
 		m.maxLen = e.cfg.MaxModelLen
 	}

@@ -47,7 +47,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 		// there and not a failed stream after the 200; vLLM and SGLang get
 		// the grammar.
 		p.constraint = Constraint{Kind: ConstraintJSONSchema, Value: string(p.Schema), EBNF: grammar.EBNF(p.Grammar)}
-	case pipeline.FormatToolCall:
+	case pipeline.FormatToolCall, pipeline.FormatGrammar:
+		// A regex or a list of choices too: every worker enforces the
+		// same grammar, llama-server in GBNF, vLLM and SGLang in EBNF.
 		p.constraint = Constraint{Kind: ConstraintGrammar, Value: p.Grammar, EBNF: grammar.EBNF(p.Grammar)}
 	}
 	req.Prepared = p
@@ -66,7 +68,7 @@ func (e *Engine) Lacks() engine.Capability {
 
 // lacks is what the workers do not return.
 func (m *model) lacks() engine.Capability {
-	var c engine.Capability
+	c := (engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority) &^ m.supports
 	if !m.promptLogprobs {
 		c |= engine.CapPromptLogprobs
 	}

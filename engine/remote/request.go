@@ -92,6 +92,10 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		PromptLogprobs: req.PromptLogprobs,
 		EOSTokenIDs:    p.m.eosIDs,
 		CachePrompt:    true,
+		BadWords:       p.BadWords,
+	}
+	if v := req.VLLM; v != nil {
+		r.g.AllowedTokenIDs, r.g.Priority = v.AllowedTokenIDs, v.Priority
 	}
 	r.q = Query{Prompt: p.Prompt, N: r.out.Choices()}
 	for {

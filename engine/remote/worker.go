@@ -103,6 +103,13 @@ type Generate struct {
 	// CachePrompt lets the worker reuse its cached prefix (always true but
 	// where a test asks otherwise).
 	CachePrompt bool
+	// BadWords are the request's bad words as token sequences, each
+	// banned whole (pipeline.Prepared.BadWords); AllowedTokenIDs and
+	// Priority are the request's (engine.VLLMExtensions). Only a worker
+	// whose Info.Supports them gets them.
+	BadWords        [][]int32
+	AllowedTokenIDs []int
+	Priority        int
 }
 
 // ConstraintKind says what a Constraint's Value holds.
@@ -117,8 +124,6 @@ const (
 	// ConstraintGrammar: Value is a GBNF grammar (llama.cpp's), which the
 	// remote engine builds for forced tool calls (engine/text/grammar).
 	ConstraintGrammar
-	// ConstraintRegex: Value is a regular expression.
-	ConstraintRegex
 )
 
 // Constraint is a structured-output constraint a worker enforces.
@@ -131,8 +136,8 @@ type Constraint struct {
 	// llama.cpp's converter turns it into a grammar, with bounded
 	// whitespace. Their own JSON-schema grammars allow whitespace without
 	// limit, which a weak model fills until max_tokens; this way every
-	// worker's output takes the same shape. Set by Prepare for every kind
-	// but Regex.
+	// worker's output takes the same shape (a regex or a list of choices
+	// comes as a grammar too). Set by Prepare for every kind.
 	EBNF string
 }
 
@@ -216,6 +221,10 @@ type Info struct {
 	// with echo and logprobs); the engine refuses such a request before
 	// the 200 otherwise.
 	PromptLogprobs bool
+	// Supports lists the optional capabilities the worker has, of
+	// engine.CapBadWords, CapAllowedTokenIDs and CapPriority; the engine
+	// refuses a request that needs another before the 200.
+	Supports engine.Capability
 	// Slots is the number of requests the worker runs at once (its slots
 	// or max running requests), 0 when unknown.
 	Slots int

@@ -401,8 +401,20 @@ func (e *Engine) validate(req *engine.Request) error {
 	if err := engine.CheckRequest(req, min(MaxN, e.cfg.MaxNumSeqs), MaxStopStrings); err != nil {
 		return err
 	}
+	if err := engine.CheckCapabilities(req, e.Lacks(), "the simulator's models"); err != nil {
+		return err
+	}
 	return validateShape(&req.Sampling)
 }
+
+// Lacks declares what the simulator does not simulate (engine.Lacker):
+// regex, choice and grammar constraints, vLLM's bad words, allowed token
+// ids and priority scheduling.
+func (e *Engine) Lacks() engine.Capability {
+	return engine.CapGrammar | engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority
+}
+
+var _ engine.Lacker = (*Engine)(nil)
 
 func invalid(param, msg string) error {
 	return &engine.Error{Kind: engine.KindInvalid, Param: param, Message: msg}

@@ -178,8 +178,6 @@ func Sampling(g *remote.Generate) *sglangpb.SamplingParams {
 		sp.Constraint = &sglangpb.SamplingParams_JsonSchema{JsonSchema: c.Value}
 	case c.Kind == remote.ConstraintGrammar:
 		sp.Constraint = &sglangpb.SamplingParams_EbnfGrammar{EbnfGrammar: c.Value}
-	case c.Kind == remote.ConstraintRegex:
-		sp.Constraint = &sglangpb.SamplingParams_Regex{Regex: c.Value}
 	}
 	return sp
 }

@@ -122,10 +122,6 @@ func TestConstraints(t *testing.T) {
 	if p := Sampling(g); p.GetEbnfGrammar() != `root ::= "x"` {
 		t.Errorf("grammar: %v", p.Constraint)
 	}
-	g.Constraint = remote.Constraint{Kind: remote.ConstraintRegex, Value: "a+"}
-	if p := Sampling(g); p.GetRegex() != "a+" {
-		t.Errorf("regex: %v", p.Constraint)
-	}
 	g.Constraint = remote.Constraint{Kind: remote.ConstraintJSONSchema, Value: "{}"}
 	if p := Sampling(g); p.GetJsonSchema() != "{}" {
 		t.Errorf("schema: %v", p.Constraint)

@@ -176,8 +176,6 @@ func Sampling(g *remote.Generate) *vllmpb.SamplingParams {
 		sp.Constraint = &vllmpb.SamplingParams_JsonSchema{JsonSchema: c.Value}
 	case c.Kind == remote.ConstraintGrammar:
 		sp.Constraint = &vllmpb.SamplingParams_Grammar{Grammar: c.Value}
-	case c.Kind == remote.ConstraintRegex:
-		sp.Constraint = &vllmpb.SamplingParams_Regex{Regex: c.Value}
 	}
 	return sp
 }

@@ -195,7 +195,6 @@ func TestConstraints(t *testing.T) {
 	}{
 		{remote.Constraint{Kind: remote.ConstraintJSONObject}, func(p *vllmpb.SamplingParams) bool { return p.GetJsonObject() }},
 		{remote.Constraint{Kind: remote.ConstraintJSONSchema, Value: "{}"}, func(p *vllmpb.SamplingParams) bool { return p.GetJsonSchema() == "{}" }},
-		{remote.Constraint{Kind: remote.ConstraintRegex, Value: "a+"}, func(p *vllmpb.SamplingParams) bool { return p.GetRegex() == "a+" }},
 		{remote.Constraint{Kind: remote.ConstraintGrammar, Value: `root ::= "x"`}, func(p *vllmpb.SamplingParams) bool { return p.GetGrammar() == `root ::= "x"` }},
 		// Prepare's grammar in xgrammar's dialect goes in place of the rest.
 		{remote.Constraint{Kind: remote.ConstraintJSONSchema, Value: "{}", EBNF: `root ::= "{}"`}, func(p *vllmpb.SamplingParams) bool { return p.GetGrammar() == `root ::= "{}"` }},

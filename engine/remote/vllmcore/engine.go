@@ -253,6 +253,7 @@ func (e *Engine) Generate(ctx context.Context, g *remote.Generate, rx remote.Rec
 		Prompt: g.Prompt, Sampling: &sp,
 		ArrivalTime:      float64(time.Now().UnixNano()) / 1e9,
 		DataParallelRank: e.rank,
+		Priority:         g.Priority,
 	}
 	if !g.CachePrompt {
 		sp.SkipReadingPrefixCache = true
@@ -351,6 +352,15 @@ func (e *Engine) sampling(g *remote.Generate) v032.Sampling {
 		sp.LogitBiasIDs = append(sp.LogitBiasIDs, int32(b.TokenID))
 		sp.LogitBiasValues = append(sp.LogitBiasValues, b.Bias)
 	}
+	if g.AllowedTokenIDs != nil {
+		sp.AllowedTokenIDs = make([]int32, len(g.AllowedTokenIDs))
+		for i, id := range g.AllowedTokenIDs {
+			sp.AllowedTokenIDs[i] = int32(id)
+		}
+	}
+	if len(g.BadWords) > 0 {
+		sp.BadWordsTokenIDs = g.BadWords
+	}
 	// The grammar in xgrammar's dialect when there is one
 	// (remote.Constraint says why), else the constraint as it came.
 	sp.StructBackend = "xgrammar"
@@ -363,8 +373,6 @@ func (e *Engine) sampling(g *remote.Generate) v032.Sampling {
 		sp.StructKind, sp.StructValue = v032.StructJSON, c.Value
 	case c.Kind == remote.ConstraintGrammar:
 		sp.StructKind, sp.StructValue = v032.StructGrammar, c.Value
-	case c.Kind == remote.ConstraintRegex:
-		sp.StructKind, sp.StructValue = v032.StructRegex, c.Value
 	default:
 		sp.StructBackend = ""
 	}
@@ -384,7 +392,10 @@ func (e *Engine) Info(context.Context) (*remote.Info, error) {
 		MaxContextLength: e.ready.MaxModelLen,
 		BOSTokenID:       -1,
 		PromptLogprobs:   true,
-		Slots:            e.ready.MaxNumSeqs,
+		// Priority as vLLM's own front end: sent, and ordering the queue
+		// when the engine runs --scheduling-policy priority.
+		Supports: engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority,
+		Slots:    e.ready.MaxNumSeqs,
 	}, nil
 }
 

@@ -167,6 +167,44 @@ func TestGenerateThroughFakeEngine(t *testing.T) {
 	}
 }
 
+// TestVLLMExtensionsReachEngine: bad words (as token sequences),
+// allowed token ids, priority and a grammar constraint are in the
+// EngineCoreRequest where vLLM's front end puts them, and the engine
+// declares it has them.
+func TestVLLMExtensionsReachEngine(t *testing.T) {
+	f := listen(t, Options{})
+	fe, e := attach(t, f, 0)
+	info, err := e.Info(context.Background())
+	if err != nil || info.Supports != engine.CapBadWords|engine.CapAllowedTokenIDs|engine.CapPriority {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	g := greedy("req-x", 1)
+	g.AllowedTokenIDs = []int{5, 6}
+	g.BadWords = [][]int32{{40}, {41, 42}}
+	g.Priority = -2
+	g.Constraint = remote.Constraint{Kind: remote.ConstraintGrammar, Value: `root ::= "a"`, EBNF: `root ::= "a"`}
+	if _, err := e.Generate(context.Background(), g, newRecorder(1)); err != nil {
+		t.Fatal(err)
+	}
+	_, v := fe.request()
+	req := v.([]any)
+	if p := field(t, req, 13); toInt(p) != -2 {
+		t.Fatalf("priority %v in %v", p, req)
+	}
+	sp := req[3].(map[string]any)
+	if a, _ := sp["allowed_token_ids"].([]any); len(a) != 2 || toInt(a[0]) != 5 || toInt(a[1]) != 6 {
+		t.Fatalf("allowed_token_ids %v", sp["allowed_token_ids"])
+	}
+	bw, _ := sp["_bad_words_token_ids"].([]any)
+	if len(bw) != 2 || len(bw[0].([]any)) != 1 || toInt(bw[1].([]any)[1]) != 42 {
+		t.Fatalf("_bad_words_token_ids %v", sp["_bad_words_token_ids"])
+	}
+	so, _ := sp["structured_outputs"].(map[string]any)
+	if so["grammar"] != `root ::= "a"` || so["_backend"] != "xgrammar" || so["regex"] != nil {
+		t.Fatalf("structured_outputs %v", so)
+	}
+}
+
 func toInt(v any) int64 {
 	switch x := v.(type) {
 	case int64:
