@@ -71,6 +71,13 @@ type ChatRequest struct {
 	AddGenerationPrompt  opt.Bool `json:"add_generation_prompt"`
 	ContinueFinalMessage bool     `json:"continue_final_message"`
 
+	// vLLM's extensions: words never generated, the only tokens that may
+	// be, the queue priority (lower first) and structured outputs.
+	BadWords          []string           `json:"bad_words"`
+	AllowedTokenIDs   []int              `json:"allowed_token_ids"`
+	Priority          opt.Int            `json:"priority"`
+	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
+
 	// Accepted and not used: known to the API, no effect on this engine.
 	User        string  `json:"user"`
 	Metadata    Ignored `json:"metadata"`

@@ -831,6 +831,80 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.ContinueFinalMessage = bool(in.Bool())
 			}
+		case "bad_words":
+			if in.IsNull() {
+				in.Skip()
+				out.BadWords = nil
+			} else {
+				in.Delim('[')
+				if out.BadWords == nil {
+					if !in.IsDelim(']') {
+						out.BadWords = make([]string, 0, 4)
+					} else {
+						out.BadWords = []string{}
+					}
+				} else {
+					out.BadWords = (out.BadWords)[:0]
+				}
+				for !in.IsDelim(']') {
+					var v4 string
+					if in.IsNull() {
+						in.Skip()
+					} else {
+						v4 = string(in.String())
+					}
+					out.BadWords = append(out.BadWords, v4)
+					in.WantComma()
+				}
+				in.Delim(']')
+			}
+		case "allowed_token_ids":
+			if in.IsNull() {
+				in.Skip()
+				out.AllowedTokenIDs = nil
+			} else {
+				in.Delim('[')
+				if out.AllowedTokenIDs == nil {
+					if !in.IsDelim(']') {
+						out.AllowedTokenIDs = make([]int, 0, 8)
+					} else {
+						out.AllowedTokenIDs = []int{}
+					}
+				} else {
+					out.AllowedTokenIDs = (out.AllowedTokenIDs)[:0]
+				}
+				for !in.IsDelim(']') {
+					var v5 int
+					if in.IsNull() {
+						in.Skip()
+					} else {
+						v5 = int(in.Int())
+					}
+					out.AllowedTokenIDs = append(out.AllowedTokenIDs, v5)
+					in.WantComma()
+				}
+				in.Delim(']')
+			}
+		case "priority":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Priority).UnmarshalEasyJSON(in)
+			}
+		case "structured_outputs":
+			if in.IsNull() {
+				in.Skip()
+				out.StructuredOutputs = nil
+			} else {
+				if out.StructuredOutputs == nil {
+					out.StructuredOutputs = new(StructuredOutputs)
+				}
+				if in.IsNull() {
+					in.Skip()
+				} else {
+					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
+				}
+			}
 		case "user":
 			if in.IsNull() {
 				in.Skip()
@@ -881,11 +955,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v4, v5 := range in.Messages {
-				if v4 > 0 {
+			for v6, v7 := range in.Messages {
+				if v6 > 0 {
 					out.RawByte(',')
 				}
-				(v5).MarshalEasyJSON(out)
+				(v7).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}
@@ -972,11 +1046,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v6, v7 := range in.StopTokenIDs {
-				if v6 > 0 {
+			for v8, v9 := range in.StopTokenIDs {
+				if v8 > 0 {
 					out.RawByte(',')
 				}
-				out.Int(int(v7))
+				out.Int(int(v9))
 			}
 			out.RawByte(']')
 		}
@@ -1027,11 +1101,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v8, v9 := range in.Tools {
-				if v8 > 0 {
+			for v10, v11 := range in.Tools {
+				if v10 > 0 {
 					out.RawByte(',')
 				}
-				(v9).MarshalEasyJSON(out)
+				(v11).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}
@@ -1070,6 +1144,52 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"continue_final_message\":"
 		out.RawString(prefix)
 		out.Bool(bool(in.ContinueFinalMessage))
+	}
+	{
+		const prefix string = ",\"bad_words\":"
+		out.RawString(prefix)
+		if in.BadWords == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
+			out.RawString("null")
+		} else {
+			out.RawByte('[')
+			for v12, v13 := range in.BadWords {
+				if v12 > 0 {
+					out.RawByte(',')
+				}
+				out.String(string(v13))
+			}
+			out.RawByte(']')
+		}
+	}
+	{
+		const prefix string = ",\"allowed_token_ids\":"
+		out.RawString(prefix)
+		if in.AllowedTokenIDs == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
+			out.RawString("null")
+		} else {
+			out.RawByte('[')
+			for v14, v15 := range in.AllowedTokenIDs {
+				if v14 > 0 {
+					out.RawByte(',')
+				}
+				out.Int(int(v15))
+			}
+			out.RawByte(']')
+		}
+	}
+	{
+		const prefix string = ",\"priority\":"
+		out.RawString(prefix)
+		(in.Priority).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"structured_outputs\":"
+		out.RawString(prefix)
+		if in.StructuredOutputs == nil {
+			out.RawString("null")
+		} else {
+			(*in.StructuredOutputs).MarshalEasyJSON(out)
+		}
 	}
 	{
 		const prefix string = ",\"user\":"
@@ -1151,13 +1271,13 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai8(in *jlexer.Lexer,
 					out.ToolCalls = (out.ToolCalls)[:0]
 				}
 				for !in.IsDelim(']') {
-					var v10 ChatToolCallItem
+					var v16 ChatToolCallItem
 					if in.IsNull() {
 						in.Skip()
 					} else {
-						(v10).UnmarshalEasyJSON(in)
+						(v16).UnmarshalEasyJSON(in)
 					}
-					out.ToolCalls = append(out.ToolCalls, v10)
+					out.ToolCalls = append(out.ToolCalls, v16)
 					in.WantComma()
 				}
 				in.Delim(']')
@@ -1216,11 +1336,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai8(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v11, v12 := range in.ToolCalls {
-				if v11 > 0 {
+			for v17, v18 := range in.ToolCalls {
+				if v17 > 0 {
 					out.RawByte(',')
 				}
-				(v12).MarshalEasyJSON(out)
+				(v18).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}

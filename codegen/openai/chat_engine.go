@@ -55,6 +55,14 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := r.toEngineTools(dst); err != nil {
 		return err
 	}
+	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs}
+	if err := v.toEngine(dst); err != nil {
+		return err
+	}
+	if dst.ResponseFormat.Type != engine.FormatText && dst.ToolChoice.Mode == engine.ToolChoiceNamed {
+		return &ParamError{Param: "structured_outputs", Code: CodeInvalidValue,
+			Message: "You can only either use constraints for structured outputs or tools, not both."}
+	}
 	if err := r.toEngineFormat(dst); err != nil {
 		return err
 	}
@@ -315,7 +323,7 @@ func (r *ChatRequest) toEngineFormat(dst *engine.Request) *ParamError {
 	f := &r.ResponseFormat
 	switch f.Type {
 	case "", "text":
-		dst.ResponseFormat = engine.ResponseFormat{Type: engine.FormatText}
+		// structured_outputs's, if any
 	case "json_object":
 		dst.ResponseFormat = engine.ResponseFormat{Type: engine.FormatJSONObject}
 	case "json_schema":

@@ -53,6 +53,13 @@ type CompletionRequest struct {
 	Stream        opt.Bool       `json:"stream"`
 	StreamOptions *StreamOptions `json:"stream_options"`
 
+	// vLLM's extensions: words never generated, the only tokens that may
+	// be, the queue priority (lower first) and structured outputs.
+	BadWords          []string           `json:"bad_words"`
+	AllowedTokenIDs   []int              `json:"allowed_token_ids"`
+	Priority          opt.Int            `json:"priority"`
+	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
+
 	// Accepted and not used.
 	User string `json:"user"`
 

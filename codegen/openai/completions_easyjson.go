@@ -216,6 +216,80 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 					(*out.StreamOptions).UnmarshalEasyJSON(in)
 				}
 			}
+		case "bad_words":
+			if in.IsNull() {
+				in.Skip()
+				out.BadWords = nil
+			} else {
+				in.Delim('[')
+				if out.BadWords == nil {
+					if !in.IsDelim(']') {
+						out.BadWords = make([]string, 0, 4)
+					} else {
+						out.BadWords = []string{}
+					}
+				} else {
+					out.BadWords = (out.BadWords)[:0]
+				}
+				for !in.IsDelim(']') {
+					var v2 string
+					if in.IsNull() {
+						in.Skip()
+					} else {
+						v2 = string(in.String())
+					}
+					out.BadWords = append(out.BadWords, v2)
+					in.WantComma()
+				}
+				in.Delim(']')
+			}
+		case "allowed_token_ids":
+			if in.IsNull() {
+				in.Skip()
+				out.AllowedTokenIDs = nil
+			} else {
+				in.Delim('[')
+				if out.AllowedTokenIDs == nil {
+					if !in.IsDelim(']') {
+						out.AllowedTokenIDs = make([]int, 0, 8)
+					} else {
+						out.AllowedTokenIDs = []int{}
+					}
+				} else {
+					out.AllowedTokenIDs = (out.AllowedTokenIDs)[:0]
+				}
+				for !in.IsDelim(']') {
+					var v3 int
+					if in.IsNull() {
+						in.Skip()
+					} else {
+						v3 = int(in.Int())
+					}
+					out.AllowedTokenIDs = append(out.AllowedTokenIDs, v3)
+					in.WantComma()
+				}
+				in.Delim(']')
+			}
+		case "priority":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Priority).UnmarshalEasyJSON(in)
+			}
+		case "structured_outputs":
+			if in.IsNull() {
+				in.Skip()
+				out.StructuredOutputs = nil
+			} else {
+				if out.StructuredOutputs == nil {
+					out.StructuredOutputs = new(StructuredOutputs)
+				}
+				if in.IsNull() {
+					in.Skip()
+				} else {
+					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
+				}
+			}
 		case "user":
 			if in.IsNull() {
 				in.Skip()
@@ -333,11 +407,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v2, v3 := range in.StopTokenIDs {
-				if v2 > 0 {
+			for v4, v5 := range in.StopTokenIDs {
+				if v4 > 0 {
 					out.RawByte(',')
 				}
-				out.Int(int(v3))
+				out.Int(int(v5))
 			}
 			out.RawByte(']')
 		}
@@ -379,6 +453,52 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 			out.RawString("null")
 		} else {
 			(*in.StreamOptions).MarshalEasyJSON(out)
+		}
+	}
+	{
+		const prefix string = ",\"bad_words\":"
+		out.RawString(prefix)
+		if in.BadWords == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
+			out.RawString("null")
+		} else {
+			out.RawByte('[')
+			for v6, v7 := range in.BadWords {
+				if v6 > 0 {
+					out.RawByte(',')
+				}
+				out.String(string(v7))
+			}
+			out.RawByte(']')
+		}
+	}
+	{
+		const prefix string = ",\"allowed_token_ids\":"
+		out.RawString(prefix)
+		if in.AllowedTokenIDs == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
+			out.RawString("null")
+		} else {
+			out.RawByte('[')
+			for v8, v9 := range in.AllowedTokenIDs {
+				if v8 > 0 {
+					out.RawByte(',')
+				}
+				out.Int(int(v9))
+			}
+			out.RawByte(']')
+		}
+	}
+	{
+		const prefix string = ",\"priority\":"
+		out.RawString(prefix)
+		(in.Priority).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"structured_outputs\":"
+		out.RawString(prefix)
+		if in.StructuredOutputs == nil {
+			out.RawString("null")
+		} else {
+			(*in.StructuredOutputs).MarshalEasyJSON(out)
 		}
 	}
 	{

@@ -121,5 +121,6 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 			dst.PromptLogprobs = -1
 		}
 	}
-	return nil
+	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs}
+	return v.toEngine(dst)
 }

@@ -15,6 +15,8 @@ var chatSeeds = []string{
 	`{"temperature":"x","stream_options":{"include_usage":true},"n":1e9}`,
 	`{"a":[1,{"b":"\u00e9\"}"}]}`,
 	`[`, `{"`, `null`, `{"messages":[null]}`,
+	`{"messages":[{"role":"user","content":"x"}],"structured_outputs":{"regex":"\\d+","choice":["a"]},"bad_words":["b"],"allowed_token_ids":[],"priority":-1}`,
+	`{"messages":[{"role":"user","content":"x"}],"structured_outputs":{"json":"{\"type\":\"object\"}"},"response_format":{"type":"json_object"}}`,
 }
 
 // FuzzDecodeChatRequest checks that no body makes decoding or validation

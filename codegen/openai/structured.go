@@ -1,0 +1,117 @@
+package openai
+
+//go:generate go tool easyjson -no_std_marshalers structured.go
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/mailru/easyjson/jlexer"
+	"github.com/mailru/easyjson/opt"
+
+	"github.com/vajra-go/vajra/engine"
+)
+
+// StructuredOutputs is vLLM's "structured_outputs" (chat and
+// completions): one constraint of json, regex, choice, grammar,
+// json_object. Its whitespace and backend options are accepted and have
+// no effect: the grammar is Vajra's own (engine/text/grammar).
+//
+//easyjson:json
+type StructuredOutputs struct {
+	// JSON is a JSON Schema, as an object or as a string holding one.
+	JSON          RawJSON    `json:"json"`
+	Regex         opt.String `json:"regex"`
+	Choice        []string   `json:"choice"`
+	Grammar       opt.String `json:"grammar"`
+	JSONObject    opt.Bool   `json:"json_object"`
+	StructuralTag RawJSON    `json:"structural_tag"`
+
+	DisableAnyWhitespace        bool       `json:"disable_any_whitespace"`
+	DisableAdditionalProperties bool       `json:"disable_additional_properties"`
+	WhitespacePattern           opt.String `json:"whitespace_pattern"`
+}
+
+// vllmSampling are the vLLM extensions chat and completions share:
+// bad_words, allowed_token_ids, priority and structured_outputs.
+type vllmSampling struct {
+	badWords   []string
+	allowed    []int
+	priority   opt.Int
+	structured *StructuredOutputs
+}
+
+// toEngine fills dst's bad words, allowed ids, priority and format from
+// v; the dialect's response_format, decided after, overrides the format
+// (as vLLM's structured_outputs_from_response_format).
+func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
+	// Allocated only when used (engine.Request.VLLM).
+	ext := func() *engine.VLLMExtensions {
+		if dst.VLLM == nil {
+			dst.VLLM = &engine.VLLMExtensions{}
+		}
+		return dst.VLLM
+	}
+	if v.badWords != nil {
+		ext().BadWords = v.badWords
+	}
+	if v.allowed != nil {
+		ext().AllowedTokenIDs = v.allowed
+	}
+	if v.priority.Defined && v.priority.V != 0 {
+		ext().Priority = v.priority.V
+	}
+	so := v.structured
+	if so == nil {
+		return nil
+	}
+	n := 0
+	for _, set := range [...]bool{so.JSON != nil, so.Regex.Defined, so.Choice != nil, so.Grammar.Defined,
+		so.JSONObject.Defined && so.JSONObject.V, so.StructuralTag != nil} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return &ParamError{Param: "structured_outputs", Code: CodeInvalidValue,
+			Message: "You can only use one kind of structured outputs constraint ('json', 'regex', 'choice', 'grammar', 'json_object' or 'structural_tag'), but " + strconv.Itoa(n) + " are specified."}
+	}
+	f := &dst.ResponseFormat
+	switch {
+	case so.JSON != nil:
+		schema := []byte(so.JSON)
+		if !so.JSON.IsObject() {
+			l := jlexer.Lexer{Data: so.JSON}
+			s := l.String()
+			if l.Consumed(); l.Error() != nil || !RawJSON(s).IsObject() || !json.Valid([]byte(s)) {
+				return &ParamError{Param: "structured_outputs.json", Code: CodeInvalidType,
+					Message: "'structured_outputs.json' must be a JSON Schema: an object, or a string holding one."}
+			}
+			schema = []byte(s)
+		}
+		*f = engine.ResponseFormat{Type: engine.FormatJSONSchema, Schema: schema}
+	case so.Regex.Defined:
+		if so.Regex.V == "" {
+			return &ParamError{Param: "structured_outputs.regex", Code: CodeInvalidValue,
+				Message: "'structured_outputs.regex' must not be empty."}
+		}
+		*f = engine.ResponseFormat{Type: engine.FormatRegex}
+		ext().Pattern = so.Regex.V
+	case so.Choice != nil:
+		if len(so.Choice) == 0 {
+			return &ParamError{Param: "structured_outputs.choice", Code: CodeInvalidValue,
+				Message: "'structured_outputs.choice' must list at least one choice."}
+		}
+		*f = engine.ResponseFormat{Type: engine.FormatChoice}
+		ext().Choices = so.Choice
+	case so.Grammar.Defined:
+		*f = engine.ResponseFormat{Type: engine.FormatGrammar}
+		ext().Pattern = so.Grammar.V
+	case so.JSONObject.V:
+		*f = engine.ResponseFormat{Type: engine.FormatJSONObject}
+	case so.StructuralTag != nil:
+		return &ParamError{Param: "structured_outputs.structural_tag", Code: CodeUnsupported,
+			Message: "'structured_outputs.structural_tag' is not supported by this server; use json, regex, choice or grammar."}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package openai
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/vajra-go/vajra/engine"
+)
+
+// TestStructuredOutputsAndVLLMSampling: vLLM's structured_outputs,
+// bad_words, allowed_token_ids and priority reach the engine request
+// from chat and from completions; response_format overrides
+// structured_outputs as in vLLM; the bad combinations are 400s naming
+// the parameter.
+func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
+	const msgs = `"model":"m","messages":[{"role":"user","content":"x"}]`
+	chat := func(body string) (*engine.Request, *ParamError) {
+		var q engine.Request
+		return &q, decodeChat(t, body).ToEngine(&q)
+	}
+	comp := func(body string) (*engine.Request, *ParamError) {
+		var q engine.Request
+		return &q, decodeCompletion(t, body).ToEngine(&q)
+	}
+	for _, dialect := range []struct {
+		name string
+		head string
+		to   func(string) (*engine.Request, *ParamError)
+	}{{"chat", msgs, chat}, {"completions", `"model":"m","prompt":"x"`, comp}} {
+		ok := func(extra string, want func(*engine.Request) bool) {
+			t.Helper()
+			q, err := dialect.to(`{` + dialect.head + `,` + extra + `}`)
+			if err != nil || !want(q) {
+				t.Errorf("%s %s: %v %+v", dialect.name, extra, err, q.ResponseFormat)
+			}
+		}
+		bad := func(extra, param string) {
+			t.Helper()
+			if _, err := dialect.to(`{` + dialect.head + `,` + extra + `}`); err == nil || err.Param != param {
+				t.Errorf("%s %s: %v, want an error naming %s", dialect.name, extra, err, param)
+			}
+		}
+		ok(`"structured_outputs":{"regex":"\\d+"}`, func(q *engine.Request) bool {
+			return q.ResponseFormat.Type == engine.FormatRegex && q.VLLM.Pattern == `\d+`
+		})
+		ok(`"structured_outputs":{"choice":["yes","no"]}`, func(q *engine.Request) bool {
+			return q.ResponseFormat.Type == engine.FormatChoice && slices.Equal(q.VLLM.Choices, []string{"yes", "no"})
+		})
+		ok(`"structured_outputs":{"grammar":"root ::= \"a\""}`, func(q *engine.Request) bool {
+			return q.ResponseFormat.Type == engine.FormatGrammar && q.VLLM.Pattern == `root ::= "a"`
+		})
+		ok(`"structured_outputs":{"json":{"type":"object"},"disable_any_whitespace":true}`, func(q *engine.Request) bool {
+			return q.ResponseFormat.Type == engine.FormatJSONSchema && string(q.ResponseFormat.Schema) == `{"type":"object"}`
+		})
+		ok(`"structured_outputs":{"json":"{\"type\":\"integer\"}"}`, func(q *engine.Request) bool {
+			return q.ResponseFormat.Type == engine.FormatJSONSchema && string(q.ResponseFormat.Schema) == `{"type":"integer"}`
+		})
+		ok(`"structured_outputs":{"json_object":true}`, func(q *engine.Request) bool { return q.ResponseFormat.Type == engine.FormatJSONObject })
+		ok(`"structured_outputs":null`, func(q *engine.Request) bool { return q.ResponseFormat.Type == engine.FormatText && q.VLLM == nil })
+		ok(`"bad_words":["Paris"," London"],"allowed_token_ids":[1,2,3],"priority":-5`, func(q *engine.Request) bool {
+			return slices.Equal(q.VLLM.BadWords, []string{"Paris", " London"}) &&
+				slices.Equal(q.VLLM.AllowedTokenIDs, []int{1, 2, 3}) && q.VLLM.Priority == -5
+		})
+		ok(`"allowed_token_ids":[]`, func(q *engine.Request) bool {
+			return q.VLLM != nil && q.VLLM.AllowedTokenIDs != nil && len(q.VLLM.AllowedTokenIDs) == 0
+		})
+		// A request without the extensions allocates nothing for them.
+		ok(`"allowed_token_ids":null,"bad_words":null,"priority":0,"structured_outputs":{"json_object":true}`, func(q *engine.Request) bool { return q.VLLM == nil })
+		bad(`"structured_outputs":{"regex":"a","choice":["a"]}`, "structured_outputs")
+		bad(`"structured_outputs":{"regex":""}`, "structured_outputs.regex")
+		bad(`"structured_outputs":{"choice":[]}`, "structured_outputs.choice")
+		bad(`"structured_outputs":{"json":"not json"}`, "structured_outputs.json")
+		bad(`"structured_outputs":{"json":[1]}`, "structured_outputs.json")
+		bad(`"structured_outputs":{"structural_tag":"{}"}`, "structured_outputs.structural_tag")
+	}
+	// response_format wins over structured_outputs, as vLLM's replace.
+	q, err := chat(`{` + msgs + `,"structured_outputs":{"regex":"a"},"response_format":{"type":"json_object"}}`)
+	if err != nil || q.ResponseFormat.Type != engine.FormatJSONObject {
+		t.Errorf("response_format over structured_outputs: %v %+v", err, q.ResponseFormat)
+	}
+	q, err = chat(`{` + msgs + `,"structured_outputs":{"regex":"a"},"response_format":{"type":"text"}}`)
+	if err != nil || q.ResponseFormat.Type != engine.FormatRegex {
+		t.Errorf("response_format text dropped structured_outputs: %v %+v", err, q.ResponseFormat)
+	}
+	const tools = `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`
+	if _, err := chat(`{` + msgs + tools + `,"tool_choice":{"type":"function","function":{"name":"f"}},"structured_outputs":{"choice":["a"]}}`); err == nil || err.Param != "structured_outputs" {
+		t.Errorf("named tool_choice with structured_outputs: %v", err)
+	}
+	if _, err := chat(`{` + msgs + tools + `,"tool_choice":"auto","structured_outputs":{"choice":["a"]}}`); err != nil {
+		t.Errorf("tool_choice auto with structured_outputs: %v", err)
+	}
+}
