@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -186,6 +187,8 @@ var confCases = []confCase{
 	{"n", confN},
 	{"tool-choice-required", confToolChoiceRequired},
 	{"structured-output", confStructured},
+	{"structured-outputs-grammar", confGrammarOutputs},
+	{"vllm-sampling-extensions", confVLLMExtensions},
 	{"abort-mid-stream", confAbort},
 	{"panic", confPanic},
 	{"context-length", confContextLength},
@@ -647,6 +650,88 @@ func confStructured(t *testing.T, e *confEngine, s *confServer, _ confFront) {
 	text := jstr(res, "choices", 0, "message", "content")
 	if err := json.Unmarshal([]byte(text), &v); err != nil || v.Ok == nil {
 		t.Fatalf("content %q is not the schema's JSON (%v); finish %q", text, err, jstr(res, "choices", 0, "finish_reason"))
+	}
+}
+
+// confGrammarOutputs: vLLM's structured_outputs regex, choice and
+// grammar, in chat and completions, make the answer a sentence of the
+// constraint; an engine that declares it lacks them refuses each with a
+// 400 naming structured_outputs, streamed or not.
+func confGrammarOutputs(t *testing.T, e *confEngine, s *confServer, _ confFront) {
+	cases := []struct {
+		name  string
+		so    map[string]any
+		match func(string) bool
+	}{
+		{"regex", map[string]any{"regex": `[a-z]{2,6} [0-9]{2}`}, regexp.MustCompile(`^[a-z]{2,6} [0-9]{2}$`).MatchString},
+		{"choice", map[string]any{"choice": []string{"blue", "green", "grey sea"}},
+			func(c string) bool { return c == "blue" || c == "green" || c == "grey sea" }},
+		{"grammar", map[string]any{"grammar": `root ::= "It is " ("blue" | "grey") "."`},
+			func(c string) bool { return c == "It is blue." || c == "It is grey." }},
+	}
+	lacks := engine.Lacks(s.eng)&engine.CapGrammar != 0
+	if _, ok := e.fixture[fixConstrained]; ok && !lacks {
+		t.Skip(e.fixture[fixConstrained])
+	}
+	for _, c := range cases {
+		chat := chatBody(s, "What colour is the sea?", 24)
+		delete(chat, "ignore_eos")
+		chat["structured_outputs"] = c.so
+		comp := map[string]any{"model": s.model, "prompt": "The colour of the sea is", "max_tokens": 24,
+			"temperature": 0, "structured_outputs": c.so}
+		for _, q := range []struct {
+			path string
+			body map[string]any
+			text []any
+		}{{"/v1/chat/completions", chat, []any{"choices", 0, "message", "content"}}, {"/v1/completions", comp, []any{"choices", 0, "text"}}} {
+			st, res := confPost(t, s, q.path, q.body)
+			if lacks {
+				if st != 400 || jstr(res, "error", "param") != "structured_outputs" {
+					t.Fatalf("%s %s: an engine that lacks grammars answered %d %v; want a 400 naming structured_outputs", c.name, q.path, st, res)
+				}
+				if st, res := confStream(t, s, q.path, q.body, func(map[string]any) bool { return true }); st != 400 {
+					t.Fatalf("%s %s streamed: %d %v; want the 400 before the stream", c.name, q.path, st, res)
+				}
+				continue
+			}
+			if st != 200 {
+				t.Fatalf("%s %s: %d %v", c.name, q.path, st, res)
+			}
+			if text := jstr(res, q.text...); !c.match(text) || jstr(res, "choices", 0, "finish_reason") != "stop" {
+				t.Errorf("%s %s: %q (finish %q) is not a sentence of %v", c.name, q.path, text, jstr(res, "choices", 0, "finish_reason"), c.so)
+			}
+		}
+	}
+	// A regex a grammar cannot say, and a grammar without its root, are
+	// the request's 400 on every engine.
+	for _, so := range []map[string]any{{"regex": `(?=a)b`}, {"grammar": `start ::= "a"`}} {
+		body := chatBody(s, "x", 4)
+		body["structured_outputs"] = so
+		if st, res := confPost(t, s, "/v1/chat/completions", body); st != 400 || !strings.HasPrefix(jstr(res, "error", "param"), "structured_outputs") {
+			t.Errorf("%v: %d %v; want a 400 naming structured_outputs", so, st, res)
+		}
+	}
+}
+
+// confVLLMExtensions: vLLM's bad_words, allowed_token_ids and priority
+// are refused with a 400 naming each by an engine that declares it
+// lacks them; an engine that has them answers.
+func confVLLMExtensions(t *testing.T, _ *confEngine, s *confServer, _ confFront) {
+	lacks := engine.Lacks(s.eng)
+	for _, c := range []struct {
+		param string
+		value any
+		c     engine.Capability
+	}{{"bad_words", []string{"sea"}, engine.CapBadWords}, {"allowed_token_ids", []int{1, 2}, engine.CapAllowedTokenIDs}, {"priority", 2, engine.CapPriority}} {
+		body := chatBody(s, question, 4)
+		body[c.param] = c.value
+		st, res := confPost(t, s, "/v1/chat/completions", body)
+		switch {
+		case lacks&c.c != 0 && (st != 400 || jstr(res, "error", "param") != c.param):
+			t.Errorf("%s: an engine that lacks it answered %d %v; want a 400 naming it", c.param, st, res)
+		case lacks&c.c == 0 && st != 200:
+			t.Errorf("%s: %d %v", c.param, st, res)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,6 +263,63 @@ func TestVLLMCoreWorker(t *testing.T) {
 						t.Errorf("%s token %d: %+v, vLLM %+v", c.name, k, gl[k], wl[k])
 					}
 				}
+			}
+		}
+	})
+
+	t.Run("VLLMExtensions", func(t *testing.T) {
+		// vLLM's bad_words, allowed_token_ids, priority and
+		// structured_outputs regex, choice and grammar: each changes what
+		// the model says, and Vajra's answer is vLLM's server's. On
+		// completions: to chat the random-weight model says newlines.
+		complete := func(c *openai.Client, extra ...option.RequestOption) (*openai.Completion, error) {
+			return c.Completions.New(ctx, openai.CompletionNewParams{
+				Model: openai.CompletionNewParamsModel(tinyName), Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")},
+				MaxTokens: openai.Int(12), Temperature: openai.Float(0),
+			}, extra...)
+		}
+		ref, err := complete(&refClient)
+		if err != nil {
+			t.Fatalf("vLLM's server: %v", err)
+		}
+		plain := ref.Choices[0].Text
+		words := strings.Fields(plain)
+		if len(words) == 0 {
+			t.Fatalf("vLLM completed %q", plain)
+		}
+		cases := []struct {
+			name  string
+			extra []option.RequestOption
+			check func(string) bool
+		}{
+			{"bad_words", []option.RequestOption{option.WithJSONSet("bad_words", []string{words[0]})},
+				func(c string) bool { return !strings.Contains(c, words[0]) }},
+			{"allowed_token_ids", []option.RequestOption{option.WithJSONSet("allowed_token_ids", []int{13, 11, 279, 9906, 2})},
+				func(c string) bool { return c != plain }},
+			{"priority", []option.RequestOption{option.WithJSONSet("priority", 3)},
+				func(c string) bool { return c == plain }},
+			{"regex", []option.RequestOption{option.WithJSONSet("structured_outputs", map[string]any{"regex": `[a-z]{2,6} [0-9]{2}`})},
+				regexp.MustCompile(`^[a-z]{2,6} [0-9]{2}$`).MatchString},
+			{"choice", []option.RequestOption{option.WithJSONSet("structured_outputs", map[string]any{"choice": []string{"yes", "no", "the sea"}})},
+				func(c string) bool { return c == "yes" || c == "no" || c == "the sea" }},
+			{"grammar", []option.RequestOption{option.WithJSONSet("structured_outputs", map[string]any{"grammar": `root ::= "A" [0-9] [0-9]? "."`})},
+				regexp.MustCompile(`^A[0-9]{1,2}\.$`).MatchString},
+		}
+		for _, c := range cases {
+			want, err := complete(&refClient, c.extra...)
+			if err != nil {
+				t.Fatalf("%s: vLLM's server: %v", c.name, err)
+			}
+			got, err := complete(&client, c.extra...)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			g, w := got.Choices[0], want.Choices[0]
+			if g.Text != w.Text || g.FinishReason != w.FinishReason {
+				t.Errorf("%s: Vajra %q (%s), vLLM %q (%s)", c.name, g.Text, g.FinishReason, w.Text, w.FinishReason)
+			}
+			if !c.check(g.Text) {
+				t.Errorf("%s: %q does not obey the constraint (unconstrained: %q)", c.name, g.Text, plain)
 			}
 		}
 	})
