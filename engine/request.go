@@ -222,6 +222,10 @@ type Sampling struct {
 	TopK        int     // 0 means off
 	Seed        int64
 	HasSeed     bool
+	// Given says which of the fields a model's generation defaults may
+	// set the request gave itself (SamplingDefaults.Apply fills the
+	// others): the dialect marks them.
+	Given SamplingField
 	// MaxTokens caps generated tokens per choice; 0 means up to the context.
 	MaxTokens int
 	// IgnoreEOS generates exactly MaxTokens (vLLM's extension).

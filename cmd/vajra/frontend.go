@@ -70,6 +70,7 @@ type vllmServeArgs struct {
 	Model                  string        `json:"model"`
 	Revision               string        `json:"revision"`
 	Tokenizer              string        `json:"tokenizer"`
+	GenerationConfig       string        `json:"generation_config"`
 	ServedModelName        oneOrMany     `json:"served_model_name"`
 	Host                   string        `json:"host"`
 	Port                   int           `json:"port"`
@@ -227,6 +228,22 @@ func (s *vllmServeArgs) tokenizerDir() (string, error) {
 		return dir, nil
 	}
 	return "", fmt.Errorf("tokenizer %q: neither a folder nor a model in the Hugging Face cache", name)
+}
+
+// generationConfig is remote.Config.GenerationConfig for vLLM's
+// --generation-config: auto reads the model's folder (which the
+// tokenizer's, tokDir, need not be), else as given.
+func (s *vllmServeArgs) generationConfig(tokDir string) string {
+	if g := s.GenerationConfig; g != "" && g != "auto" {
+		return g
+	}
+	if st, err := os.Stat(s.ModelTag); err == nil && st.IsDir() {
+		return s.ModelTag
+	}
+	if dir, ok := hfCached(s.ModelTag, s.Revision); ok {
+		return dir
+	}
+	return tokDir
 }
 
 // hfCached finds repository id's snapshot in the Hugging Face hub cache
@@ -419,8 +436,9 @@ func frontend(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.EngineConfig.ToolCallParser = s.ToolCallParser
 	cfg.EngineConfig.ReasoningParser = s.ReasoningParser
 	cfg.Remote = remote.Config{
-		Workers:   workers,
-		Tokenizer: remote.Local(tok),
+		Workers:          workers,
+		Tokenizer:        remote.Local(tok),
+		GenerationConfig: s.generationConfig(dir),
 	}
 	srv, err := vajra.New(cfg)
 	if err != nil {

@@ -210,3 +210,24 @@ func TestInheritedListener(t *testing.T) {
 		t.Fatalf("a pipe: %v", err)
 	}
 }
+
+// TestFrontendGenerationConfig: vLLM's generation_config argument: auto
+// (or none) reads the model's folder, which the tokenizer's need not be;
+// vllm and a folder pass as given.
+func TestFrontendGenerationConfig(t *testing.T) {
+	model, tok := t.TempDir(), t.TempDir()
+	for _, c := range []struct {
+		s    vllmServeArgs
+		want string
+	}{
+		{vllmServeArgs{ModelTag: model}, model},
+		{vllmServeArgs{ModelTag: model, GenerationConfig: "auto", Tokenizer: tok}, model},
+		{vllmServeArgs{ModelTag: model, GenerationConfig: "vllm"}, "vllm"},
+		{vllmServeArgs{ModelTag: model, GenerationConfig: "/gen"}, "/gen"},
+		{vllmServeArgs{ModelTag: "no/such-model-here"}, tok},
+	} {
+		if got := c.s.generationConfig(tok); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.s, got, c.want)
+		}
+	}
+}

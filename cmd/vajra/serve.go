@@ -157,6 +157,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	// Remote engine workers (engine/remote), used when --worker is given.
 	rc := &cfg.Remote
 	fs.Var(&st.workers, "worker", "serve the model of this engine worker instead of the simulated engine: llama-server://HOST:PORT, vllm://HOST:PORT (vllm serve --grpc), sglang://HOST:PORT (--grpc-mode), or vllm-core://HOST:PORT: bind HOST:PORT for vLLM engines to attach to (vllm serve MODEL --headless --data-parallel-address HOST --data-parallel-rpc-port PORT), each rank a worker (needs --tokenizer MODEL_DIR); repeatable, or comma-separated (YAML: workers: [...])")
+	fs.StringVar(&rc.GenerationConfig, "generation-config", "auto", "workers: where requests' sampling defaults come from, as vLLM's flag: auto (the model's generation_config.json, beside --tokenizer or among the worker's files), vllm (none), or a folder holding a generation_config.json")
 	fs.StringVar(&rc.TokenizerPath, "tokenizer", "", "workers: tokenize with this Hugging Face tokenizer.json (tokenizer_config.json beside it), model folder or GGUF file instead of the worker's")
 	fs.DurationVar(&rc.FirstTokenTimeout, "worker-first-token-timeout", 120*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends no token for this long after the request (negative: never)")
 	fs.DurationVar(&rc.InterTokenTimeout, "worker-inter-token-timeout", 30*time.Second, "end a stream with an error, and abort it on the worker, when its worker sends nothing for this long between tokens (negative: never)")

@@ -59,6 +59,17 @@ func (r *MessagesRequest) toEngine(dst *engine.Request, needMaxTokens bool) *Err
 		}
 		s.TopK = r.TopK.V
 	}
+	// What was given; the rest take the model's generation defaults, as
+	// vLLM's Messages endpoint (a chat request with the others unset).
+	if r.Temperature.Defined {
+		s.Given |= engine.FieldTemperature
+	}
+	if r.TopP.Defined {
+		s.Given |= engine.FieldTopP
+	}
+	if r.TopK.Defined {
+		s.Given |= engine.FieldTopK
+	}
 	for i, stop := range r.StopSequences {
 		if stop == "" {
 			return invalid("stop_sequences."+strconv.Itoa(i), "must not be empty")

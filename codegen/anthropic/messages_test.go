@@ -85,8 +85,9 @@ func TestToEngineMapping(t *testing.T) {
 			{Name: "bash"}, {Name: "web_search"}},
 		ToolChoice: engine.ToolChoice{Mode: engine.ToolChoiceNamed, Name: "get_weather"},
 		Reasoning:  engine.Reasoning{Enabled: true, BudgetTokens: 1024},
-		Sampling:   engine.Sampling{Temperature: 0.5, TopP: 0.9, TopK: 40, MaxTokens: 2048, Stop: []string{"END", "\n\nHuman:"}},
-		Stream:     true,
+		Sampling: engine.Sampling{Temperature: 0.5, TopP: 0.9, TopK: 40, MaxTokens: 2048, Stop: []string{"END", "\n\nHuman:"},
+			Given: engine.FieldTemperature | engine.FieldTopP | engine.FieldTopK},
+		Stream: true,
 	}
 	if !reflect.DeepEqual(*req, want) {
 		t.Fatalf("got  %+v\nwant %+v", *req, want)

@@ -85,10 +85,11 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := samplingRanges(s, r.Temperature, r.TopP, r.TopK); err != nil {
 		return err
 	}
-	if err := toEnginePenalties(s, penaltyParams{r.FrequencyPenalty, r.PresencePenalty,
-		r.RepetitionPenalty, r.MinP, &r.LogitBias}); err != nil {
+	pp := penaltyParams{r.FrequencyPenalty, r.PresencePenalty, r.RepetitionPenalty, r.MinP, &r.LogitBias}
+	if err := toEnginePenalties(s, pp); err != nil {
 		return err
 	}
+	s.Given = given(r.Temperature, r.TopP, r.TopK, pp)
 	if r.Seed.Defined {
 		s.Seed, s.HasSeed = r.Seed.V, true
 	}

@@ -113,6 +113,26 @@ type penaltyParams struct {
 	bias                                  *LogitBias
 }
 
+// given marks the sampling fields the request gave (null is not given,
+// as in vLLM): the rest take the model's generation defaults
+// (engine.SamplingDefaults).
+func given(temperature, topP opt.Float64, topK opt.Int, p penaltyParams) engine.SamplingField {
+	var g engine.SamplingField
+	for _, f := range [...]struct {
+		set bool
+		f   engine.SamplingField
+	}{
+		{temperature.Defined, engine.FieldTemperature}, {topP.Defined, engine.FieldTopP}, {topK.Defined, engine.FieldTopK},
+		{p.minP.Defined, engine.FieldMinP}, {p.repetition.Defined, engine.FieldRepetitionPenalty},
+		{p.presence.Defined, engine.FieldPresencePenalty}, {p.frequency.Defined, engine.FieldFrequencyPenalty},
+	} {
+		if f.set {
+			g |= f.f
+		}
+	}
+	return g
+}
+
 // toEnginePenalties validates the penalty and bias parameters and sets them
 // in s; it allocates nothing when they are absent.
 func toEnginePenalties(s *engine.Sampling, p penaltyParams) *ParamError {

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mailru/easyjson/opt"
+
 	"github.com/vajra-go/vajra/engine"
 )
 
@@ -89,6 +91,7 @@ func (r *ResponsesRequest) validateSampling(s *engine.Sampling) *ParamError {
 	if r.WantsLogprobs() {
 		s.Logprobs = true
 	}
+	s.Given = given(r.Temperature, r.TopP, opt.Int{}, penaltyParams{})
 	return nil
 }
 

@@ -50,6 +50,11 @@ type Limits struct {
 	// (engine/text), "" for none.
 	ReasoningParser string
 	ToolCallParser  string
+	// DefaultMaxTokens caps a request that asks for no maximum
+	// (Sampling.MaxTokens 0) below the room its context leaves: the
+	// model's generation default (engine.SamplingDefaults.MaxTokens); 0
+	// = none.
+	DefaultMaxTokens int
 }
 
 // FormatKind says what structured output a request asks for.
@@ -180,6 +185,9 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 	}
 	if cerr := engine.CheckMinTokens(sp.MinTokens, mt); cerr != nil {
 		return cerr
+	}
+	if sp.MaxTokens == 0 && lim.DefaultMaxTokens > 0 && lim.DefaultMaxTokens < mt {
+		mt = lim.DefaultMaxTokens // as vLLM's get_max_tokens
 	}
 	p.MaxTokens = mt
 	fg, named, forced, ferr := grammar.ForToolChoice(req)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/text"
 	"github.com/vajra-go/vajra/engine/text/chattemplate"
+	"github.com/vajra-go/vajra/engine/tokenizer"
 )
 
 // Defaults of Config.
@@ -61,6 +64,13 @@ type Config struct {
 	// (Client.TokenizerFiles); nil: the package's TokenizerFromFiles
 	// (engine/tokenizer).
 	TokenizerFromFiles func(files map[string][]byte) (Tokenizer, error)
+	// GenerationConfig is vLLM's --generation-config: "" or "auto" takes
+	// the sampling parameters of the model's generation_config.json (the
+	// tokenizer's: beside --tokenizer, or among the worker's files) as the
+	// defaults of the requests that leave them out, as vLLM's and SGLang's
+	// front ends do; "vllm" takes none; anything else is a folder holding
+	// the generation_config.json to take them from.
+	GenerationConfig string
 	// Config is what every engine shares. Here ChatTemplate overrides
 	// the tokenizer's (or the worker's) chat template; MaxModelLen caps
 	// the context length (0: the worker's); ReasoningParser and
@@ -130,6 +140,7 @@ type model struct {
 	// generation_config's and the worker's (Generate.EOSTokenIDs).
 	eosIDs         []int32
 	name           string
+	defaults       engine.SamplingDefaults // the model's (Config.GenerationConfig)
 	promptLogprobs bool
 	supports       engine.Capability
 	// kind is each id's text.Token* kind: ordinary text, special, or a
@@ -169,6 +180,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	switch g := cfg.GenerationConfig; g {
+	case "", "auto", "vllm":
+	default:
+		if st, err := os.Stat(g); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("--generation-config %q: not auto, vllm or a folder", g)
+		}
 	}
 	if cfg.Tokenizer == nil && cfg.TokenizerPath != "" {
 		t, err := LoadTokenizer(cfg.TokenizerPath)
@@ -325,6 +343,11 @@ func (e *Engine) loadModel(ctx context.Context, w *Worker, info *Info) error {
 		}
 	}
 	m.tok = tok
+	d, err := e.generationDefaults(tok)
+	if err != nil {
+		return err
+	}
+	m.defaults = d
 	m.vocab = tok.VocabSize()
 	if info.VocabSize > m.vocab {
 		m.vocab = info.VocabSize
@@ -553,4 +576,33 @@ func (e *Engine) untrack(r *request) {
 	e.liveMu.Lock()
 	delete(e.live, r)
 	e.liveMu.Unlock()
+}
+
+// generationDefaults are the requests' sampling defaults that
+// Config.GenerationConfig names.
+func (e *Engine) generationDefaults(tok Tokenizer) (engine.SamplingDefaults, error) {
+	switch g := e.cfg.GenerationConfig; g {
+	case "vllm":
+		return engine.SamplingDefaults{}, nil
+	case "", "auto":
+		if t, ok := tok.(interface{ GenerationSampling() map[string]float64 }); ok {
+			return engine.SamplingDefaultsFrom(t.GenerationSampling()), nil
+		}
+		return engine.SamplingDefaults{}, nil
+	default:
+		b, err := os.ReadFile(filepath.Join(g, tokenizer.FileGenerationConfig))
+		if errors.Is(err, os.ErrNotExist) {
+			if st, serr := os.Stat(g); serr == nil && st.IsDir() {
+				return engine.SamplingDefaults{}, nil // a model without one, as vLLM takes it
+			}
+		}
+		if err != nil {
+			return engine.SamplingDefaults{}, fmt.Errorf("--generation-config: %w", err)
+		}
+		s, err := tokenizer.GenerationSampling(b)
+		if err != nil {
+			return engine.SamplingDefaults{}, fmt.Errorf("--generation-config: %w", err)
+		}
+		return engine.SamplingDefaultsFrom(s), nil
+	}
 }

@@ -33,9 +33,11 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if err := engine.CheckCapabilities(req, m.lacks(), "this engine's workers"); err != nil {
 		return err
 	}
+	m.defaults.Apply(&req.Sampling)
 	p := &prepared{e: e, m: m}
 	if err := pipeline.Prepare(m, req, pipeline.Limits{MaxN: MaxN, MaxStop: MaxStopStrings,
-		ReasoningParser: e.cfg.ReasoningParser, ToolCallParser: e.cfg.ToolCallParser}, &p.Prepared); err != nil {
+		ReasoningParser: e.cfg.ReasoningParser, ToolCallParser: e.cfg.ToolCallParser,
+		DefaultMaxTokens: m.defaults.MaxTokens}, &p.Prepared); err != nil {
 		return err
 	}
 	switch p.Format {

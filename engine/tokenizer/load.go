@@ -739,6 +739,7 @@ func (t *Tokenizer) configure(files map[string][]byte) error {
 		if err := json.Unmarshal(b, &g); err != nil {
 			return fmt.Errorf("tokenizer: %s: %w", FileGenerationConfig, err)
 		}
+		t.genSampling, _ = GenerationSampling(b) // well formed: decoded above
 		var one int32
 		var many []int32
 		if json.Unmarshal(g.EOS, &one) == nil && !isNull(g.EOS) {
@@ -753,6 +754,34 @@ func (t *Tokenizer) configure(files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// GenerationSamplingKeys are the sampling parameters of
+// generation_config.json that vLLM takes as a request's defaults
+// (ModelConfig.get_diff_sampling_param, vLLM 0.32; max_new_tokens is its
+// max_tokens).
+var GenerationSamplingKeys = []string{"repetition_penalty", "presence_penalty", "frequency_penalty",
+	"temperature", "top_k", "top_p", "min_p", "max_new_tokens"}
+
+// GenerationSampling reads the sampling parameters of a
+// generation_config.json (GenerationSamplingKeys) that are numbers, by
+// name; nil when there are none.
+func GenerationSampling(generationConfig []byte) (map[string]float64, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(generationConfig, &all); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", FileGenerationConfig, err)
+	}
+	var g map[string]float64
+	for _, k := range GenerationSamplingKeys {
+		var v float64
+		if raw, ok := all[k]; ok && !isNull(raw) && json.Unmarshal(raw, &v) == nil {
+			if g == nil {
+				g = map[string]float64{}
+			}
+			g[k] = v
+		}
+	}
+	return g, nil
 }
 
 func containsID(ids []int32, id int32) bool {

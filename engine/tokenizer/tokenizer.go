@@ -60,7 +60,9 @@ type Tokenizer struct {
 	bos, eos     string
 	bosID, eosID int32
 	eosIDs       []int32
-	addBOS       bool
+	// genSampling is generation_config.json's sampling parameters.
+	genSampling map[string]float64
+	addBOS      bool
 
 	pool sync.Pool
 }
@@ -230,6 +232,11 @@ func (t *Tokenizer) BOS() (string, int32, bool) { return t.bos, t.bosID, t.bosID
 
 // EOS returns the end-of-sequence token's text and id.
 func (t *Tokenizer) EOS() (string, int32, bool) { return t.eos, t.eosID, t.eosID >= 0 }
+
+// GenerationSampling returns the sampling parameters
+// generation_config.json sets (GenerationSamplingKeys), by name; nil when
+// it sets none or there is none. The map must not be modified.
+func (t *Tokenizer) GenerationSampling() map[string]float64 { return t.genSampling }
 
 // EOSIDs returns the ids that end generation: the EOS token and
 // generation_config.json's eos_token_id (GGUF: eos and eot). The slice must
