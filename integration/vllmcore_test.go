@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -30,6 +31,13 @@ import (
 	"github.com/vajra-go/vajra/internal/vllmserver"
 )
 
+// genConfig is the generation_config.json of TestVLLMCoreWorker's front
+// ends: sampling defaults, a cap on answers that set none.
+const (
+	genMaxNewTokens = 200
+	genConfig       = `{"temperature": 0.8, "top_k": 8, "max_new_tokens": 200}`
+)
+
 // TestVLLMCoreWorker: Vajra as the front end of a real vLLM engine core
 // (`vllm serve --headless`, the CPU build on the tiny Llama), which
 // attaches to the address `--worker vllm-core://HOST:PORT` binds, with no
@@ -48,14 +56,23 @@ func TestVLLMCoreWorker(t *testing.T) {
 	}
 	bin := vllmserver.Need(t)
 	model := vllmserver.Model(t, bin)
-	ref := vllmserver.Start(t, false) // vLLM's own OpenAI server: the reference
+	// Sampling defaults as a model's generation_config.json recommends
+	// them, for both front ends (vLLM's --generation-config): requests
+	// that leave temperature, top_k or max_tokens out take these.
+	genDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(genDir, "generation_config.json"), []byte(genConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := vllmserver.Start(t, false, "--generation-config", genDir) // vLLM's own OpenAI server: the reference
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := lis.Addr().String()
 	lis.Close()
-	srv, base := startRemote(t, func(cfg *vajra.Config) { cfg.Remote.TokenizerPath = model }, "vllm-core://"+hs)
+	srv, base := startRemote(t, func(cfg *vajra.Config) {
+		cfg.Remote.TokenizerPath, cfg.Remote.GenerationConfig = model, genDir
+	}, "vllm-core://"+hs)
 	eng := vllmserver.StartHeadless(t, hs)
 	re := srv.Engine().(*remote.Engine)
 	attached := func() *vllmcore.Engine {
@@ -264,6 +281,40 @@ func TestVLLMCoreWorker(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+
+	t.Run("GenerationConfigDefaults", func(t *testing.T) {
+		// Seeded, with temperature, top_k and max_tokens left out: both
+		// take generation_config's, and answer alike.
+		params := openai.ChatCompletionNewParams{Model: tinyName, Messages: userMsg(question), Seed: openai.Int(11)}
+		want, err := refClient.Chat.Completions.New(ctx, params)
+		if err != nil {
+			t.Fatalf("vLLM's server: %v", err)
+		}
+		got, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := got.Choices[0].Message.Content, want.Choices[0].Message.Content; g != w || got.Usage.CompletionTokens != want.Usage.CompletionTokens {
+			t.Errorf("Vajra %q (%d tokens), vLLM %q (%d tokens)", g, got.Usage.CompletionTokens, w, want.Usage.CompletionTokens)
+		}
+		if got.Usage.CompletionTokens > genMaxNewTokens {
+			t.Errorf("%d tokens without max_tokens; generation_config's max_new_tokens is %d", got.Usage.CompletionTokens, genMaxNewTokens)
+		}
+		// Given, the request's own win: greedy is greedy.
+		params.Temperature = openai.Float(0)
+		params.MaxTokens = openai.Int(8)
+		g0, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w0, err := refClient.Chat.Completions.New(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g0.Choices[0].Message.Content != w0.Choices[0].Message.Content || g0.Usage.CompletionTokens != 8 {
+			t.Errorf("given temperature 0: Vajra %q (%d tokens), vLLM %q", g0.Choices[0].Message.Content, g0.Usage.CompletionTokens, w0.Choices[0].Message.Content)
 		}
 	})
 
