@@ -164,7 +164,7 @@ func TestChatToEngine(t *testing.T) {
 		Reasoning:      engine.Reasoning{Enabled: true, Effort: "low"},
 		Sampling: engine.Sampling{N: 2, Temperature: 0, TopP: 0.9, Seed: 7, HasSeed: true, MaxTokens: 6, IgnoreEOS: true,
 			Given: engine.FieldTemperature | engine.FieldTopP | engine.FieldTopK,
-			Stop: []string{"x"}, StopTokenIDs: []int{3}, Logprobs: true, TopLogprobs: 2},
+			Stop:  []string{"x"}, StopTokenIDs: []int{3}, Logprobs: true, TopLogprobs: 2},
 		Stream: true,
 	}
 	if !reflect.DeepEqual(q, want) {
