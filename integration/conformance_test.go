@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"github.com/vajra-go/vajra/engine/remote"
 	"github.com/vajra-go/vajra/internal/fixture"
 	"github.com/vajra-go/vajra/internal/testworker"
+	"github.com/vajra-go/vajra/internal/vllmserver"
 )
 
 // The conformance suite: one set of cases, what a user of every API
@@ -117,6 +119,40 @@ func confEngines() []confEngine {
 					return front(t, interval, func(c *remote.Config) { c.Tokenizer = tok })
 				}
 			}},
+		{name: "vllm-core", model: tinyName, setup: func(t *testing.T) confFront {
+			// vLLM's engine core (the CPU build, the tiny Llama of
+			// random weights) attached to each front: an engine
+			// attaches to one front, so each front starts its own.
+			bin := vllmserver.Need(t)
+			model := vllmserver.Model(t, bin)
+			return func(t *testing.T, interval int) *confServer {
+				lis, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs := lis.Addr().String()
+				lis.Close()
+				s := &confServer{model: tinyName, finals: make(chan *engine.Result, 1024)}
+				srv, base := startRemote(t, func(c *vajra.Config) {
+					c.EngineConfig.StreamInterval = interval
+					rc := c.Remote
+					rc.TokenizerPath = model
+					rc.Workers = []string{"vllm-core://" + hs}
+					e, err := remote.New(rc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.Engine = s.wrap(e)
+				}, "vllm-core://"+hs)
+				s.base = base
+				eng := vllmserver.StartHeadless(t, hs)
+				eng.Wait(t, 15*time.Minute, func() bool {
+					st, _, _ := get(t, srv.Addr().String(), "GET", "/health", "")
+					return st == http.StatusOK
+				})
+				return s
+			}
+		}},
 	}
 }
 
@@ -504,17 +540,60 @@ func confEchoLogprobs(t *testing.T, _ *confEngine, s *confServer, _ confFront) {
 // confStopAcrossTokens: a stop string made of the end of one token and
 // the start of the next ends the answer before it, streamed or not.
 func confStopAcrossTokens(t *testing.T, _ *confEngine, s *confServer, _ confFront) {
-	body := chatBody(s, question, 24)
+	// The question, else (a random-weight model that answers chat with
+	// newlines only: vLLM's tiny Llama) an answer it continues
+	// (continue_final_message), as it continues text.
+	bodies := []func() map[string]any{func() map[string]any { return chatBody(s, question, 24) }}
+	for _, start := range []string{"Once upon a time", "The sea", "def main():", "Paris is", "1, 2,"} {
+		bodies = append(bodies, func() map[string]any {
+			b := chatBody(s, question, 24)
+			b["messages"] = []any{map[string]any{"role": "user", "content": question},
+				map[string]any{"role": "assistant", "content": start}}
+			b["add_generation_prompt"], b["continue_final_message"] = false, true
+			return b
+		})
+	}
+	var text, stop string
+	var at int
+	var mk func() map[string]any
+	for _, mk = range bodies {
+		if text, stop, at = stopAcross(t, s, mk()); stop != "" {
+			break
+		}
+	}
+	if stop == "" {
+		t.Fatalf("no two tokens to stop across in any answer, the last %q", text)
+	}
+	want := text[:at]
+	for _, stream := range []bool{false, true} {
+		b := mk()
+		b["stop"] = []string{stop}
+		var got, finish string
+		if stream {
+			cs, _, _ := chatStream(t, s, b)
+			got, finish = cs.text[0].String(), cs.finish[0]
+		} else {
+			_, r := confPost(t, s, "/v1/chat/completions", b)
+			got, finish = jstr(r, "choices", 0, "message", "content"), jstr(r, "choices", 0, "finish_reason")
+		}
+		if got != want || finish != "stop" {
+			t.Fatalf("stream %v, stop %q: %q finish %q; want %q finish stop (of %q)", stream, stop, got, finish, want, text)
+		}
+	}
+}
+
+// stopAcross answers body with logprobs and finds in the answer a
+// boundary between two tokens with text whose two characters around it
+// first occur there: the stop string of those two characters and where
+// it starts, or "" when there is none.
+func stopAcross(t *testing.T, s *confServer, body map[string]any) (text, stop string, at int) {
 	body["logprobs"] = true
 	st, res := confPost(t, s, "/v1/chat/completions", body)
 	if st != 200 {
 		t.Fatalf("%d %v", st, res)
 	}
-	text := jstr(res, "choices", 0, "message", "content")
+	text = jstr(res, "choices", 0, "message", "content")
 	lps, _ := jget(res, "choices", 0, "logprobs", "content").([]any)
-	// A boundary between two tokens with text, whose two characters
-	// around it first occur there.
-	stop, at := "", 0
 	var prefix strings.Builder
 	for k := 0; k+1 < len(lps); k++ {
 		a, b := jstr(lps[k], "token"), jstr(lps[k+1], "token")
@@ -530,29 +609,10 @@ func confStopAcrossTokens(t *testing.T, _ *confEngine, s *confServer, _ confFron
 		}
 		cand := string(last) + string(first)
 		if i := strings.Index(text, cand); i == len(p)-len(string(last)) {
-			stop, at = cand, i
-			break
+			return text, cand, i
 		}
 	}
-	if stop == "" {
-		t.Fatalf("no two tokens to stop across in %q (%d tokens)", text, len(lps))
-	}
-	want := text[:at]
-	for _, stream := range []bool{false, true} {
-		b := chatBody(s, question, 24)
-		b["stop"] = []string{stop}
-		var got, finish string
-		if stream {
-			cs, _, _ := chatStream(t, s, b)
-			got, finish = cs.text[0].String(), cs.finish[0]
-		} else {
-			_, r := confPost(t, s, "/v1/chat/completions", b)
-			got, finish = jstr(r, "choices", 0, "message", "content"), jstr(r, "choices", 0, "finish_reason")
-		}
-		if got != want || finish != "stop" {
-			t.Fatalf("stream %v, stop %q: %q finish %q; want %q finish stop (of %q)", stream, stop, got, finish, want, text)
-		}
-	}
+	return text, "", 0
 }
 
 // confN: n = 3 gives three choices, each with its finish, counted in the
@@ -804,7 +864,9 @@ func confContextLength(t *testing.T, _ *confEngine, s *confServer, _ confFront) 
 
 // confCachedTokens: the same prompt again reports its cached tokens.
 func confCachedTokens(t *testing.T, _ *confEngine, s *confServer, _ confFront) {
-	prompt := strings.Repeat("The sea is wide and deep. ", 12) + "Tell me more."
+	// Longer than a block of vLLM's CPU cache (128 tokens): it caches
+	// whole blocks only.
+	prompt := strings.Repeat("The sea is wide and deep. ", 20) + "Tell me more."
 	var cached, prompts int
 	for range 2 {
 		st, res := confPost(t, s, "/v1/chat/completions", chatBody(s, prompt, 2))
