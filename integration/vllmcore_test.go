@@ -454,6 +454,12 @@ func TestVLLMCoreWorker(t *testing.T) {
 		t.Logf("pytest:\n%s", out)
 	})
 
+	t.Run("NodeSDKs", func(t *testing.T) {
+		// The tests that hold for any model: the random-weight model
+		// answers chat with newlines.
+		runNodeSuite(t, base, "test-key", tinyName, `\(any model\)`)
+	})
+
 	t.Run("Metrics", func(t *testing.T) {
 		// The engine's scheduler stats feed vLLM's metric names: the
 		// prefix cache has been asked for every prompt so far.
