@@ -12,10 +12,16 @@ const (
 	FieldRepetitionPenalty
 	FieldPresencePenalty
 	FieldFrequencyPenalty
+	// FieldMaxTokens: no maximum given (MaxTokens 0); the model's
+	// max_new_tokens caps it (pipeline.Limits.DefaultMaxTokens).
+	FieldMaxTokens
+
+	// AllSamplingFields are every SamplingField.
+	AllSamplingFields = FieldMaxTokens<<1 - 1
 )
 
 // SamplingDefaults are a model's recommended sampling parameters, which
-// a request takes for the fields it does not give (Sampling.Given): what
+// a request takes for the fields it leaves out (Sampling.Unset): what
 // vLLM does with generation_config.json under --generation-config auto,
 // its default. The zero value sets nothing.
 type SamplingDefaults struct {
@@ -25,15 +31,15 @@ type SamplingDefaults struct {
 	RepetitionPenalty                 float64
 	PresencePenalty, FrequencyPenalty float64
 	TopK                              int // 0 = off
-	// MaxTokens caps a choice that asks for no maximum (Sampling.MaxTokens
-	// 0: chat without max_tokens) below the room the context leaves
+	// MaxTokens caps a choice that gives no maximum (FieldMaxTokens
+	// unset: chat without max_tokens) below the room the context leaves
 	// (pipeline.Limits.DefaultMaxTokens); 0 = no cap.
 	MaxTokens int
 }
 
-// Apply sets each field of s the request did not give to its default.
+// Apply sets each field s leaves unset to its default.
 func (d *SamplingDefaults) Apply(s *Sampling) {
-	use := d.Set &^ s.Given
+	use := d.Set & s.Unset
 	if use == 0 {
 		return
 	}

@@ -12,7 +12,7 @@ func TestSamplingDefaultsFrom(t *testing.T) {
 	if d.Set != want || d.TopK != 0 || d.MaxTokens != 64 {
 		t.Fatalf("%+v", d)
 	}
-	s := Sampling{Temperature: 0, TopK: 5, Given: FieldTemperature}
+	s := Sampling{Temperature: 0, TopK: 5, Unset: AllSamplingFields &^ FieldTemperature}
 	d.Apply(&s)
 	if s.Temperature != 0 || s.TopK != 0 || s.PresencePenalty != 0.5 || s.FrequencyPenalty != 0.25 || s.MinP != 0.05 || s.TopP != 0 || s.MaxTokens != 0 {
 		t.Fatalf("applied: %+v", s)

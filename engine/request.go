@@ -222,10 +222,11 @@ type Sampling struct {
 	TopK        int     // 0 means off
 	Seed        int64
 	HasSeed     bool
-	// Given says which of the fields a model's generation defaults may
-	// set the request gave itself (SamplingDefaults.Apply fills the
-	// others): the dialect marks them.
-	Given SamplingField
+	// Unset marks the fields the client left out, which the model's
+	// generation defaults fill (SamplingDefaults.Apply): the dialects set
+	// it. The zero value, every field as set (a request an embedder
+	// builds), takes no default.
+	Unset SamplingField
 	// MaxTokens caps generated tokens per choice; 0 means up to the context.
 	MaxTokens int
 	// IgnoreEOS generates exactly MaxTokens (vLLM's extension).

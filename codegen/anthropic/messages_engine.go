@@ -59,16 +59,18 @@ func (r *MessagesRequest) toEngine(dst *engine.Request, needMaxTokens bool) *Err
 		}
 		s.TopK = r.TopK.V
 	}
-	// What was given; the rest take the model's generation defaults, as
-	// vLLM's Messages endpoint (a chat request with the others unset).
+	// What was left out takes the model's generation defaults, as in
+	// vLLM's Messages endpoint (a chat request with the others unset);
+	// max_tokens is always given.
+	s.Unset = engine.AllSamplingFields &^ engine.FieldMaxTokens
 	if r.Temperature.Defined {
-		s.Given |= engine.FieldTemperature
+		s.Unset &^= engine.FieldTemperature
 	}
 	if r.TopP.Defined {
-		s.Given |= engine.FieldTopP
+		s.Unset &^= engine.FieldTopP
 	}
 	if r.TopK.Defined {
-		s.Given |= engine.FieldTopK
+		s.Unset &^= engine.FieldTopK
 	}
 	for i, stop := range r.StopSequences {
 		if stop == "" {

@@ -86,7 +86,7 @@ func TestToEngineMapping(t *testing.T) {
 		ToolChoice: engine.ToolChoice{Mode: engine.ToolChoiceNamed, Name: "get_weather"},
 		Reasoning:  engine.Reasoning{Enabled: true, BudgetTokens: 1024},
 		Sampling: engine.Sampling{Temperature: 0.5, TopP: 0.9, TopK: 40, MaxTokens: 2048, Stop: []string{"END", "\n\nHuman:"},
-			Given: engine.FieldTemperature | engine.FieldTopP | engine.FieldTopK},
+			Unset: engine.AllSamplingFields &^ (engine.FieldTemperature | engine.FieldTopP | engine.FieldTopK | engine.FieldMaxTokens)},
 		Stream: true,
 	}
 	if !reflect.DeepEqual(*req, want) {

@@ -179,7 +179,7 @@ func validateSampling(r *ChatRequest, s *engine.Sampling) *ParamError {
 	if err := toEnginePenalties(s, pp); err != nil {
 		return err
 	}
-	s.Given = given(r.Temperature, r.TopP, r.TopK, pp)
+	s.Unset = unset(r.Temperature, r.TopP, r.TopK, pp, r.MaxTokens.Defined || r.MaxCompletionTokens.Defined)
 	if r.Seed.Defined {
 		s.Seed, s.HasSeed = r.Seed.V, true
 	}

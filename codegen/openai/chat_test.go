@@ -163,7 +163,7 @@ func TestChatToEngine(t *testing.T) {
 		ResponseFormat: engine.ResponseFormat{Type: engine.FormatJSONObject},
 		Reasoning:      engine.Reasoning{Enabled: true, Effort: "low"},
 		Sampling: engine.Sampling{N: 2, Temperature: 0, TopP: 0.9, Seed: 7, HasSeed: true, MaxTokens: 6, IgnoreEOS: true,
-			Given: engine.FieldTemperature | engine.FieldTopP | engine.FieldTopK,
+			Unset: engine.AllSamplingFields &^ (engine.FieldTemperature | engine.FieldTopP | engine.FieldTopK | engine.FieldMaxTokens),
 			Stop:  []string{"x"}, StopTokenIDs: []int{3}, Logprobs: true, TopLogprobs: 2},
 		Stream: true,
 	}
@@ -177,7 +177,7 @@ func TestChatToEngine(t *testing.T) {
 	if err := r.ToEngine(&q); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(q.Sampling, engine.Sampling{N: 1, Temperature: 1, TopP: 1}) || !q.ParallelToolCalls || q.ToolChoice.Mode != engine.ToolChoiceAuto {
+	if !reflect.DeepEqual(q.Sampling, engine.Sampling{N: 1, Temperature: 1, TopP: 1, Unset: engine.AllSamplingFields}) || !q.ParallelToolCalls || q.ToolChoice.Mode != engine.ToolChoiceAuto {
 		t.Errorf("defaults: %+v", q)
 	}
 }

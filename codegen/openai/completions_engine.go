@@ -89,7 +89,7 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := toEnginePenalties(s, pp); err != nil {
 		return err
 	}
-	s.Given = given(r.Temperature, r.TopP, r.TopK, pp)
+	s.Unset = unset(r.Temperature, r.TopP, r.TopK, pp, true) // max_tokens: 16 when left out, as in vLLM
 	if r.Seed.Defined {
 		s.Seed, s.HasSeed = r.Seed.V, true
 	}

@@ -63,7 +63,7 @@ func TestCompletionToEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := engine.Request{Model: "m", Prompt: "The capital of France is", Echo: true, PromptLogprobs: 1,
-		Sampling: engine.Sampling{N: 1, Temperature: 0, TopP: 1, MaxTokens: 1, Given: engine.FieldTemperature, Stop: []string{"\n"}, Seed: 3, HasSeed: true, Logprobs: true, TopLogprobs: 1}}
+		Sampling: engine.Sampling{N: 1, Temperature: 0, TopP: 1, MaxTokens: 1, Unset: engine.AllSamplingFields &^ (engine.FieldTemperature | engine.FieldMaxTokens), Stop: []string{"\n"}, Seed: 3, HasSeed: true, Logprobs: true, TopLogprobs: 1}}
 	if !reflect.DeepEqual(q, want) {
 		t.Errorf("got  %+v\nwant %+v", q, want)
 	}

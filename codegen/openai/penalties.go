@@ -113,10 +113,10 @@ type penaltyParams struct {
 	bias                                  *LogitBias
 }
 
-// given marks the sampling fields the request gave (null is not given,
-// as in vLLM): the rest take the model's generation defaults
-// (engine.SamplingDefaults).
-func given(temperature, topP opt.Float64, topK opt.Int, p penaltyParams) engine.SamplingField {
+// unset marks the sampling fields the request left out (null is left
+// out, as in vLLM), which take the model's generation defaults
+// (engine.SamplingDefaults); maxTokens says it gave a maximum.
+func unset(temperature, topP opt.Float64, topK opt.Int, p penaltyParams, maxTokens bool) engine.SamplingField {
 	var g engine.SamplingField
 	for _, f := range [...]struct {
 		set bool
@@ -125,12 +125,13 @@ func given(temperature, topP opt.Float64, topK opt.Int, p penaltyParams) engine.
 		{temperature.Defined, engine.FieldTemperature}, {topP.Defined, engine.FieldTopP}, {topK.Defined, engine.FieldTopK},
 		{p.minP.Defined, engine.FieldMinP}, {p.repetition.Defined, engine.FieldRepetitionPenalty},
 		{p.presence.Defined, engine.FieldPresencePenalty}, {p.frequency.Defined, engine.FieldFrequencyPenalty},
+		{maxTokens, engine.FieldMaxTokens},
 	} {
 		if f.set {
 			g |= f.f
 		}
 	}
-	return g
+	return engine.AllSamplingFields &^ g
 }
 
 // toEnginePenalties validates the penalty and bias parameters and sets them

@@ -91,7 +91,7 @@ func (r *ResponsesRequest) validateSampling(s *engine.Sampling) *ParamError {
 	if r.WantsLogprobs() {
 		s.Logprobs = true
 	}
-	s.Given = given(r.Temperature, r.TopP, opt.Int{}, penaltyParams{})
+	s.Unset = unset(r.Temperature, r.TopP, opt.Int{}, penaltyParams{}, r.MaxOutputTokens.Defined)
 	return nil
 }
 

@@ -74,7 +74,7 @@ func TestResponsesToEngineMapping(t *testing.T) {
 		ToolChoice:     engine.ToolChoice{Mode: engine.ToolChoiceNamed, Name: "w"},
 		Reasoning:      engine.Reasoning{Enabled: true, Effort: "high"},
 		ResponseFormat: engine.ResponseFormat{Type: engine.FormatJSONSchema, Name: "s", Schema: []byte(`{"type":"object"}`)},
-		Sampling:       engine.Sampling{Temperature: 0.3, TopP: 0.8, MaxTokens: 100, Given: engine.FieldTemperature | engine.FieldTopP},
+		Sampling:       engine.Sampling{Temperature: 0.3, TopP: 0.8, MaxTokens: 100, Unset: engine.AllSamplingFields &^ (engine.FieldTemperature | engine.FieldTopP | engine.FieldMaxTokens)},
 	}
 	if !reflect.DeepEqual(*req, want) {
 		t.Fatalf("got  %+v\nwant %+v", *req, want)

@@ -50,8 +50,8 @@ type Limits struct {
 	// (engine/text), "" for none.
 	ReasoningParser string
 	ToolCallParser  string
-	// DefaultMaxTokens caps a request that asks for no maximum
-	// (Sampling.MaxTokens 0) below the room its context leaves: the
+	// DefaultMaxTokens caps a request that gives no maximum
+	// (engine.FieldMaxTokens unset) below the room its context leaves: the
 	// model's generation default (engine.SamplingDefaults.MaxTokens); 0
 	// = none.
 	DefaultMaxTokens int
@@ -186,7 +186,7 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 	if cerr := engine.CheckMinTokens(sp.MinTokens, mt); cerr != nil {
 		return cerr
 	}
-	if sp.MaxTokens == 0 && lim.DefaultMaxTokens > 0 && lim.DefaultMaxTokens < mt {
+	if sp.MaxTokens == 0 && sp.Unset&engine.FieldMaxTokens != 0 && lim.DefaultMaxTokens > 0 && lim.DefaultMaxTokens < mt {
 		mt = lim.DefaultMaxTokens // as vLLM's get_max_tokens
 	}
 	p.MaxTokens = mt
