@@ -5,9 +5,10 @@
 // of its answer, slow and stalled readers, pipelined bursts, bad bodies
 // and framings). Afterwards the server must return to idle: no open
 // connection, nothing in flight, no session actor, nothing running or
-// waiting, an empty response store, the process's goroutines and file
-// descriptors back to their post-warm-up values and its RSS within 10 %
-// of it, each awaited by polling with a deadline.
+// waiting, an empty response store, the process's goroutines, file
+// descriptors and registered actor processes back to their post-warm-up
+// values, its live heap within 10 % of it and its RSS within 25 %, each
+// awaited by polling with a deadline.
 //
 // TestSoak runs it: about 20 s in `go test ./...` (skipped under -short),
 // `make soak` for 10 minutes, and for hours with -soak.duration (see
@@ -49,7 +50,11 @@ type Config struct {
 	// IdleDeadline bounds the wait for each return to idle.
 	IdleDeadline time.Duration
 	// RSSSlack is how far above its post-warm-up value the final RSS may
-	// be, as a fraction (0.10: 10 %).
+	// be, as a fraction (0.25: 25 %). The live heap, the leak detector,
+	// is held to 10 %; the RSS, even after debug.FreeOSMemory, also holds
+	// what the runtime sized for the peak (stack spans, its own
+	// metadata): 20 s and 60 s runs ended 3 to 11 % above the
+	// post-warm-up RSS with the live heap within 1 % of its own.
 	RSSSlack float64
 	// SkipRSS leaves the RSS out of the return to idle (still reported):
 	// under the race detector, whose shadow memory is never returned.
@@ -67,7 +72,7 @@ func DefaultConfig() Config {
 		Warmup:       3 * time.Second,
 		Workers:      32,
 		IdleDeadline: 30 * time.Second,
-		RSSSlack:     0.10,
+		RSSSlack:     0.25,
 		Seed:         1,
 	}
 }
@@ -213,8 +218,10 @@ func (r *Report) String() string {
 		fmt.Sprintf("%d/%d", r.Final.Live.Running, r.Final.Live.Waiting))
 	row("stored responses", r.Base.Live.StoredResponses, "", r.Final.Live.StoredResponses)
 	row("goroutines", r.Base.Goroutines, r.PeakGoroutines, r.Final.Goroutines)
+	row("actor processes", r.Base.Processes, "", r.Final.Processes)
 	row("file descriptors", r.Base.FDs, r.PeakFDs, r.Final.FDs)
 	row("RSS", mib(r.Base.RSS), mib(r.PeakRSS), mib(r.Final.RSS))
+	row("live heap", mib(r.Base.HeapLive), "", mib(r.Final.HeapLive))
 	d := r.Final.Scraped
 	bs := r.Base.Scraped
 	fmt.Fprintf(&b, "  /metrics during the load: %.0f client-disconnect aborts, %.0f parse errors, %.0f slow consumers, %.0f session panics\n",
@@ -284,11 +291,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Warm-up, then the idle values with every client gone.
 	load.run(ctx, cfg.Warmup, 0, nil)
 	sdk.transport.CloseIdleConnections()
+	fillRegistry(srv.ActorSystem())
 	base, settled, err := waitIdle(ctx, srv, addr, nil, 0, cfg.IdleDeadline)
 	if err != nil {
 		return nil, fmt.Errorf("soak: after the warm-up: %w", err)
 	}
-	logf("soak: warm-up done, idle in %v: %d goroutines, %d fds, RSS %s", settled.Round(time.Millisecond), base.Goroutines, base.FDs, mib(base.RSS))
+	logf("soak: warm-up done, idle in %v: %d goroutines, %d fds, RSS %s, live heap %s", settled.Round(time.Millisecond), base.Goroutines, base.FDs, mib(base.RSS), mib(base.HeapLive))
 	if f := load.failures(); len(f) > 0 {
 		rep.Failures = append(rep.Failures, "warm-up: "+f[0])
 	}
