@@ -2,6 +2,8 @@ package actors
 
 import (
 	"math/bits"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +80,11 @@ type Request struct {
 	// otherwise a stream is close-delimited.
 	Chunked bool
 	Arrival time.Time
+	// Rank is vLLM's X-data-parallel-rank header (SetRank): with RankSet
+	// the request runs only on that data-parallel rank of the engine;
+	// RankBad says the header was not an integer.
+	Rank             int
+	RankSet, RankBad bool
 	// ws is the exchange of a response.create of the Responses API over
 	// WebSocket (responses_ws.go), also the session's Conn; nil for HTTP.
 	// The stream's events then go out as WebSocket text frames.
@@ -130,6 +137,18 @@ func NewRequest(ep Endpoint, requestID string, body []byte) *Request {
 	r := new(Request)
 	InitRequest(r, ep, requestID, body)
 	return r
+}
+
+// SetRank records an X-data-parallel-rank header's value (nil when the
+// request has none): an integer, in decimal, as vLLM's front end reads it
+// (Python's int: an optional sign, surrounding spaces); anything else
+// makes the request a 400 naming the header.
+func (r *Request) SetRank(v []byte) {
+	if v == nil {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(v)))
+	r.RankSet, r.RankBad, r.Rank = err == nil, err != nil, n
 }
 
 // InitRequest is NewRequest into r, for a caller that keeps the Request

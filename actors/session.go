@@ -140,12 +140,34 @@ func (ss *session) proceed(ctx actor.Context) {
 		ss.fail(ctx, modelNotFound(ss.ereq.Model))
 		return
 	}
+	if err := ss.pinRank(); err != nil {
+		ss.fail(ctx, ss.d.engineError(err, &ss.ereq))
+		return
+	}
 	// A large prompt is rendered and tokenized off the mailbox workers
 	// (prepare.go); the session goes on in prepared when it is done.
 	if ss.bodyLen >= offPoolBody && ss.owner.prep.submit(ss) {
 		return
 	}
 	ss.prepared(ctx, ss.owner.cfg.Engine.Prepare(&ss.ereq))
+}
+
+// pinRank pins the request to the data-parallel rank its
+// X-data-parallel-rank header names (the engine checks the rank), or
+// refuses a header that names none.
+func (ss *session) pinRank() *engine.Error {
+	switch {
+	case ss.req.RankBad:
+		return &engine.Error{Kind: engine.KindInvalid, Param: "X-data-parallel-rank",
+			Message: "X-data-parallel-rank must be an integer: the data-parallel rank of the engine to run the request on"}
+	case !ss.req.RankSet:
+		return nil
+	}
+	if ss.ereq.VLLM == nil {
+		ss.ereq.VLLM = new(engine.VLLMExtensions)
+	}
+	ss.ereq.VLLM.PinRank, ss.ereq.VLLM.DataParallelRank = true, ss.req.Rank
+	return nil
 }
 
 // prepareOff implements prepJob: Engine.Prepare on a prepare worker.

@@ -1,5 +1,7 @@
 package engine
 
+import "strconv"
+
 // Capability is a feature of a request that an engine may lack. An
 // engine that lacks one declares it (Lacker) and refuses every request
 // that needs it before the stream starts, with a KindInvalid error that
@@ -88,4 +90,23 @@ var capabilities = [...]struct {
 	{CapBadWords, "bad_words", "do not ban words (bad_words)"},
 	{CapAllowedTokenIDs, "allowed_token_ids", "do not restrict the output to given tokens (allowed_token_ids)"},
 	{CapPriority, "priority", "do not schedule by priority (priority must be 0)"},
+}
+
+// CheckRank refuses a request pinned to a data-parallel rank outside
+// [0, ranks) with vLLM's message (a KindInvalid error); an engine without
+// ranks passes 1, as vLLM with one rank accepts only rank 0. ranks <= 0
+// checks only that the rank is not negative (the number of ranks is not
+// known: engines attach while Vajra runs).
+func CheckRank(req *Request, ranks int) error {
+	v := req.VLLM
+	if v == nil || !v.PinRank || (v.DataParallelRank >= 0 && (ranks <= 0 || v.DataParallelRank < ranks)) {
+		return nil
+	}
+	msg := "data_parallel_rank " + strconv.Itoa(v.DataParallelRank) + " is out of range"
+	if ranks > 0 {
+		msg += " [0, " + strconv.Itoa(ranks) + ")."
+	} else {
+		msg += ": ranks are not negative."
+	}
+	return &Error{Kind: KindInvalid, Param: "X-data-parallel-rank", Message: msg}
 }

@@ -59,3 +59,34 @@ func TestNeedsEveryCapability(t *testing.T) {
 		t.Error("a JSON schema needs a capability")
 	}
 }
+
+func TestCheckRank(t *testing.T) {
+	pin := func(r int) *Request { return &Request{VLLM: &VLLMExtensions{PinRank: true, DataParallelRank: r}} }
+	for _, c := range []struct {
+		req   *Request
+		ranks int
+		want  string // "" when accepted
+	}{
+		{&Request{}, 1, ""},
+		{&Request{VLLM: &VLLMExtensions{Priority: 1}}, 1, ""}, // extensions, no pin: rank 0 is not implied
+		{pin(0), 1, ""},
+		{pin(1), 1, "data_parallel_rank 1 is out of range [0, 1)."},
+		{pin(3), 4, ""},
+		{pin(4), 4, "data_parallel_rank 4 is out of range [0, 4)."},
+		{pin(7), 0, ""}, // ranks unknown
+		{pin(-1), 0, "data_parallel_rank -1 is out of range: ranks are not negative."},
+		{pin(-1), 2, "data_parallel_rank -1 is out of range [0, 2)."},
+	} {
+		err := CheckRank(c.req, c.ranks)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%+v of %d: %v", c.req.VLLM, c.ranks, err)
+			}
+			continue
+		}
+		e, ok := err.(*Error)
+		if !ok || e.Kind != KindInvalid || e.Param != "X-data-parallel-rank" || e.Message != c.want {
+			t.Errorf("%+v of %d: %v, want %q", c.req.VLLM, c.ranks, err, c.want)
+		}
+	}
+}

@@ -202,6 +202,11 @@ type VLLMExtensions struct {
 	// Priority orders the engine's waiting queue under priority
 	// scheduling (lower first; 0 = default).
 	Priority int
+	// PinRank pins the request to data-parallel rank DataParallelRank
+	// (vLLM's X-data-parallel-rank header): only that rank's engine runs
+	// it. An engine without ranks is rank 0 of 1, as vLLM with one.
+	PinRank          bool
+	DataParallelRank int
 }
 
 // Reasoning asks for reasoning tokens before the answer.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -84,6 +85,17 @@ func TestOpenAIErrorMapping(t *testing.T) {
 			_, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: vajra.DefaultModelName, Input: textInput(long)})
 			return err
 		}, 400, "context_length_exceeded", "input"},
+		// vLLM's X-data-parallel-rank: the simulator is rank 0 of 1.
+		{"chat data-parallel rank 1", func() error {
+			_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: vajra.DefaultModelName, Messages: userMsg("hi")},
+				option.WithHeader("X-data-parallel-rank", "1"))
+			return err
+		}, 400, "", "X-data-parallel-rank"},
+		{"completions data-parallel rank not a number", func() error {
+			_, err := client.Completions.New(ctx, openai.CompletionNewParams{Model: vajra.DefaultModelName,
+				Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hi")}}, option.WithHeader("X-Data-Parallel-Rank", "first"))
+			return err
+		}, 400, "", "X-data-parallel-rank"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -260,5 +272,33 @@ func TestErrorsAfterTheStatusLine(t *testing.T) {
 	// The connection stays usable after a failed stream.
 	if _, err := client.Models.List(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDataParallelRankHeader: vLLM's X-data-parallel-rank on an engine
+// without ranks (the simulator), which is rank 0 of 1 as vLLM with one
+// engine: rank 0 answers, rank 1 is vLLM's 400 in each dialect's shape.
+func TestDataParallelRankHeader(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	ctx := context.Background()
+	client := newClient(base)
+	res, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: vajra.DefaultModelName, Messages: userMsg("hi"), MaxTokens: openai.Int(4)},
+		option.WithHeader("X-data-parallel-rank", "0"))
+	if err != nil || res.Choices[0].Message.Content == "" {
+		t.Fatalf("rank 0: %v", err)
+	}
+	_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: vajra.DefaultModelName, Messages: userMsg("hi")},
+		option.WithHeader("X-data-parallel-rank", "1"))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Message != "data_parallel_rank 1 is out of range [0, 1)." {
+		t.Fatalf("rank 1: %v", err)
+	}
+	ac := newAnthropic(base)
+	_, err = ac.Messages.New(ctx, anthropic.MessageNewParams{Model: vajra.DefaultModelName, MaxTokens: 4, Messages: userText("hi")},
+		aoption.WithHeader("X-data-parallel-rank", "-2"))
+	var aErr *anthropic.Error
+	if !errors.As(err, &aErr) || aErr.StatusCode != 400 || !strings.Contains(aErr.RawJSON(), "data_parallel_rank -2 is out of range") ||
+		!strings.Contains(aErr.RawJSON(), `"type":"invalid_request_error"`) {
+		t.Fatalf("messages, rank -2: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -569,5 +572,109 @@ func controlCalls(t *testing.T, base string) {
 		if resp.StatusCode != 200 || string(b) != c.want {
 			t.Fatalf("%s %s: %d %s, want %s", c.method, c.path, resp.StatusCode, b, c.want)
 		}
+	}
+}
+
+// TestVLLMCoreDataParallel: one `vllm serve --headless` with two
+// data-parallel ranks (two engine core processes on the tiny Llama; a
+// dense model's ranks run independently) attaches to Vajra, each rank a
+// worker of its own (vllm-core://HOST:PORT#RANK). A request pinned by
+// vLLM's X-data-parallel-rank header runs on that rank (X-Vajra-Worker
+// names it, streamed and not), both ranks give the same greedy answer,
+// requests without the header are served, and a rank no engine serves is
+// a 503 naming it.
+func TestVLLMCoreDataParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vLLM (minutes)")
+	}
+	bin := vllmserver.Need(t)
+	model := vllmserver.Model(t, bin)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := lis.Addr().String()
+	lis.Close()
+	srv, base := startRemote(t, func(cfg *vajra.Config) {
+		cfg.Remote.TokenizerPath, cfg.WorkerHeader = model, true
+	}, "vllm-core://"+hs)
+	eng := vllmserver.StartHeadless(t, hs, "--data-parallel-size", "2", "--data-parallel-size-local", "2")
+	re := srv.Engine().(*remote.Engine)
+	eng.Wait(t, 15*time.Minute, func() bool {
+		var ranks []int
+		for _, w := range re.Workers() {
+			if r, ok := remote.RankOf(w); ok && w.Healthy() {
+				ranks = append(ranks, r)
+			}
+		}
+		slices.Sort(ranks)
+		return slices.Equal(ranks, []int{0, 1})
+	})
+	ctx := context.Background()
+	client := newClient(base)
+	params := openai.ChatCompletionNewParams{
+		Model: tinyName, Messages: userMsg(question), MaxTokens: openai.Int(12), Temperature: openai.Float(0),
+	}
+	rank := func(r string) option.RequestOption { return option.WithHeader("X-data-parallel-rank", r) }
+	var answers []string
+	for _, r := range []string{"0", "1"} {
+		for range 2 {
+			var resp *http.Response
+			res, err := client.Chat.Completions.New(ctx, params, rank(r), option.WithResponseInto(&resp))
+			if err != nil {
+				t.Fatalf("rank %s: %v", r, err)
+			}
+			if w := resp.Header.Get("X-Vajra-Worker"); !strings.HasSuffix(w, "#"+r) {
+				t.Fatalf("pinned to rank %s, ran on %q", r, w)
+			}
+			answers = append(answers, res.Choices[0].Message.Content)
+		}
+		var resp *http.Response
+		stream := client.Chat.Completions.NewStreaming(ctx, params, rank(r), option.WithResponseInto(&resp))
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatalf("rank %s streamed: %v", r, err)
+		}
+		if w := resp.Header.Get("X-Vajra-Worker"); !strings.HasSuffix(w, "#"+r) {
+			t.Fatalf("streamed, pinned to rank %s, ran on %q", r, w)
+		}
+		answers = append(answers, acc.Choices[0].Message.Content)
+	}
+	if answers[0] == "" {
+		t.Fatal("rank 0 answered nothing")
+	}
+	for _, a := range answers[1:] {
+		if a != answers[0] {
+			t.Fatalf("greedy answers differ across ranks: %q", answers)
+		}
+	}
+
+	// Without the header: any rank, the same answer.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			res, err := client.Chat.Completions.New(ctx, params)
+			if err == nil && res.Choices[0].Message.Content != answers[0] {
+				err = fmt.Errorf("unpinned: %q, pinned %q", res.Choices[0].Message.Content, answers[0])
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	_, err = client.Chat.Completions.New(ctx, params, rank("2"))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || !strings.Contains(apiErr.Message, "data-parallel rank 2") {
+		t.Fatalf("rank 2: %v", err)
 	}
 }

@@ -203,6 +203,7 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		actors.InitRequest(r, rt.endpoint, rid, body)
 		r.Chunked = t.x.chunked
 		r.Arrival = t.start
+		r.SetRank(req.Header("x-data-parallel-rank"))
 		return r
 	}
 	if s.adm != nil && !rt.utility {

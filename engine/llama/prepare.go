@@ -39,6 +39,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if err := engine.CheckCapabilities(req, e.Lacks(), "in-process llama.cpp models"); err != nil {
 		return err
 	}
+	if err := engine.CheckRank(req, 1); err != nil {
+		return err
+	}
 	var pp pipeline.Prepared
 	if err := pipeline.Prepare(prepModel{e}, req, pipeline.Limits{MaxN: min(MaxN, e.cfg.MaxNumSeqs), MaxStop: MaxStopStrings,
 		ReasoningParser: e.cfg.ReasoningParser, ToolCallParser: e.cfg.ToolCallParser}, &pp); err != nil {

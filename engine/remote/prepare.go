@@ -33,6 +33,9 @@ func (e *Engine) Prepare(req *engine.Request) error {
 	if err := engine.CheckCapabilities(req, m.lacks(), "this engine's workers"); err != nil {
 		return err
 	}
+	if err := engine.CheckRank(req, e.ranks()); err != nil {
+		return err
+	}
 	m.defaults.Apply(&req.Sampling)
 	p := &prepared{e: e, m: m}
 	if err := pipeline.Prepare(m, req, pipeline.Limits{MaxN: MaxN, MaxStop: MaxStopStrings,
@@ -136,6 +139,16 @@ func (e *Engine) unavailable() error {
 	}
 	return &engine.Error{Kind: engine.KindClosed, Message: "no engine worker is available (" +
 		strconv.Itoa(len(e.list())) + " configured, none healthy); retry later"}
+}
+
+// unavailableFor is unavailable for a request that found no worker: for
+// one pinned to a rank, that rank's worker is not up.
+func (e *Engine) unavailableFor(q *Query) error {
+	if !q.Pinned || e.closed.Load() {
+		return e.unavailable()
+	}
+	return &engine.Error{Kind: engine.KindClosed, Message: "no engine worker of data-parallel rank " +
+		strconv.Itoa(q.Rank) + " (X-data-parallel-rank) is available; retry later"}
 }
 
 func invalid(param, msg string) error {

@@ -98,13 +98,16 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		r.g.AllowedTokenIDs, r.g.Priority = v.AllowedTokenIDs, v.Priority
 	}
 	r.q = Query{Prompt: p.Prompt, N: r.out.Choices()}
+	if v := req.VLLM; v != nil && v.PinRank {
+		r.q.Pinned, r.q.Rank = true, v.DataParallelRank
+	}
 	for {
 		err := r.send()
 		if err == nil {
 			return r, nil
 		}
 		if err == errNoWorker {
-			return nil, e.unavailable()
+			return nil, e.unavailableFor(&r.q)
 		}
 		// Start does not wait out a Router's back-off (its caller must
 		// not block): the retry goes to another worker at once.
@@ -205,7 +208,7 @@ func (r *request) resend() {
 			return
 		}
 		if err == errNoWorker {
-			r.finish(pipeline.Failed, r.e.unavailable().(*engine.Error))
+			r.finish(pipeline.Failed, r.e.unavailableFor(&r.q).(*engine.Error))
 			return
 		}
 		wait, ok := r.nextAttempt(err)

@@ -114,6 +114,35 @@ type Query struct {
 	N int
 	// Attempt is 0 for the first pick, then the retry's number.
 	Attempt int
+	// Pinned pins the request to the workers of data-parallel rank Rank
+	// (RankOf).
+	Pinned bool
+	Rank   int
+}
+
+// Ranked is a Client that is one data-parallel rank of an engine (each
+// rank of vLLM's engine core is a worker of its own).
+type Ranked interface{ Rank() int }
+
+// RankOf is w's data-parallel rank, and whether its client has one; a
+// worker without ranks is rank 0 of 1, as vLLM with one.
+func RankOf(w *Worker) (rank int, ranked bool) {
+	if r, ok := w.client.(Ranked); ok {
+		return r.Rank(), true
+	}
+	return 0, false
+}
+
+// ranks is the number of data-parallel ranks a pinned request may name:
+// 1 when no worker has ranks, else unknown (0: ranks attach while the
+// engine runs; a rank with no worker up is refused as unavailable).
+func (e *Engine) ranks() int {
+	for _, w := range e.list() {
+		if _, ok := RankOf(w); ok {
+			return 0
+		}
+	}
+	return 1
 }
 
 // Selection is a Router's choice for one request. Decode runs it; Prefill,
@@ -173,7 +202,9 @@ func (e *Engine) pick(q *Query, tried []*Worker) Selection {
 	ws := buf[:0]
 	for _, w := range e.list() {
 		if w.healthy.Load() && !w.draining.Load() && !slices.Contains(tried, w) {
-			ws = append(ws, w)
+			if rank, _ := RankOf(w); !q.Pinned || rank == q.Rank {
+				ws = append(ws, w)
+			}
 		}
 	}
 	if len(ws) == 0 {

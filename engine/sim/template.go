@@ -404,6 +404,9 @@ func (e *Engine) validate(req *engine.Request) error {
 	if err := engine.CheckCapabilities(req, e.Lacks(), "the simulator's models"); err != nil {
 		return err
 	}
+	if err := engine.CheckRank(req, 1); err != nil {
+		return err
+	}
 	return validateShape(&req.Sampling)
 }
 
