@@ -154,5 +154,18 @@ func TestRealModelConstrainedAnswers(t *testing.T) {
 		if l, _ := dig(lres, "choices", 0, "message", "content").(string); l != got {
 			t.Errorf("%q constrained by %v: Vajra %q, llama-server %q", q.question, q.so, got, l)
 		}
+		// The Responses API takes vLLM's structured_outputs too.
+		rres := postObject(t, base+"/v1/responses", map[string]any{"model": realModelName, "temperature": 0,
+			"max_output_tokens": answerMaxTokens, "input": q.question, "structured_outputs": q.so, "store": false})
+		if r, _ := dig(rres, "output", 0, "content", 0, "text").(string); r != q.want {
+			t.Errorf("%q constrained by %v through the Responses API: %q, want %q", q.question, q.so, r, q.want)
+		}
+	}
+	// And vLLM's stop strings: the answer ends before " is".
+	rres := postObject(t, base+"/v1/responses", map[string]any{"model": realModelName, "temperature": 0,
+		"max_output_tokens": answerMaxTokens, "input": "What is the capital of France?", "store": false,
+		"structured_outputs": map[string]any{"choice": capital("France", "Berlin", "Paris")}, "stop": []string{" is"}})
+	if r, _ := dig(rres, "output", 0, "content", 0, "text").(string); r != "The capital of France" {
+		t.Errorf("the Responses API with stop %q: %q, want %q", " is", r, "The capital of France")
 	}
 }

@@ -321,6 +321,35 @@ func TestVLLMCoreWorker(t *testing.T) {
 		}
 	})
 
+	t.Run("ResponsesVLLMExtensions", func(t *testing.T) {
+		// vLLM's Responses API takes its sampling extensions: seeded
+		// top_k, min_p, repetition_penalty and stop give what vLLM's own
+		// /v1/responses gives, and the seed decides (another answers
+		// otherwise).
+		params := responses.ResponseNewParams{Model: tinyName, Input: textInput(question), MaxOutputTokens: openai.Int(24),
+			Temperature: openai.Float(1), Store: openai.Bool(false)}
+		ext := []option.RequestOption{option.WithJSONSet("top_k", 20), option.WithJSONSet("min_p", 0.01),
+			option.WithJSONSet("repetition_penalty", 1.3), option.WithJSONSet("seed", 7)}
+		want, err := refClient.Responses.New(ctx, params, ext...)
+		if err != nil {
+			t.Fatalf("vLLM's server: %v", err)
+		}
+		got, err := client.Responses.New(ctx, params, ext...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.OutputText() != want.OutputText() || got.OutputText() == "" {
+			t.Errorf("Vajra %q, vLLM %q", got.OutputText(), want.OutputText())
+		}
+		other, err := client.Responses.New(ctx, params, append(ext, option.WithJSONSet("seed", 8))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other.OutputText() == got.OutputText() {
+			t.Errorf("seeds 7 and 8 both answer %q: the seed is not applied", got.OutputText())
+		}
+	})
+
 	t.Run("VLLMExtensions", func(t *testing.T) {
 		// vLLM's bad_words, allowed_token_ids, priority and
 		// structured_outputs regex, choice and grammar: each changes what

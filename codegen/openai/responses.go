@@ -44,6 +44,25 @@ type ResponsesRequest struct {
 	Include     []string          `json:"include"`
 	Background  bool              `json:"background"`
 
+	// vLLM's extensions (its ResponsesRequest), as in chat: sampling,
+	// stop conditions, detokenization, the queue priority, structured
+	// outputs (exclusive with text.format) and chat template variables.
+	TopK                   opt.Int            `json:"top_k"`
+	MinP                   opt.Float64        `json:"min_p"`
+	RepetitionPenalty      opt.Float64        `json:"repetition_penalty"`
+	PresencePenalty        opt.Float64        `json:"presence_penalty"`
+	FrequencyPenalty       opt.Float64        `json:"frequency_penalty"`
+	LogitBias              LogitBias          `json:"logit_bias"`
+	Seed                   opt.Int64          `json:"seed"`
+	Stop                   StopList           `json:"stop"`
+	StopTokenIDs           []int              `json:"stop_token_ids"`
+	IgnoreEOS              bool               `json:"ignore_eos"`
+	IncludeStopStrInOutput bool               `json:"include_stop_str_in_output"`
+	SkipSpecialTokens      opt.Bool           `json:"skip_special_tokens"`
+	Priority               opt.Int            `json:"priority"`
+	StructuredOutputs      *StructuredOutputs `json:"structured_outputs"`
+	ChatTemplateKwargs     RawJSON            `json:"chat_template_kwargs"`
+
 	// Accepted and not used.
 	ServiceTier    Ignored `json:"service_tier"`
 	PromptCacheKey Ignored `json:"prompt_cache_key"`

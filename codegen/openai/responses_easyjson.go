@@ -799,6 +799,125 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			} else {
 				out.Background = bool(in.Bool())
 			}
+		case "top_k":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.TopK).UnmarshalEasyJSON(in)
+			}
+		case "min_p":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.MinP).UnmarshalEasyJSON(in)
+			}
+		case "repetition_penalty":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.RepetitionPenalty).UnmarshalEasyJSON(in)
+			}
+		case "presence_penalty":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.PresencePenalty).UnmarshalEasyJSON(in)
+			}
+		case "frequency_penalty":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.FrequencyPenalty).UnmarshalEasyJSON(in)
+			}
+		case "logit_bias":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.LogitBias).UnmarshalEasyJSON(in)
+			}
+		case "seed":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Seed).UnmarshalEasyJSON(in)
+			}
+		case "stop":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Stop).UnmarshalEasyJSON(in)
+			}
+		case "stop_token_ids":
+			if in.IsNull() {
+				in.Skip()
+				out.StopTokenIDs = nil
+			} else {
+				in.Delim('[')
+				if out.StopTokenIDs == nil {
+					if !in.IsDelim(']') {
+						out.StopTokenIDs = make([]int, 0, 8)
+					} else {
+						out.StopTokenIDs = []int{}
+					}
+				} else {
+					out.StopTokenIDs = (out.StopTokenIDs)[:0]
+				}
+				for !in.IsDelim(']') {
+					var v6 int
+					if in.IsNull() {
+						in.Skip()
+					} else {
+						v6 = int(in.Int())
+					}
+					out.StopTokenIDs = append(out.StopTokenIDs, v6)
+					in.WantComma()
+				}
+				in.Delim(']')
+			}
+		case "ignore_eos":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.IgnoreEOS = bool(in.Bool())
+			}
+		case "include_stop_str_in_output":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.IncludeStopStrInOutput = bool(in.Bool())
+			}
+		case "skip_special_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SkipSpecialTokens).UnmarshalEasyJSON(in)
+			}
+		case "priority":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Priority).UnmarshalEasyJSON(in)
+			}
+		case "structured_outputs":
+			if in.IsNull() {
+				in.Skip()
+				out.StructuredOutputs = nil
+			} else {
+				if out.StructuredOutputs == nil {
+					out.StructuredOutputs = new(StructuredOutputs)
+				}
+				if in.IsNull() {
+					in.Skip()
+				} else {
+					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
+				}
+			}
+		case "chat_template_kwargs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ChatTemplateKwargs).UnmarshalEasyJSON(in)
+			}
 		case "service_tier":
 			if in.IsNull() {
 				in.Skip()
@@ -869,11 +988,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v6, v7 := range in.Tools {
-				if v6 > 0 {
+			for v7, v8 := range in.Tools {
+				if v7 > 0 {
 					out.RawByte(',')
 				}
-				(v7).MarshalEasyJSON(out)
+				(v8).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}
@@ -953,11 +1072,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v8, v9 := range in.Include {
-				if v8 > 0 {
+			for v9, v10 := range in.Include {
+				if v9 > 0 {
 					out.RawByte(',')
 				}
-				out.String(string(v9))
+				out.String(string(v10))
 			}
 			out.RawByte(']')
 		}
@@ -966,6 +1085,96 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 		const prefix string = ",\"background\":"
 		out.RawString(prefix)
 		out.Bool(bool(in.Background))
+	}
+	{
+		const prefix string = ",\"top_k\":"
+		out.RawString(prefix)
+		(in.TopK).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"min_p\":"
+		out.RawString(prefix)
+		(in.MinP).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"repetition_penalty\":"
+		out.RawString(prefix)
+		(in.RepetitionPenalty).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"presence_penalty\":"
+		out.RawString(prefix)
+		(in.PresencePenalty).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"frequency_penalty\":"
+		out.RawString(prefix)
+		(in.FrequencyPenalty).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"logit_bias\":"
+		out.RawString(prefix)
+		(in.LogitBias).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"seed\":"
+		out.RawString(prefix)
+		(in.Seed).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"stop\":"
+		out.RawString(prefix)
+		(in.Stop).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"stop_token_ids\":"
+		out.RawString(prefix)
+		if in.StopTokenIDs == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
+			out.RawString("null")
+		} else {
+			out.RawByte('[')
+			for v11, v12 := range in.StopTokenIDs {
+				if v11 > 0 {
+					out.RawByte(',')
+				}
+				out.Int(int(v12))
+			}
+			out.RawByte(']')
+		}
+	}
+	{
+		const prefix string = ",\"ignore_eos\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.IgnoreEOS))
+	}
+	{
+		const prefix string = ",\"include_stop_str_in_output\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.IncludeStopStrInOutput))
+	}
+	{
+		const prefix string = ",\"skip_special_tokens\":"
+		out.RawString(prefix)
+		(in.SkipSpecialTokens).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"priority\":"
+		out.RawString(prefix)
+		(in.Priority).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"structured_outputs\":"
+		out.RawString(prefix)
+		if in.StructuredOutputs == nil {
+			out.RawString("null")
+		} else {
+			(*in.StructuredOutputs).MarshalEasyJSON(out)
+		}
+	}
+	{
+		const prefix string = ",\"chat_template_kwargs\":"
+		out.RawString(prefix)
+		(in.ChatTemplateKwargs).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"service_tier\":"
@@ -1655,9 +1864,9 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(in *jlexer.Lexer
 					out.Output = (out.Output)[:0]
 				}
 				for !in.IsDelim(']') {
-					var v10 ResponseItem
-					easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(in, &v10)
-					out.Output = append(out.Output, v10)
+					var v13 ResponseItem
+					easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai2(in, &v13)
+					out.Output = append(out.Output, v13)
 					in.WantComma()
 				}
 				in.Delim(']')
@@ -1726,13 +1935,13 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(in *jlexer.Lexer
 					out.Tools = (out.Tools)[:0]
 				}
 				for !in.IsDelim(']') {
-					var v11 ResponsesTool
+					var v14 ResponsesTool
 					if in.IsNull() {
 						in.Skip()
 					} else {
-						(v11).UnmarshalEasyJSON(in)
+						(v14).UnmarshalEasyJSON(in)
 					}
-					out.Tools = append(out.Tools, v11)
+					out.Tools = append(out.Tools, v14)
 					in.WantComma()
 				}
 				in.Delim(']')
@@ -1865,11 +2074,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(out *jwriter.Wri
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v12, v13 := range in.Output {
-				if v12 > 0 {
+			for v15, v16 := range in.Output {
+				if v15 > 0 {
 					out.RawByte(',')
 				}
-				(v13).MarshalEasyJSON(out)
+				(v16).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}
@@ -1921,11 +2130,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(out *jwriter.Wri
 			out.RawString("null")
 		} else {
 			out.RawByte('[')
-			for v14, v15 := range in.Tools {
-				if v14 > 0 {
+			for v17, v18 := range in.Tools {
+				if v17 > 0 {
 					out.RawByte(',')
 				}
-				(v15).MarshalEasyJSON(out)
+				(v18).MarshalEasyJSON(out)
 			}
 			out.RawByte(']')
 		}

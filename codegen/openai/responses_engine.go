@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,36 @@ func (r *ResponsesRequest) ToEngine(dst *engine.Request, history []engine.Messag
 	if err := r.toEngineFormat(dst); err != nil {
 		return err
 	}
+	if err := r.toEngineVLLM(dst); err != nil {
+		return err
+	}
 	return r.toEngineInput(dst, history)
+}
+
+// toEngineVLLM applies vLLM's priority, structured_outputs and
+// chat_template_kwargs, after text.format: vLLM refuses both constraints
+// at once, and a constraint with a named tool_choice, as in chat.
+func (r *ResponsesRequest) toEngineVLLM(dst *engine.Request) *ParamError {
+	if r.StructuredOutputs != nil && r.Text != nil && r.Text.Format.Type != "" {
+		return &ParamError{Param: "structured_outputs", Code: CodeInvalidValue,
+			Message: "Cannot specify both structured_outputs and text.format"}
+	}
+	v := vllmSampling{priority: r.Priority, structured: r.StructuredOutputs}
+	if err := v.toEngine(dst); err != nil {
+		return err
+	}
+	if r.StructuredOutputs != nil && dst.ResponseFormat.Type != engine.FormatText && dst.ToolChoice.Mode == engine.ToolChoiceNamed {
+		return &ParamError{Param: "structured_outputs", Code: CodeInvalidValue,
+			Message: "You can only either use constraints for structured outputs or tools, not both."}
+	}
+	if len(r.ChatTemplateKwargs) > 0 {
+		if !r.ChatTemplateKwargs.IsObject() {
+			return &ParamError{Param: "chat_template_kwargs", Code: CodeInvalidType,
+				Message: "'chat_template_kwargs' must be an object."}
+		}
+		dst.ChatTemplateKwargs = bytes.Clone(r.ChatTemplateKwargs)
+	}
+	return nil
 }
 
 func (r *ResponsesRequest) validateSampling(s *engine.Sampling) *ParamError {
@@ -91,8 +121,21 @@ func (r *ResponsesRequest) validateSampling(s *engine.Sampling) *ParamError {
 	if r.WantsLogprobs() {
 		s.Logprobs = true
 	}
-	s.Unset = unset(r.Temperature, r.TopP, opt.Int{}, penaltyParams{}, r.MaxOutputTokens.Defined)
-	return nil
+	// vLLM's extensions, checked as chat checks them.
+	if err := samplingRanges(s, opt.Float64{}, opt.Float64{}, r.TopK); err != nil {
+		return err
+	}
+	pp := penaltyParams{r.FrequencyPenalty, r.PresencePenalty, r.RepetitionPenalty, r.MinP, &r.LogitBias}
+	if err := toEnginePenalties(s, pp); err != nil {
+		return err
+	}
+	s.Unset = unset(r.Temperature, r.TopP, r.TopK, pp, r.MaxOutputTokens.Defined)
+	if r.Seed.Defined {
+		s.Seed, s.HasSeed = r.Seed.V, true
+	}
+	s.IgnoreEOS, s.IncludeStopStr = r.IgnoreEOS, r.IncludeStopStrInOutput
+	detokenizeOptions(s, r.SkipSpecialTokens, opt.Bool{})
+	return validateStop(r.Stop, r.StopTokenIDs, s)
 }
 
 // IncludeLogprobs is the "include" value asking for output text logprobs.

@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,6 +181,46 @@ func TestResponsesValidation(t *testing.T) {
 	f(`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_file"}]}]}`, "input[0].output[0]", CodeUnsupportedContent, "input_file")
 	f(`{"input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].type", CodeUnsupportedValue, "references")
 	f(`{"input":[{"type":"web_search_call"}]}`, "input[0].type", CodeUnsupportedValue, `"web_search_call"`)
+	// vLLM's extensions, checked as in chat.
+	f(`{"input":"x","top_k":-2}`, "top_k", CodeInvalidValue, "-1 (off)")
+	f(`{"input":"x","min_p":2}`, "min_p", CodeInvalidValue, "0 to 1")
+	f(`{"input":"x","repetition_penalty":0}`, "repetition_penalty", CodeInvalidValue, "greater than 0")
+	f(`{"input":"x","presence_penalty":3}`, "presence_penalty", CodeInvalidValue, "-2 to 2")
+	f(`{"input":"x","stop_token_ids":[-1]}`, "stop_token_ids[0]", CodeInvalidValue, "non-negative")
+	f(`{"input":"x","structured_outputs":{"regex":"a+"},"text":{"format":{"type":"json_object"}}}`, "structured_outputs", CodeInvalidValue, "both structured_outputs and text.format")
+	f(`{"input":"x","structured_outputs":{"regex":"a","choice":["b"]}}`, "structured_outputs", CodeInvalidValue, "one kind")
+	f(`{"input":"x","structured_outputs":{"choice":["a"]},"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`, "structured_outputs", CodeInvalidValue, "not both")
+	f(`{"input":"x","chat_template_kwargs":[1]}`, "chat_template_kwargs", CodeInvalidType, "object")
+}
+
+// TestResponsesVLLMExtensions: vLLM's Responses extensions reach the
+// engine request as chat's do.
+func TestResponsesVLLMExtensions(t *testing.T) {
+	req := responsesToEngine(t, `{"input":"x","top_k":5,"min_p":0.1,"repetition_penalty":1.2,"presence_penalty":0.5,
+		"frequency_penalty":-0.5,"logit_bias":{"7":-100},"seed":42,"stop":["END",""],"stop_token_ids":[9],"ignore_eos":true,
+		"include_stop_str_in_output":true,"skip_special_tokens":false,"priority":-3,"structured_outputs":{"choice":["yes","no"]},
+		"chat_template_kwargs":{"enable_thinking":false}}`, nil)
+	s := req.Sampling
+	if s.TopK != 5 || s.MinP != 0.1 || s.RepetitionPenalty != 1.2 || s.PresencePenalty != 0.5 || s.FrequencyPenalty != -0.5 ||
+		len(s.LogitBias) != 1 || s.LogitBias[0].TokenID != 7 || !s.HasSeed || s.Seed != 42 ||
+		!slices.Equal(s.Stop, []string{"END"}) || !slices.Equal(s.StopTokenIDs, []int{9}) || !s.IgnoreEOS || !s.IncludeStopStr || !s.KeepSpecialTokens {
+		t.Errorf("sampling %+v", s)
+	}
+	if s.Unset&(engine.FieldTopK|engine.FieldMinP|engine.FieldRepetitionPenalty|engine.FieldPresencePenalty|engine.FieldFrequencyPenalty) != 0 ||
+		s.Unset&engine.FieldTemperature == 0 {
+		t.Errorf("unset %b", s.Unset)
+	}
+	if req.VLLM == nil || req.VLLM.Priority != -3 || !slices.Equal(req.VLLM.Choices, []string{"yes", "no"}) || req.ResponseFormat.Type != engine.FormatChoice {
+		t.Errorf("vllm %+v, format %v", req.VLLM, req.ResponseFormat.Type)
+	}
+	if string(req.ChatTemplateKwargs) != `{"enable_thinking":false}` {
+		t.Errorf("chat_template_kwargs %s", req.ChatTemplateKwargs)
+	}
+	// None of them: nothing allocated for vLLM, the defaults unset.
+	req = responsesToEngine(t, `{"input":"x"}`, nil)
+	if req.VLLM != nil || req.Sampling.TopK != 0 || req.Sampling.HasSeed || req.Sampling.Unset&engine.FieldTopK == 0 {
+		t.Errorf("plain request: %+v %+v", req.VLLM, req.Sampling)
+	}
 }
 
 // TestBuildResponseSDK checks every final status decodes with openai-go's
