@@ -1,8 +1,13 @@
 package integration_test
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/vajra-go/vajra"
 	"github.com/vajra-go/vajra/engine/llama"
@@ -167,5 +172,26 @@ func TestRealModelConstrainedAnswers(t *testing.T) {
 		"structured_outputs": map[string]any{"choice": capital("France", "Berlin", "Paris")}, "stop": []string{" is"}})
 	if r, _ := dig(rres, "output", 0, "content", 0, "text").(string); r != "The capital of France" {
 		t.Errorf("the Responses API with stop %q: %q, want %q", " is", r, "The capital of France")
+	}
+	// Anthropic's structured outputs (output_config.format), through its
+	// Go SDK: the answer is JSON of the schema, and right.
+	ac := newAnthropic(base)
+	for _, q := range []struct{ question, want string }{
+		{"What is the capital of France?", "Paris"},
+		{"What is the capital of Japan?", "Tokyo"},
+	} {
+		msg, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{Model: realModelName, MaxTokens: answerMaxTokens,
+			Messages: userText(q.question),
+			OutputConfig: anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: map[string]any{
+				"type": "object", "required": []string{"capital"}, "additionalProperties": false,
+				"properties": map[string]any{"capital": map[string]any{"type": "string", "enum": []string{"Berlin", "Paris", "Rome", "Tokyo"}}}}}}},
+			aoption.WithJSONSet("temperature", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Capital string }
+		if len(msg.Content) != 1 || json.Unmarshal([]byte(msg.Content[0].Text), &got) != nil || got.Capital != q.want {
+			t.Errorf("%q with output_config.format: %s, want capital %q", q.question, msg.RawJSON(), q.want)
+		}
 	}
 }

@@ -32,6 +32,8 @@ type MessagesRequest struct {
 	Tools         []Tool      `json:"tools"`
 	ToolChoice    *ToolChoice `json:"tool_choice"`
 	Thinking      *Thinking   `json:"thinking"`
+	// OutputConfig is the answer's format (structured outputs) and effort.
+	OutputConfig *OutputConfig `json:"output_config"`
 	StopSequences []string    `json:"stop_sequences"`
 	Temperature   opt.Float64 `json:"temperature"`
 	TopP          opt.Float64 `json:"top_p"`
@@ -112,6 +114,25 @@ type ToolChoice struct {
 type Thinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// OutputConfig is "output_config": Format constrains the answer to a JSON
+// Schema (structured outputs); Effort is "low", "medium", "high", "xhigh"
+// or "max".
+//
+//easyjson:json
+type OutputConfig struct {
+	Effort string        `json:"effort"`
+	Format *OutputFormat `json:"format"`
+}
+
+// OutputFormat is "output_config.format": type "json_schema" (the
+// default) with its "schema".
+//
+//easyjson:json
+type OutputFormat struct {
+	Type   string  `json:"type"`
+	Schema RawJSON `json:"schema"`
 }
 
 // Metadata is the request's metadata object; Vajra only logs user_id.

@@ -236,7 +236,143 @@ func (v Thinking) MarshalEasyJSON(w *jwriter.Writer) {
 func (v *Thinking) UnmarshalEasyJSON(l *jlexer.Lexer) {
 	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic2(l, v)
 }
-func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic3(in *jlexer.Lexer, out *Metadata) {
+func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic3(in *jlexer.Lexer, out *OutputFormat) {
+	isTopLevel := in.IsStart()
+	if in.IsNull() {
+		if isTopLevel {
+			in.Consumed()
+		}
+		in.Skip()
+		return
+	}
+	in.Delim('{')
+	for !in.IsDelim('}') {
+		key := in.UnsafeFieldName(false)
+		in.WantColon()
+		switch key {
+		case "type":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Type = string(in.String())
+			}
+		case "schema":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Schema).UnmarshalEasyJSON(in)
+			}
+		default:
+			in.SkipRecursive()
+		}
+		in.WantComma()
+	}
+	in.Delim('}')
+	if isTopLevel {
+		in.Consumed()
+	}
+}
+func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic3(out *jwriter.Writer, in OutputFormat) {
+	out.RawByte('{')
+	first := true
+	_ = first
+	{
+		const prefix string = ",\"type\":"
+		out.RawString(prefix[1:])
+		out.String(string(in.Type))
+	}
+	{
+		const prefix string = ",\"schema\":"
+		out.RawString(prefix)
+		(in.Schema).MarshalEasyJSON(out)
+	}
+	out.RawByte('}')
+}
+
+// MarshalEasyJSON supports easyjson.Marshaler interface
+func (v OutputFormat) MarshalEasyJSON(w *jwriter.Writer) {
+	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic3(w, v)
+}
+
+// UnmarshalEasyJSON supports easyjson.Unmarshaler interface
+func (v *OutputFormat) UnmarshalEasyJSON(l *jlexer.Lexer) {
+	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic3(l, v)
+}
+func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic4(in *jlexer.Lexer, out *OutputConfig) {
+	isTopLevel := in.IsStart()
+	if in.IsNull() {
+		if isTopLevel {
+			in.Consumed()
+		}
+		in.Skip()
+		return
+	}
+	in.Delim('{')
+	for !in.IsDelim('}') {
+		key := in.UnsafeFieldName(false)
+		in.WantColon()
+		switch key {
+		case "effort":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.Effort = string(in.String())
+			}
+		case "format":
+			if in.IsNull() {
+				in.Skip()
+				out.Format = nil
+			} else {
+				if out.Format == nil {
+					out.Format = new(OutputFormat)
+				}
+				if in.IsNull() {
+					in.Skip()
+				} else {
+					(*out.Format).UnmarshalEasyJSON(in)
+				}
+			}
+		default:
+			in.SkipRecursive()
+		}
+		in.WantComma()
+	}
+	in.Delim('}')
+	if isTopLevel {
+		in.Consumed()
+	}
+}
+func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic4(out *jwriter.Writer, in OutputConfig) {
+	out.RawByte('{')
+	first := true
+	_ = first
+	{
+		const prefix string = ",\"effort\":"
+		out.RawString(prefix[1:])
+		out.String(string(in.Effort))
+	}
+	{
+		const prefix string = ",\"format\":"
+		out.RawString(prefix)
+		if in.Format == nil {
+			out.RawString("null")
+		} else {
+			(*in.Format).MarshalEasyJSON(out)
+		}
+	}
+	out.RawByte('}')
+}
+
+// MarshalEasyJSON supports easyjson.Marshaler interface
+func (v OutputConfig) MarshalEasyJSON(w *jwriter.Writer) {
+	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic4(w, v)
+}
+
+// UnmarshalEasyJSON supports easyjson.Unmarshaler interface
+func (v *OutputConfig) UnmarshalEasyJSON(l *jlexer.Lexer) {
+	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic4(l, v)
+}
+func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic5(in *jlexer.Lexer, out *Metadata) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -266,7 +402,7 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic3(in *jlexer.Lex
 		in.Consumed()
 	}
 }
-func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic3(out *jwriter.Writer, in Metadata) {
+func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic5(out *jwriter.Writer, in Metadata) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -280,14 +416,14 @@ func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic3(out *jwriter.W
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v Metadata) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic3(w, v)
+	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic5(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *Metadata) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic3(l, v)
+	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic5(l, v)
 }
-func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic4(in *jlexer.Lexer, out *MessagesRequest) {
+func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic6(in *jlexer.Lexer, out *MessagesRequest) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -401,6 +537,20 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic4(in *jlexer.Lex
 					(*out.Thinking).UnmarshalEasyJSON(in)
 				}
 			}
+		case "output_config":
+			if in.IsNull() {
+				in.Skip()
+				out.OutputConfig = nil
+			} else {
+				if out.OutputConfig == nil {
+					out.OutputConfig = new(OutputConfig)
+				}
+				if in.IsNull() {
+					in.Skip()
+				} else {
+					(*out.OutputConfig).UnmarshalEasyJSON(in)
+				}
+			}
 		case "stop_sequences":
 			if in.IsNull() {
 				in.Skip()
@@ -474,7 +624,7 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic4(in *jlexer.Lex
 		in.Consumed()
 	}
 }
-func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic4(out *jwriter.Writer, in MessagesRequest) {
+func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic6(out *jwriter.Writer, in MessagesRequest) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -544,6 +694,15 @@ func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic4(out *jwriter.W
 		}
 	}
 	{
+		const prefix string = ",\"output_config\":"
+		out.RawString(prefix)
+		if in.OutputConfig == nil {
+			out.RawString("null")
+		} else {
+			(*in.OutputConfig).MarshalEasyJSON(out)
+		}
+	}
+	{
 		const prefix string = ",\"stop_sequences\":"
 		out.RawString(prefix)
 		if in.StopSequences == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
@@ -594,14 +753,14 @@ func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic4(out *jwriter.W
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v MessagesRequest) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic4(w, v)
+	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic6(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *MessagesRequest) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic4(l, v)
+	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic6(l, v)
 }
-func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic5(in *jlexer.Lexer, out *Message) {
+func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic7(in *jlexer.Lexer, out *Message) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -637,7 +796,7 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic5(in *jlexer.Lex
 		in.Consumed()
 	}
 }
-func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic5(out *jwriter.Writer, in Message) {
+func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic7(out *jwriter.Writer, in Message) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -656,14 +815,14 @@ func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic5(out *jwriter.W
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v Message) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic5(w, v)
+	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic7(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *Message) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic5(l, v)
+	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic7(l, v)
 }
-func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic6(in *jlexer.Lexer, out *ContentBlock) {
+func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic8(in *jlexer.Lexer, out *ContentBlock) {
 	isTopLevel := in.IsStart()
 	if in.IsNull() {
 		if isTopLevel {
@@ -753,7 +912,7 @@ func easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic6(in *jlexer.Lex
 		in.Consumed()
 	}
 }
-func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic6(out *jwriter.Writer, in ContentBlock) {
+func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic8(out *jwriter.Writer, in ContentBlock) {
 	out.RawByte('{')
 	first := true
 	_ = first
@@ -817,10 +976,10 @@ func easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic6(out *jwriter.W
 
 // MarshalEasyJSON supports easyjson.Marshaler interface
 func (v ContentBlock) MarshalEasyJSON(w *jwriter.Writer) {
-	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic6(w, v)
+	easyjson66c1e240EncodeGithubComVajraGoVajraCodegenAnthropic8(w, v)
 }
 
 // UnmarshalEasyJSON supports easyjson.Unmarshaler interface
 func (v *ContentBlock) UnmarshalEasyJSON(l *jlexer.Lexer) {
-	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic6(l, v)
+	easyjson66c1e240DecodeGithubComVajraGoVajraCodegenAnthropic8(l, v)
 }

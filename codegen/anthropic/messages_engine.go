@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -106,6 +107,15 @@ func (r *MessagesRequest) toEngine(dst *engine.Request, needMaxTokens bool) *Err
 	if err != nil {
 		return err
 	}
+	format := engine.ResponseFormat{Type: engine.FormatText}
+	if oc := r.OutputConfig; oc != nil {
+		if format, err = oc.toEngine(choice); err != nil {
+			return err
+		}
+		if oc.Effort != "" {
+			reasoning.Effort = engineEffort[oc.Effort]
+		}
+	}
 
 	msgs := dst.Messages[:0]
 	if sys, err := joinText(&r.System, "system"); err != nil {
@@ -128,9 +138,42 @@ func (r *MessagesRequest) toEngine(dst *engine.Request, needMaxTokens bool) *Err
 	dst.ToolChoice = choice
 	dst.ParallelToolCalls = parallel
 	dst.Reasoning = reasoning
+	dst.ResponseFormat = format
 	dst.Sampling = s
 	dst.Stream = r.Stream
 	return nil
+}
+
+// engineEffort maps output_config.effort to engine.Reasoning's effort,
+// whose highest is "high".
+var engineEffort = map[string]string{"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
+
+// toEngine checks output_config and returns the answer's format: a JSON
+// Schema constrains the answer as OpenAI's json_schema response_format
+// does (vLLM's Messages endpoint maps it so). A forced tool call already
+// constrains the answer: the two together are refused, as in chat.
+func (oc *OutputConfig) toEngine(choice engine.ToolChoice) (engine.ResponseFormat, *Error) {
+	text := engine.ResponseFormat{Type: engine.FormatText}
+	if _, ok := engineEffort[oc.Effort]; oc.Effort != "" && !ok {
+		return text, invalid("output_config.effort", `must be "low", "medium", "high", "xhigh" or "max", got `+quote(oc.Effort))
+	}
+	f := oc.Format
+	if f == nil {
+		return text, nil
+	}
+	if f.Type != "" && f.Type != "json_schema" {
+		return text, invalid("output_config.format.type", `must be "json_schema", got `+quote(f.Type))
+	}
+	if f.Schema == nil {
+		return text, invalid("output_config.format.schema", "Field required")
+	}
+	if !f.Schema.IsObject() {
+		return text, invalid("output_config.format.schema", "must be a JSON Schema object")
+	}
+	if choice.Mode == engine.ToolChoiceNamed || choice.Mode == engine.ToolChoiceRequired {
+		return text, invalid("output_config.format", "cannot be combined with a tool_choice that forces a tool call")
+	}
+	return engine.ResponseFormat{Type: engine.FormatJSONSchema, Name: "json_schema", Schema: bytes.Clone(f.Schema)}, nil
 }
 
 func (r *MessagesRequest) mapTools(tools []engine.Tool) ([]engine.Tool, *Error) {

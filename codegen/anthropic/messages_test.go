@@ -203,6 +203,38 @@ func TestValidation(t *testing.T) {
 	f(`{"model":"m","max_tokens":1,"tool_choice":{"type":"tool"},"tools":[{"name":"a","input_schema":{}}],`+msgs+`}`, "tool_choice.name", "Field required")
 	f(`{"model":"m","max_tokens":1,"tool_choice":{"type":"tool","name":"b"},"tools":[{"name":"a","input_schema":{}}],`+msgs+`}`, "tool_choice.name", `no tool named "b"`)
 	f(`{"model":"m","max_tokens":1,"tool_choice":{"type":"sometimes"},`+msgs+`}`, "tool_choice.type", "must be")
+	f(`{"model":"m","max_tokens":1,"output_config":{"effort":"huge"},`+msgs+`}`, "output_config.effort", `got "huge"`)
+	f(`{"model":"m","max_tokens":1,"output_config":{"format":{"type":"xml"}},`+msgs+`}`, "output_config.format.type", `got "xml"`)
+	f(`{"model":"m","max_tokens":1,"output_config":{"format":{"type":"json_schema"}},`+msgs+`}`, "output_config.format.schema", "Field required")
+	f(`{"model":"m","max_tokens":1,"output_config":{"format":{"schema":[1]}},`+msgs+`}`, "output_config.format.schema", "JSON Schema object")
+	f(`{"model":"m","max_tokens":1,"output_config":{"format":{"schema":{}}},"tool_choice":{"type":"any"},"tools":[{"name":"a","input_schema":{}}],`+msgs+`}`,
+		"output_config.format", "forces a tool call")
+}
+
+// TestOutputConfig: output_config.format is a JSON Schema constraint on
+// the answer (structured outputs), as OpenAI's json_schema; effort maps
+// to the reasoning effort.
+func TestOutputConfig(t *testing.T) {
+	req := mapOK(t, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"x"}],
+		"output_config":{"effort":"max","format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}}`)
+	if f := req.ResponseFormat; f.Type != engine.FormatJSONSchema || string(f.Schema) != `{"type":"object","properties":{"a":{"type":"integer"}}}` {
+		t.Errorf("format %+v", f)
+	}
+	if req.Reasoning.Effort != "high" || req.Reasoning.Enabled {
+		t.Errorf("reasoning %+v", req.Reasoning)
+	}
+	if req := mapOK(t, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"x"}]}`); req.ResponseFormat.Type != engine.FormatText {
+		t.Errorf("no output_config: format %+v", req.ResponseFormat)
+	}
+	// The SDK's own parameter encodes to what is decoded.
+	body, err := json.Marshal(sdk.MessageNewParams{Model: "m", MaxTokens: 9, Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("x"))},
+		OutputConfig: sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: map[string]any{"type": "object"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req := mapOK(t, string(body)); req.ResponseFormat.Type != engine.FormatJSONSchema || string(req.ResponseFormat.Schema) != `{"type":"object"}` {
+		t.Errorf("the SDK's %s: format %+v", body, req.ResponseFormat)
+	}
 }
 
 func TestQuoteEscapesAndCuts(t *testing.T) {
