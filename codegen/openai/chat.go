@@ -78,6 +78,12 @@ type ChatRequest struct {
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
 
+	// vLLM's options whose effect this server does not provide: refused
+	// (refusedVLLM) rather than ignored.
+	UseBeamSearch  bool       `json:"use_beam_search"`
+	ReturnTokenIDs bool       `json:"return_token_ids"`
+	ChatTemplate   opt.String `json:"chat_template"`
+
 	// Accepted and not used: known to the API, no effect on this engine.
 	User        string  `json:"user"`
 	Metadata    Ignored `json:"metadata"`

@@ -905,6 +905,24 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
 				}
 			}
+		case "use_beam_search":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.UseBeamSearch = bool(in.Bool())
+			}
+		case "return_token_ids":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.ReturnTokenIDs = bool(in.Bool())
+			}
+		case "chat_template":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ChatTemplate).UnmarshalEasyJSON(in)
+			}
 		case "user":
 			if in.IsNull() {
 				in.Skip()
@@ -1190,6 +1208,21 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		} else {
 			(*in.StructuredOutputs).MarshalEasyJSON(out)
 		}
+	}
+	{
+		const prefix string = ",\"use_beam_search\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.UseBeamSearch))
+	}
+	{
+		const prefix string = ",\"return_token_ids\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.ReturnTokenIDs))
+	}
+	{
+		const prefix string = ",\"chat_template\":"
+		out.RawString(prefix)
+		(in.ChatTemplate).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"user\":"

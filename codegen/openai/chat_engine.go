@@ -52,6 +52,9 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := validateSampling(r, &dst.Sampling); err != nil {
 		return err
 	}
+	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false); err != nil {
+		return err
+	}
 	if err := r.toEngineTools(dst); err != nil {
 		return err
 	}

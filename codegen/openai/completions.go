@@ -60,6 +60,12 @@ type CompletionRequest struct {
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
 
+	// vLLM's options whose effect this server does not provide: refused
+	// (refusedVLLM) rather than ignored.
+	UseBeamSearch  bool    `json:"use_beam_search"`
+	ReturnTokenIDs bool    `json:"return_token_ids"`
+	PromptEmbeds   RawJSON `json:"prompt_embeds"`
+
 	// Accepted and not used.
 	User string `json:"user"`
 

@@ -290,6 +290,24 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
 				}
 			}
+		case "use_beam_search":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.UseBeamSearch = bool(in.Bool())
+			}
+		case "return_token_ids":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.ReturnTokenIDs = bool(in.Bool())
+			}
+		case "prompt_embeds":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.PromptEmbeds).UnmarshalEasyJSON(in)
+			}
 		case "user":
 			if in.IsNull() {
 				in.Skip()
@@ -500,6 +518,21 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		} else {
 			(*in.StructuredOutputs).MarshalEasyJSON(out)
 		}
+	}
+	{
+		const prefix string = ",\"use_beam_search\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.UseBeamSearch))
+	}
+	{
+		const prefix string = ",\"return_token_ids\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.ReturnTokenIDs))
+	}
+	{
+		const prefix string = ",\"prompt_embeds\":"
+		out.RawString(prefix)
+		(in.PromptEmbeds).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"user\":"

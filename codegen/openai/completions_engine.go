@@ -31,6 +31,9 @@ func (r *CompletionRequest) CompletionStreamOptions() CompletionStreamOptions {
 // several prompts is refused with CodeMultiplePrompts: engine.Request holds
 // one prompt; the server may split r.Prompt into one request per prompt.
 func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
+	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, false, r.PromptEmbeds != nil); err != nil {
+		return err
+	}
 	p := &r.Prompt
 	switch n := p.Count(); {
 	case n == 0:

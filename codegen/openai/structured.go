@@ -3,6 +3,7 @@ package openai
 //go:generate go tool easyjson -no_std_marshalers structured.go
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -114,4 +115,43 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 			Message: "'structured_outputs.structural_tag' is not supported by this server; use json, regex, choice or grammar."}
 	}
 	return nil
+}
+
+// refusedVLLM refuses vLLM's request options whose effect this server
+// does not provide, each a 400 naming it: beam search, token ids in the
+// answer (return_token_ids), a chat template sent with the request (in
+// vLLM's words: it refuses one unless started with
+// --trust-request-chat-template; Vajra serves the model's own) and
+// prompt embeddings.
+func refusedVLLM(beam, tokenIDs bool, template bool, embeds bool) *ParamError {
+	switch {
+	case beam:
+		return &ParamError{Param: "use_beam_search", Code: CodeUnsupported,
+			Message: "'use_beam_search' is not supported by this server: it samples (use n and best-of on the client)."}
+	case tokenIDs:
+		return &ParamError{Param: "return_token_ids", Code: CodeUnsupported,
+			Message: "'return_token_ids' is not supported by this server; ask for logprobs, whose tokens are the generated tokens."}
+	case template:
+		return &ParamError{Param: "chat_template", Code: CodeInvalidValue,
+			Message: "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template."}
+	case embeds:
+		return &ParamError{Param: "prompt_embeds", Code: CodeUnsupported,
+			Message: "'prompt_embeds' is not supported by this server; send the prompt as text or token ids."}
+	}
+	return nil
+}
+
+// kwargsTemplate reports whether chat_template_kwargs carries a
+// "chat_template" that is not null, which vLLM refuses as it refuses
+// chat_template.
+func kwargsTemplate(kw RawJSON) bool {
+	if len(kw) == 0 || !bytes.Contains(kw, []byte(`"chat_template"`)) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(kw, &m) != nil {
+		return false
+	}
+	v, ok := m["chat_template"]
+	return ok && string(v) != "null"
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vajra-go/vajra/engine"
@@ -72,6 +73,26 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		bad(`"structured_outputs":{"json":"not json"}`, "structured_outputs.json")
 		bad(`"structured_outputs":{"json":[1]}`, "structured_outputs.json")
 		bad(`"structured_outputs":{"structural_tag":"{}"}`, "structured_outputs.structural_tag")
+		// What this server does not do is refused, not ignored.
+		bad(`"use_beam_search":true`, "use_beam_search")
+		bad(`"return_token_ids":true`, "return_token_ids")
+		ok(`"use_beam_search":false,"return_token_ids":false`, func(q *engine.Request) bool { return true })
+	}
+	bad := func(body, param, msg string) {
+		t.Helper()
+		_, err := chat(`{` + msgs + `,` + body + `}`)
+		if strings.HasPrefix(body, `"prompt_embeds"`) { // completions
+			_, err = comp(`{"model":"m","prompt":"x",` + body + `}`)
+		}
+		if err == nil || err.Param != param || !strings.Contains(err.Message, msg) {
+			t.Errorf("%s: %v, want an error naming %s", body, err, param)
+		}
+	}
+	bad(`"chat_template":"{{ messages }}"`, "chat_template", "--trust-request-chat-template is not set")
+	bad(`"chat_template_kwargs":{"chat_template":"x"}`, "chat_template", "untrusted chat template")
+	bad(`"prompt_embeds":"AAAA"`, "prompt_embeds", "not supported")
+	if _, err := chat(`{` + msgs + `,"chat_template":null,"chat_template_kwargs":{"chat_template":null,"enable_thinking":false}}`); err != nil {
+		t.Errorf("null chat templates: %v", err)
 	}
 	// response_format wins over structured_outputs, as vLLM's replace.
 	q, err := chat(`{` + msgs + `,"structured_outputs":{"regex":"a"},"response_format":{"type":"json_object"}}`)
