@@ -28,19 +28,19 @@ type MessagesRequest struct {
 	MaxTokens opt.Int   `json:"max_tokens"`
 	Messages  []Message `json:"messages"`
 	// System is a string or an array of text blocks.
-	System        Content     `json:"system"`
-	Tools         []Tool      `json:"tools"`
-	ToolChoice    *ToolChoice `json:"tool_choice"`
-	Thinking      *Thinking   `json:"thinking"`
+	System     Content     `json:"system"`
+	Tools      []Tool      `json:"tools"`
+	ToolChoice *ToolChoice `json:"tool_choice"`
+	Thinking   *Thinking   `json:"thinking"`
 	// OutputConfig is the answer's format (structured outputs) and effort.
-	OutputConfig *OutputConfig `json:"output_config"`
-	StopSequences []string    `json:"stop_sequences"`
-	Temperature   opt.Float64 `json:"temperature"`
-	TopP          opt.Float64 `json:"top_p"`
-	TopK          opt.Int     `json:"top_k"`
-	Stream        bool        `json:"stream"`
-	Metadata      Metadata    `json:"metadata"`
-	ServiceTier   string      `json:"service_tier"`
+	OutputConfig  *OutputConfig `json:"output_config"`
+	StopSequences []string      `json:"stop_sequences"`
+	Temperature   opt.Float64   `json:"temperature"`
+	TopP          opt.Float64   `json:"top_p"`
+	TopK          opt.Int       `json:"top_k"`
+	Stream        bool          `json:"stream"`
+	Metadata      Metadata      `json:"metadata"`
+	ServiceTier   string        `json:"service_tier"`
 
 	// Unknown lists the top-level keys no field matched, in order (for a
 	// log line or a metric; their values are skipped, never parsed twice).
