@@ -23,6 +23,8 @@ const (
 	CapAllowedTokenIDs
 	// CapPriority: a priority other than 0 (vLLM's priority scheduling).
 	CapPriority
+	// CapCacheSalt: vLLM's cache_salt, a prefix cache per salt.
+	CapCacheSalt
 )
 
 // Lacker is an Engine that declares the capabilities it lacks. Lacks may
@@ -61,6 +63,9 @@ func Needs(req *Request) Capability {
 		if v.Priority != 0 {
 			c |= CapPriority
 		}
+		if v.CacheSalt != "" {
+			c |= CapCacheSalt
+		}
 	}
 	return c
 }
@@ -90,6 +95,7 @@ var capabilities = [...]struct {
 	{CapBadWords, "bad_words", "do not ban words (bad_words)"},
 	{CapAllowedTokenIDs, "allowed_token_ids", "do not restrict the output to given tokens (allowed_token_ids)"},
 	{CapPriority, "priority", "do not schedule by priority (priority must be 0)"},
+	{CapCacheSalt, "cache_salt", "do not salt the prefix cache (cache_salt)"},
 }
 
 // CheckRank refuses a request pinned to a data-parallel rank outside

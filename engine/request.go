@@ -207,6 +207,9 @@ type VLLMExtensions struct {
 	// it. An engine without ranks is rank 0 of 1, as vLLM with one.
 	PinRank          bool
 	DataParallelRank int
+	// CacheSalt (cache_salt) isolates the request's prefix cache: only
+	// requests with the same salt share cached blocks ("" = none).
+	CacheSalt string
 }
 
 // Reasoning asks for reasoning tokens before the answer.

@@ -321,6 +321,29 @@ func TestVLLMCoreWorker(t *testing.T) {
 		}
 	})
 
+	t.Run("CacheSalt", func(t *testing.T) {
+		// vLLM's cache_salt: the engine shares cached blocks only among
+		// requests with the same salt; the answer does not change.
+		// Long enough for whole cache blocks (128 tokens on the CPU).
+		p := greedy(strings.Repeat("Tell me, in many words, about the sea, its waves, its tides and the ships that sail on it. ", 16), 4)
+		ask := func(salt string) (string, int64) {
+			res, err := client.Chat.Completions.New(ctx, p, option.WithJSONSet("cache_salt", salt))
+			if err != nil {
+				t.Fatalf("salt %q: %v", salt, err)
+			}
+			return res.Choices[0].Message.Content, res.Usage.PromptTokensDetails.CachedTokens
+		}
+		a1, c1 := ask("tenant-a")
+		a2, c2 := ask("tenant-a")
+		b1, cb := ask("tenant-b")
+		if c1 != 0 || c2 == 0 || cb != 0 {
+			t.Errorf("cached tokens: salt a first %d, again %d; salt b first %d (want 0, >0, 0)", c1, c2, cb)
+		}
+		if a1 != a2 || a1 != b1 || a1 == "" {
+			t.Errorf("answers %q %q %q", a1, a2, b1)
+		}
+	})
+
 	t.Run("ResponsesVLLMExtensions", func(t *testing.T) {
 		// vLLM's Responses API takes its sampling extensions: seeded
 		// top_k, min_p, repetition_penalty and stop give what vLLM's own

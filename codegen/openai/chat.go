@@ -77,6 +77,7 @@ type ChatRequest struct {
 	AllowedTokenIDs   []int              `json:"allowed_token_ids"`
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
+	CacheSalt         opt.String         `json:"cache_salt"`
 
 	// vLLM's options whose effect this server does not provide: refused
 	// (refusedVLLM) rather than ignored.

@@ -905,6 +905,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
 				}
 			}
+		case "cache_salt":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.CacheSalt).UnmarshalEasyJSON(in)
+			}
 		case "use_beam_search":
 			if in.IsNull() {
 				in.Skip()
@@ -1208,6 +1214,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		} else {
 			(*in.StructuredOutputs).MarshalEasyJSON(out)
 		}
+	}
+	{
+		const prefix string = ",\"cache_salt\":"
+		out.RawString(prefix)
+		(in.CacheSalt).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"use_beam_search\":"

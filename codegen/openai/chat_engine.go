@@ -58,7 +58,7 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := r.toEngineTools(dst); err != nil {
 		return err
 	}
-	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs}
+	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs, r.CacheSalt}
 	if err := v.toEngine(dst); err != nil {
 		return err
 	}

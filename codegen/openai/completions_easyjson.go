@@ -290,6 +290,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
 				}
 			}
+		case "cache_salt":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.CacheSalt).UnmarshalEasyJSON(in)
+			}
 		case "use_beam_search":
 			if in.IsNull() {
 				in.Skip()
@@ -518,6 +524,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		} else {
 			(*in.StructuredOutputs).MarshalEasyJSON(out)
 		}
+	}
+	{
+		const prefix string = ",\"cache_salt\":"
+		out.RawString(prefix)
+		(in.CacheSalt).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"use_beam_search\":"

@@ -125,6 +125,6 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 			dst.PromptLogprobs = -1
 		}
 	}
-	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs}
+	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs, r.CacheSalt}
 	return v.toEngine(dst)
 }

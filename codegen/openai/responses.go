@@ -61,6 +61,7 @@ type ResponsesRequest struct {
 	SkipSpecialTokens      opt.Bool           `json:"skip_special_tokens"`
 	Priority               opt.Int            `json:"priority"`
 	StructuredOutputs      *StructuredOutputs `json:"structured_outputs"`
+	CacheSalt              opt.String         `json:"cache_salt"`
 	ChatTemplateKwargs     RawJSON            `json:"chat_template_kwargs"`
 
 	// Accepted and not used.

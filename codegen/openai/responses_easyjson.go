@@ -912,6 +912,12 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 					(*out.StructuredOutputs).UnmarshalEasyJSON(in)
 				}
 			}
+		case "cache_salt":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.CacheSalt).UnmarshalEasyJSON(in)
+			}
 		case "chat_template_kwargs":
 			if in.IsNull() {
 				in.Skip()
@@ -1170,6 +1176,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 		} else {
 			(*in.StructuredOutputs).MarshalEasyJSON(out)
 		}
+	}
+	{
+		const prefix string = ",\"cache_salt\":"
+		out.RawString(prefix)
+		(in.CacheSalt).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"chat_template_kwargs\":"

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/mailru/easyjson/jlexer"
 	"github.com/mailru/easyjson/opt"
@@ -40,7 +42,11 @@ type vllmSampling struct {
 	allowed    []int
 	priority   opt.Int
 	structured *StructuredOutputs
+	cacheSalt  opt.String
 }
+
+// maxCacheSalt is vLLM's longest cache_salt.
+const maxCacheSalt = 128
 
 // toEngine fills dst's bad words, allowed ids, priority and format from
 // v; the dialect's response_format, decided after, overrides the format
@@ -61,6 +67,18 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 	}
 	if v.priority.Defined && v.priority.V != 0 {
 		ext().Priority = v.priority.V
+	}
+	if s := v.cacheSalt; s.Defined {
+		// vLLM's validate_cache_salt, in its words.
+		if s.V == "" {
+			return &ParamError{Param: "cache_salt", Code: CodeInvalidValue,
+				Message: "Parameter 'cache_salt' must be a non-empty string if provided."}
+		}
+		if utf8.RuneCountInString(s.V) > maxCacheSalt || strings.ContainsAny(s.V, "@/\\\x00") {
+			return &ParamError{Param: "cache_salt", Code: CodeInvalidValue,
+				Message: "Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\\\', or NUL."}
+		}
+		ext().CacheSalt = s.V
 	}
 	so := v.structured
 	if so == nil {

@@ -73,6 +73,11 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		bad(`"structured_outputs":{"json":"not json"}`, "structured_outputs.json")
 		bad(`"structured_outputs":{"json":[1]}`, "structured_outputs.json")
 		bad(`"structured_outputs":{"structural_tag":"{}"}`, "structured_outputs.structural_tag")
+		ok(`"cache_salt":"tenant-7"`, func(q *engine.Request) bool { return q.VLLM != nil && q.VLLM.CacheSalt == "tenant-7" })
+		ok(`"cache_salt":null`, func(q *engine.Request) bool { return q.VLLM == nil })
+		bad(`"cache_salt":""`, "cache_salt")
+		bad(`"cache_salt":"a/b"`, "cache_salt")
+		bad(`"cache_salt":"`+strings.Repeat("s", 129)+`"`, "cache_salt")
 		// What this server does not do is refused, not ignored.
 		bad(`"use_beam_search":true`, "use_beam_search")
 		bad(`"return_token_ids":true`, "return_token_ids")

@@ -95,7 +95,7 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 		BadWords:       p.BadWords,
 	}
 	if v := req.VLLM; v != nil {
-		r.g.AllowedTokenIDs, r.g.Priority = v.AllowedTokenIDs, v.Priority
+		r.g.AllowedTokenIDs, r.g.Priority, r.g.CacheSalt = v.AllowedTokenIDs, v.Priority, v.CacheSalt
 	}
 	r.q = Query{Prompt: p.Prompt, N: r.out.Choices()}
 	if v := req.VLLM; v != nil && v.PinRank {

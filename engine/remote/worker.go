@@ -105,11 +105,12 @@ type Generate struct {
 	CachePrompt bool
 	// BadWords are the request's bad words as token sequences, each
 	// banned whole (pipeline.Prepared.BadWords); AllowedTokenIDs and
-	// Priority are the request's (engine.VLLMExtensions). Only a worker
-	// whose Info.Supports them gets them.
+	// Priority are the request's (engine.VLLMExtensions), as is
+	// CacheSalt. Only a worker whose Info.Supports them gets them.
 	BadWords        [][]int32
 	AllowedTokenIDs []int
 	Priority        int
+	CacheSalt       string
 }
 
 // ConstraintKind says what a Constraint's Value holds.
@@ -222,7 +223,7 @@ type Info struct {
 	// the 200 otherwise.
 	PromptLogprobs bool
 	// Supports lists the optional capabilities the worker has, of
-	// engine.CapBadWords, CapAllowedTokenIDs and CapPriority; the engine
+	// engine.CapBadWords, CapAllowedTokenIDs, CapPriority and CapCacheSalt; the engine
 	// refuses a request that needs another before the 200.
 	Supports engine.Capability
 	// Slots is the number of requests the worker runs at once (its slots

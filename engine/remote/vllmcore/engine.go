@@ -254,6 +254,7 @@ func (e *Engine) Generate(ctx context.Context, g *remote.Generate, rx remote.Rec
 		ArrivalTime:      float64(time.Now().UnixNano()) / 1e9,
 		DataParallelRank: e.rank,
 		Priority:         g.Priority,
+		CacheSalt:        g.CacheSalt,
 	}
 	if !g.CachePrompt {
 		sp.SkipReadingPrefixCache = true
@@ -393,8 +394,9 @@ func (e *Engine) Info(context.Context) (*remote.Info, error) {
 		BOSTokenID:       -1,
 		PromptLogprobs:   true,
 		// Priority as vLLM's own front end: sent, and ordering the queue
-		// when the engine runs --scheduling-policy priority.
-		Supports: engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority,
+		// when the engine runs --scheduling-policy priority; the cache
+		// salt goes into the engine's block hashes.
+		Supports: engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt,
 		Slots:    e.ready.MaxNumSeqs,
 	}, nil
 }

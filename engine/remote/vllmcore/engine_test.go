@@ -175,7 +175,7 @@ func TestVLLMExtensionsReachEngine(t *testing.T) {
 	f := listen(t, Options{})
 	fe, e := attach(t, f, 0)
 	info, err := e.Info(context.Background())
-	if err != nil || info.Supports != engine.CapBadWords|engine.CapAllowedTokenIDs|engine.CapPriority {
+	if err != nil || info.Supports != engine.CapBadWords|engine.CapAllowedTokenIDs|engine.CapPriority|engine.CapCacheSalt {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 	g := greedy("req-x", 1)
