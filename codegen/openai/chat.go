@@ -84,6 +84,7 @@ type ChatRequest struct {
 	UseBeamSearch  bool       `json:"use_beam_search"`
 	ReturnTokenIDs bool       `json:"return_token_ids"`
 	ChatTemplate   opt.String `json:"chat_template"`
+	TruncatePrompt opt.Int    `json:"truncate_prompt_tokens"`
 
 	// Accepted and not used: known to the API, no effect on this engine.
 	User        string  `json:"user"`

@@ -929,6 +929,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.ChatTemplate).UnmarshalEasyJSON(in)
 			}
+		case "truncate_prompt_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.TruncatePrompt).UnmarshalEasyJSON(in)
+			}
 		case "user":
 			if in.IsNull() {
 				in.Skip()
@@ -1234,6 +1240,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"chat_template\":"
 		out.RawString(prefix)
 		(in.ChatTemplate).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"truncate_prompt_tokens\":"
+		out.RawString(prefix)
+		(in.TruncatePrompt).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"user\":"

@@ -52,7 +52,7 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := validateSampling(r, &dst.Sampling); err != nil {
 		return err
 	}
-	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false); err != nil {
+	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false, r.TruncatePrompt); err != nil {
 		return err
 	}
 	if err := r.toEngineTools(dst); err != nil {

@@ -77,8 +77,8 @@ func TestDecodeChatUnions(t *testing.T) {
 }
 
 func TestDecodeChatUnknownFields(t *testing.T) {
-	r := decodeChat(t, `{"model":"m","length_penalty":0.1,"messages":[{"role":"user","content":"x","extra":1}],"guided_json":{"a":[1,{"b":"}"}]},"truncate_prompt_tokens":11}`)
-	if want := []string{"length_penalty", "guided_json", "truncate_prompt_tokens"}; !reflect.DeepEqual(r.Unknown, want) {
+	r := decodeChat(t, `{"model":"m","length_penalty":0.1,"messages":[{"role":"user","content":"x","extra":1}],"guided_json":{"a":[1,{"b":"}"}]},"echo_extra":11}`)
+	if want := []string{"length_penalty", "guided_json", "echo_extra"}; !reflect.DeepEqual(r.Unknown, want) {
 		t.Errorf("Unknown = %q, want %q", r.Unknown, want)
 	}
 	if r.Model != "m" || len(r.Messages) != 1 {

@@ -66,6 +66,7 @@ type CompletionRequest struct {
 	UseBeamSearch  bool    `json:"use_beam_search"`
 	ReturnTokenIDs bool    `json:"return_token_ids"`
 	PromptEmbeds   RawJSON `json:"prompt_embeds"`
+	TruncatePrompt opt.Int `json:"truncate_prompt_tokens"`
 
 	// Accepted and not used.
 	User string `json:"user"`

@@ -314,6 +314,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.PromptEmbeds).UnmarshalEasyJSON(in)
 			}
+		case "truncate_prompt_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.TruncatePrompt).UnmarshalEasyJSON(in)
+			}
 		case "user":
 			if in.IsNull() {
 				in.Skip()
@@ -544,6 +550,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"prompt_embeds\":"
 		out.RawString(prefix)
 		(in.PromptEmbeds).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"truncate_prompt_tokens\":"
+		out.RawString(prefix)
+		(in.TruncatePrompt).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"user\":"

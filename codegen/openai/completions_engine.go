@@ -31,7 +31,7 @@ func (r *CompletionRequest) CompletionStreamOptions() CompletionStreamOptions {
 // several prompts is refused with CodeMultiplePrompts: engine.Request holds
 // one prompt; the server may split r.Prompt into one request per prompt.
 func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
-	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, false, r.PromptEmbeds != nil); err != nil {
+	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, false, r.PromptEmbeds != nil, r.TruncatePrompt); err != nil {
 		return err
 	}
 	p := &r.Prompt

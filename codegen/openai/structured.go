@@ -139,10 +139,14 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 // does not provide, each a 400 naming it: beam search, token ids in the
 // answer (return_token_ids), a chat template sent with the request (in
 // vLLM's words: it refuses one unless started with
-// --trust-request-chat-template; Vajra serves the model's own) and
-// prompt embeddings.
-func refusedVLLM(beam, tokenIDs bool, template bool, embeds bool) *ParamError {
+// --trust-request-chat-template; Vajra serves the model's own), prompt
+// embeddings and prompt truncation (truncate_prompt_tokens: the answer
+// would silently be to another prompt).
+func refusedVLLM(beam, tokenIDs bool, template bool, embeds bool, truncate opt.Int) *ParamError {
 	switch {
+	case truncate.Defined:
+		return &ParamError{Param: "truncate_prompt_tokens", Code: CodeUnsupported,
+			Message: "'truncate_prompt_tokens' is not supported by this server: it does not cut prompts; send the part to answer."}
 	case beam:
 		return &ParamError{Param: "use_beam_search", Code: CodeUnsupported,
 			Message: "'use_beam_search' is not supported by this server: it samples (use n and best-of on the client)."}
