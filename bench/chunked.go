@@ -2,7 +2,9 @@ package bench
 
 import (
 	"errors"
-	"fmt"
+	"math"
+
+	"github.com/vajra-go/vajra/httpparse"
 )
 
 // ErrBadChunk reports malformed chunked transfer coding.
@@ -18,42 +20,32 @@ const (
 	bodyClose                   // until the server closes the connection
 )
 
-// chunkState is the state of the chunked decoder.
-type chunkState uint8
-
-const (
-	stateChunkSize    chunkState = iota // hex digits of a chunk size
-	stateChunkExt                       // chunk extension, skipped to LF
-	stateChunkData                      // chunk payload
-	stateChunkDataCR                    // CR after the payload
-	stateChunkDataLF                    // LF after the payload
-	stateTrailerStart                   // start of a trailer line (or the final blank line)
-	stateTrailerLine                    // inside a trailer field, skipped to LF
-	stateBodyDone                       // the body is complete
-)
-
-// maxChunkSizeDigits bounds the hex size of one chunk: 15 digits keep the
-// size below 2^60, so it cannot overflow int64.
-const maxChunkSizeDigits = 15
+// responseLimits bound a chunked response: a stream's body is as long as
+// the run makes it, so only the grammar, the extensions and the framing
+// overhead are held to the server's defaults.
+var responseLimits = httpparse.Limits{MaxBody: math.MaxInt64}
 
 // bodyDecoder delimits one response body in a stream of bytes and yields its
-// payload segments. Zero value is not ready: call start.
+// payload segments; a chunked body is decoded by httpparse's ChunkedDecoder,
+// the server's own decoder of chunked requests. Zero value is not ready:
+// call start.
 type bodyDecoder struct {
 	mode      bodyMode
-	state     chunkState
-	remaining int64 // bytes left: of the body (bodyLength) or of the chunk
-	digits    int
+	remaining int64 // bodyLength: bytes left
+	finished  bool
+	chunked   httpparse.ChunkedDecoder
 }
 
 func (d *bodyDecoder) start(mode bodyMode, length int64) {
-	*d = bodyDecoder{mode: mode, remaining: length}
-	if mode == bodyNone || (mode == bodyLength && length == 0) {
-		d.state = stateBodyDone
+	d.mode, d.remaining = mode, length
+	d.finished = mode == bodyNone || (mode == bodyLength && length == 0)
+	if mode == bodyChunked {
+		d.chunked.Reset(responseLimits)
 	}
 }
 
 // done reports whether the whole body has been seen.
-func (d *bodyDecoder) done() bool { return d.state == stateBodyDone }
+func (d *bodyDecoder) done() bool { return d.finished }
 
 // next consumes bytes of p and returns a payload segment (a slice of p, maybe
 // empty) and how many bytes it consumed. Bytes after the end of the body are
@@ -65,103 +57,19 @@ func (d *bodyDecoder) next(p []byte) (seg []byte, n int, err error) {
 	case bodyLength:
 		n = int(min(int64(len(p)), d.remaining))
 		d.remaining -= int64(n)
-		if d.remaining == 0 {
-			d.state = stateBodyDone
-		}
+		d.finished = d.remaining == 0
 		return p[:n], n, nil
 	case bodyNone:
 		return nil, 0, nil
 	}
-	for n < len(p) {
-		c := p[n]
-		switch d.state {
-		case stateChunkSize:
-			switch {
-			case c == '\r':
-			case c == '\n':
-				if d.digits == 0 {
-					return nil, n, fmt.Errorf("%w: empty chunk size", ErrBadChunk)
-				}
-				d.digits = 0
-				if d.remaining == 0 {
-					d.state = stateTrailerStart
-				} else {
-					d.state = stateChunkData
-				}
-			case c == ';' || c == ' ' || c == '\t':
-				d.state = stateChunkExt
-			default:
-				v := unhex(c)
-				if v < 0 {
-					return nil, n, fmt.Errorf("%w: byte %q in chunk size", ErrBadChunk, c)
-				}
-				if d.digits++; d.digits > maxChunkSizeDigits {
-					return nil, n, fmt.Errorf("%w: chunk size too long", ErrBadChunk)
-				}
-				d.remaining = d.remaining<<4 | int64(v)
-			}
-			n++
-		case stateChunkExt:
-			if c == '\n' {
-				d.state = stateChunkSize
-				continue // let stateChunkSize finish the line
-			}
-			n++
-		case stateChunkData:
-			k := int(min(int64(len(p)-n), d.remaining))
-			seg = p[n : n+k]
-			n += k
-			d.remaining -= int64(k)
-			if d.remaining == 0 {
-				d.state = stateChunkDataCR
-			}
-			return seg, n, nil
-		case stateChunkDataCR:
-			switch c {
-			case '\r':
-				d.state = stateChunkDataLF
-			case '\n': // tolerate a bare LF
-				d.state = stateChunkSize
-			default:
-				return nil, n, fmt.Errorf("%w: no CRLF after chunk data", ErrBadChunk)
-			}
-			n++
-		case stateChunkDataLF:
-			if c != '\n' {
-				return nil, n, fmt.Errorf("%w: no LF after chunk data", ErrBadChunk)
-			}
-			d.state = stateChunkSize
-			n++
-		case stateTrailerStart:
-			switch c {
-			case '\r':
-			case '\n':
-				d.state = stateBodyDone
-				return nil, n + 1, nil
-			default:
-				d.state = stateTrailerLine
-			}
-			n++
-		case stateTrailerLine:
-			if c == '\n' {
-				d.state = stateTrailerStart
-			}
-			n++
-		case stateBodyDone:
-			return nil, n, nil
-		}
+	if d.chunked.Last() {
+		n, err = d.chunked.SkipTrailers(p)
+		d.finished = d.chunked.Done()
+	} else {
+		seg, n, err = d.chunked.Decode(p)
 	}
-	return nil, n, nil
-}
-
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
+	if err != nil {
+		return nil, n, errors.Join(ErrBadChunk, err)
 	}
-	return -1
+	return seg, n, nil
 }

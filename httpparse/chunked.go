@@ -1,9 +1,11 @@
 package httpparse
 
-// chunked runs the chunked-body states (RFC 9112 section 7.1) from offset i
-// until it needs more bytes, fails, or reaches the trailer section (which
-// the header states parse, with r.trailer set). Chunk data is copied into
-// the Parser's scratch buffer as it arrives, so no byte is copied twice.
+// ChunkedDecoder decodes the chunked transfer coding (RFC 9112 section 7.1)
+// as its bytes arrive, without copying: each call returns the chunk data it
+// reached as a slice of the bytes it was given. The request Parser decodes
+// chunked request bodies with it, and a client (vajra bench) decodes chunked
+// responses with it, so that both sides hold the wire to the same grammar
+// and the same limits.
 //
 //	chunked-body   = *chunk last-chunk trailer-section CRLF
 //	chunk          = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
@@ -11,279 +13,415 @@ package httpparse
 //	last-chunk     = 1*("0") [ chunk-ext ] CRLF
 //	chunk-ext      = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
 //	chunk-ext-val  = token / quoted-string
-func (p *Parser) chunked(buf []byte, i int) (int, error) {
-	r := &p.r
-	extEnd := 0
+//
+// Lines end with CRLF; a bare CR or LF is an error, as in the request line
+// and the header section. Limits, each decided at the same byte however the
+// input is split:
+//   - the decoded data: at most MaxBody bytes, decided when a chunk size
+//     says so (ErrBodyTooLarge);
+//   - the extensions of all the chunks together: at most MaxChunkExt bytes
+//     (ErrChunkExtensionTooLong);
+//   - the framing (size lines without extensions, CRLFs): at most one byte
+//     per decoded byte plus chunkOverheadAllowance (ErrChunkOverhead), so
+//     that a peer cannot hold a buffer with millions of one-byte chunks.
+//
+// The decoder stops after the last-chunk line (Last reports it): the trailer
+// section follows, which the request Parser parses as it parses a header
+// section and a client may skip with SkipTrailers.
+//
+// Loop-only: a ChunkedDecoder belongs to one body and is not safe for
+// concurrent use. The zero value is not ready: call Reset.
+type ChunkedDecoder struct {
+	maxBody     uint64
+	maxChunkExt int
+
+	state    uint8
+	size     uint64 // the chunk size being read, then the chunk data left
+	digits   int    // hex digits of the size read so far
+	ext      int    // bytes of the current line's extensions so far
+	extTotal int    // extension bytes of completed lines
+	overhead int64  // framing bytes so far (size lines without extensions, CRLFs)
+	decoded  uint64 // data bytes returned so far
+	trailer  int    // bytes of the trailer section skipped so far
+}
+
+// The decoder's states.
+const (
+	chunkSize      uint8 = iota // in the hex chunk size
+	chunkExtWS                  // BWS after the size or an extension; ';' expected
+	chunkExtSemi                // after ';', BWS then extension name
+	chunkExtName                // in an extension name
+	chunkExtEqWS                // BWS after a name; '=' or ';' or CR expected
+	chunkExtValWS               // after '=', BWS then value
+	chunkExtToken               // in a token value
+	chunkExtQuoted              // in a quoted-string value
+	chunkExtPair                // after '\' in a quoted-string
+	chunkExtAfterQ              // after the closing '"' of a quoted-string
+	chunkSizeLF                 // CR of the chunk-size line seen, LF expected
+	chunkData                   // in chunk data
+	chunkDataCR                 // after chunk data, CR expected
+	chunkDataLF                 // after chunk data and CR, LF expected
+	chunkLast                   // the last-chunk line is complete: the trailer section follows
+	chunkTrailer                // SkipTrailers: inside a trailer field line
+	chunkTrailerLF              // SkipTrailers: CR of a trailer line seen, LF expected
+	chunkDone                   // SkipTrailers: the final CRLF is consumed
+)
+
+// Reset readies d for a new body with limits l (zero fields mean the
+// defaults; MaxBody and MaxChunkExt apply).
+//
+// Loop-only.
+func (d *ChunkedDecoder) Reset(l Limits) {
+	l = l.withDefaults()
+	*d = ChunkedDecoder{maxBody: uint64(l.MaxBody), maxChunkExt: l.MaxChunkExt}
+}
+
+// Last reports whether the last-chunk line has been decoded: all the data
+// has been returned and the trailer section follows.
+//
+// Loop-only.
+func (d *ChunkedDecoder) Last() bool { return d.state >= chunkLast }
+
+// Done reports whether SkipTrailers has consumed the whole body, through
+// its final CRLF.
+//
+// Loop-only.
+func (d *ChunkedDecoder) Done() bool { return d.state == chunkDone }
+
+// Decoded returns the data bytes decoded so far.
+//
+// Loop-only.
+func (d *ChunkedDecoder) Decoded() int64 { return int64(d.decoded) }
+
+// Decode consumes buf[:n] and returns the chunk data found there, a slice of
+// buf (empty when buf ends inside framing). It stops after one run of data,
+// at the end of buf, after the last-chunk line (Last is then true and
+// buf[n:] starts the trailer section) or at a malformed byte: then err is
+// one of the package's sentinel errors and buf[n] is the byte at fault.
+// Call it again with the rest of buf, and with more bytes when buf is used
+// up. After an error the decoder's state is undefined: Reset it.
+//
+// Loop-only. Decode does not allocate.
+func (d *ChunkedDecoder) Decode(buf []byte) (data []byte, n int, err error) {
+	i := 0
+	// In extensions, extS is where the current line's extensions began,
+	// relative to buf (negative when they began in an earlier call); the
+	// byte at extEnd may only be the CR that ends them. Scanning stops one
+	// past it, so the budget is enforced at the same byte however the
+	// input was split.
+	extS := -d.ext
+	defer func() {
+		if d.state >= chunkExtWS && d.state <= chunkSizeLF {
+			d.ext = n - extS // the line's bytes since extS, its CR included
+		}
+	}()
 scan:
 	for {
-		// In extensions, the byte at extEnd may only be the CR that ends
-		// them; scanning stops one past it, so the budget is enforced at
-		// the same byte however the input was split.
-		n := len(buf)
-		if inExt := r.state >= stateChunkExtWS && r.state <= stateChunkExtAfterQ; inExt {
-			extEnd = r.extS + p.lim.MaxChunkExt - r.extTotal
-			if n > extEnd+1 {
-				n = extEnd + 1
+		end := len(buf)
+		if inExt := d.state >= chunkExtWS && d.state <= chunkExtAfterQ; inExt {
+			extEnd := extS + d.maxChunkExt - d.extTotal
+			if end > extEnd+1 {
+				end = extEnd + 1
 			}
-			if i >= n && n == extEnd+1 {
-				return extEnd, ErrChunkExtensionTooLong
+			if i >= end && end == extEnd+1 {
+				return nil, extEnd, ErrChunkExtensionTooLong
 			}
 		}
-		if i >= n {
-			return i, nil
+		if i >= end || d.state >= chunkLast {
+			return nil, i, nil
 		}
 		c := buf[i]
-		switch r.state {
-		case stateChunkSize:
+		switch d.state {
+		case chunkSize:
 			for {
 				v := unhex[c]
 				if v < 0 {
 					break
 				}
 				// At most 16 hex digits: enough for any int64 and the
-				// bound that keeps the arithmetic exact (the issue's
-				// rule; net/http's limit too).
-				if r.digits == 16 {
-					return i, ErrChunkSize
+				// bound that keeps the arithmetic exact (net/http's
+				// limit too).
+				if d.digits == 16 {
+					return nil, i, ErrChunkSize
 				}
-				r.digits++
-				r.size = r.size<<4 | uint64(v)
-				if r.size > uint64(p.lim.MaxBody)-uint64(len(p.body)) {
-					return i, ErrBodyTooLarge
+				d.digits++
+				d.size = d.size<<4 | uint64(v)
+				if d.size > d.maxBody-d.decoded {
+					return nil, i, ErrBodyTooLarge
 				}
 				i++
-				if i == n {
+				if i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
-			if r.digits == 0 {
-				return i, ErrChunkSize // no empty size, e.g. a missing last-chunk
+			if d.digits == 0 {
+				return nil, i, ErrChunkSize // no empty size, e.g. a missing last-chunk
 			}
+			extS = i
 			switch c {
 			case '\r':
-				r.extS = i
-				r.state = stateChunkSizeLF
+				d.state = chunkSizeLF
 			case ';':
-				r.extS = i
-				r.state = stateChunkExtSemi
+				d.state = chunkExtSemi
 			case ' ', '\t':
-				r.extS = i
-				r.state = stateChunkExtWS
+				d.state = chunkExtWS
 			case '\n':
-				return i, ErrBareLF
+				return nil, i, ErrBareLF
 			default:
-				return i, ErrChunkSize
+				return nil, i, ErrChunkSize
 			}
 			i++
 			continue
 
-		case stateChunkExtWS: // BWS, then ';' (the next extension)
+		case chunkExtWS: // BWS, then ';' (the next extension)
 			for c == ' ' || c == '\t' {
-				if i++; i == n {
+				if i++; i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
 			if c != ';' {
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
-			r.state = stateChunkExtSemi
+			d.state = chunkExtSemi
 
-		case stateChunkExtSemi: // BWS, then the extension name
+		case chunkExtSemi: // BWS, then the extension name
 			for c == ' ' || c == '\t' {
-				if i++; i == n {
+				if i++; i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
 			if !isToken[c] {
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
-			r.state = stateChunkExtName
+			d.state = chunkExtName
 
-		case stateChunkExtName:
+		case chunkExtName:
 			for isToken[c] {
-				if i++; i == n {
+				if i++; i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
 			switch c {
 			case ' ', '\t':
-				r.state = stateChunkExtEqWS
+				d.state = chunkExtEqWS
 			case '=':
-				r.state = stateChunkExtValWS
+				d.state = chunkExtValWS
 			case ';':
-				r.state = stateChunkExtSemi
+				d.state = chunkExtSemi
 			case '\r':
-				r.state = stateChunkSizeLF
+				d.state = chunkSizeLF
 			default:
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
 
-		case stateChunkExtEqWS: // BWS after a name: '=' or the next ';'
+		case chunkExtEqWS: // BWS after a name: '=' or the next ';'
 			for c == ' ' || c == '\t' {
-				if i++; i == n {
+				if i++; i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
 			switch c {
 			case '=':
-				r.state = stateChunkExtValWS
+				d.state = chunkExtValWS
 			case ';':
-				r.state = stateChunkExtSemi
+				d.state = chunkExtSemi
 			default:
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
 
-		case stateChunkExtValWS: // BWS after '=', then token or quoted-string
+		case chunkExtValWS: // BWS after '=', then token or quoted-string
 			for c == ' ' || c == '\t' {
-				if i++; i == n {
+				if i++; i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
 			switch {
 			case c == '"':
-				r.state = stateChunkExtQuoted
+				d.state = chunkExtQuoted
 			case isToken[c]:
-				r.state = stateChunkExtToken
+				d.state = chunkExtToken
 			default:
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
 
-		case stateChunkExtToken:
+		case chunkExtToken:
 			for isToken[c] {
-				if i++; i == n {
+				if i++; i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
 			switch c {
 			case ' ', '\t':
-				r.state = stateChunkExtWS
+				d.state = chunkExtWS
 			case ';':
-				r.state = stateChunkExtSemi
+				d.state = chunkExtSemi
 			case '\r':
-				r.state = stateChunkSizeLF
+				d.state = chunkSizeLF
 			default:
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
 
-		case stateChunkExtQuoted:
+		case chunkExtQuoted:
 			// qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
 			// (RFC 9110 section 5.6.4): isValue minus '"' and '\'.
 			for isValue[c] && c != '"' && c != '\\' {
-				if i++; i == n {
+				if i++; i == end {
 					continue scan
 				}
 				c = buf[i]
 			}
 			switch c {
 			case '\\':
-				r.state = stateChunkExtPair
+				d.state = chunkExtPair
 			case '"':
-				r.state = stateChunkExtAfterQ
+				d.state = chunkExtAfterQ
 			default:
-				return i, ErrChunkExtension // CR, LF, CTL: unterminated
+				return nil, i, ErrChunkExtension // CR, LF, CTL: unterminated
 			}
 
-		case stateChunkExtAfterQ: // what may follow a value
+		case chunkExtAfterQ: // what may follow a value
 			switch c {
 			case ' ', '\t':
-				r.state = stateChunkExtWS
+				d.state = chunkExtWS
 			case ';':
-				r.state = stateChunkExtSemi
+				d.state = chunkExtSemi
 			case '\r':
-				r.state = stateChunkSizeLF
+				d.state = chunkSizeLF
 			default:
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
 
-		case stateChunkExtPair:
+		case chunkExtPair:
 			// quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )
 			if !isValue[c] {
-				return i, ErrChunkExtension
+				return nil, i, ErrChunkExtension
 			}
-			r.state = stateChunkExtQuoted
+			d.state = chunkExtQuoted
 
-		case stateChunkSizeLF:
+		case chunkSizeLF:
 			if c != '\n' {
-				return i, ErrBareCR
+				return nil, i, ErrBareCR
 			}
 			// Extensions are [extS, CR); the rest of the line is framing.
-			ext := i - 1 - r.extS
-			r.extTotal += ext
-			if r.extTotal > p.lim.MaxChunkExt {
-				return i, ErrChunkExtensionTooLong
+			ext := i - 1 - extS
+			d.extTotal += ext
+			d.ext = 0
+			if d.extTotal > d.maxChunkExt {
+				return nil, i, ErrChunkExtensionTooLong
 			}
 			i++
-			if err := p.overhead(int64(i - r.lineS - ext)); err != nil {
-				return i, err
+			if err := d.addOverhead(int64(d.digits + 2)); err != nil {
+				return nil, i, err
 			}
-			if r.size == 0 {
-				// last-chunk: the trailer section follows, parsed like a
-				// header section with its own MaxHeaderBytes budget.
-				r.trailer = true
-				r.limEnd = i + p.lim.MaxHeaderBytes
-				r.state = stateLineStart
-				return i, nil
+			if d.size == 0 {
+				d.state = chunkLast
+				return nil, i, nil
 			}
-			r.state = stateChunkData
+			d.state = chunkData
 			continue
 
-		case stateChunkData:
+		case chunkData:
 			k := uint64(len(buf) - i)
-			if k > r.size {
-				k = r.size
+			if k > d.size {
+				k = d.size
 			}
-			p.body = append(p.body, buf[i:i+int(k)]...)
+			data = buf[i : i+int(k)]
 			i += int(k)
-			r.size -= k
-			if r.size == 0 {
-				r.state = stateChunkDataCR
+			d.size -= k
+			d.decoded += k
+			if d.size == 0 {
+				d.state = chunkDataCR
 			}
-			continue
+			return data, i, nil
 
-		case stateChunkDataCR:
+		case chunkDataCR:
 			switch c {
 			case '\r':
-				r.state = stateChunkDataLF
+				d.state = chunkDataLF
 			case '\n':
-				return i, ErrBareLF
+				return nil, i, ErrBareLF
 			default:
-				return i, ErrChunkData
+				return nil, i, ErrChunkData
 			}
 
-		case stateChunkDataLF:
+		case chunkDataLF:
 			if c != '\n' {
-				return i, ErrBareCR
+				return nil, i, ErrBareCR
 			}
 			i++
-			if err := p.overhead(2); err != nil {
-				return i, err
+			if err := d.addOverhead(2); err != nil {
+				return nil, i, err
 			}
-			r.size, r.digits = 0, 0
-			r.lineS = i
-			r.state = stateChunkSize
+			d.size, d.digits = 0, 0
+			d.state = chunkSize
 			continue
-
-		default:
-			return i, nil // left the chunked states
 		}
 		// The state's last byte was examined and accepted.
 		i++
 	}
 }
 
-// overhead adds n framing bytes and checks them against the data decoded so
-// far plus chunkOverheadAllowance.
-func (p *Parser) overhead(n int64) error {
-	p.r.overhead += n
-	if p.r.overhead > int64(len(p.body))+chunkOverheadAllowance {
+// addOverhead adds n framing bytes and checks them against the data decoded
+// so far plus chunkOverheadAllowance.
+func (d *ChunkedDecoder) addOverhead(n int64) error {
+	d.overhead += n
+	if d.overhead > int64(d.decoded)+chunkOverheadAllowance {
 		return ErrChunkOverhead
 	}
 	return nil
+}
+
+// SkipTrailers consumes the trailer section that follows the last chunk
+// (call it once Last is true) without keeping its fields, up to and
+// including the final CRLF; then Done is true. It returns how many bytes of
+// buf it consumed; call it again with more bytes until Done. The section
+// may hold DefaultMaxHeaderBytes bytes (ErrHeadersTooLarge past that);
+// lines must end with CRLF.
+//
+// Loop-only.
+func (d *ChunkedDecoder) SkipTrailers(buf []byte) (n int, err error) {
+	for n < len(buf) && d.state != chunkDone {
+		if d.trailer++; d.trailer > DefaultMaxHeaderBytes {
+			return n, ErrHeadersTooLarge
+		}
+		c := buf[n]
+		switch d.state {
+		case chunkLast: // the start of a line: a field or the final CRLF
+			switch c {
+			case '\r':
+				d.state = chunkTrailerLF
+				d.size = 1 // the CR began an empty line
+			case '\n':
+				return n, ErrBareLF
+			default:
+				d.state = chunkTrailer
+			}
+		case chunkTrailer:
+			switch c {
+			case '\r':
+				d.state = chunkTrailerLF
+				d.size = 0
+			case '\n':
+				return n, ErrBareLF
+			}
+		case chunkTrailerLF:
+			if c != '\n' {
+				return n, ErrBareCR
+			}
+			if d.size == 1 {
+				d.state = chunkDone
+			} else {
+				d.state = chunkLast
+			}
+		}
+		n++
+	}
+	return n, nil
 }

@@ -12,7 +12,9 @@
 // calls, and resuming never rescans accepted bytes: a client sending one
 // byte at a time costs O(n) (TestLinearWork counts the bytes examined).
 // Method, target, header names and values are slices of the input; a
-// chunked body is decoded into the Parser's reusable scratch buffer. Once
+// chunked body is decoded (by ChunkedDecoder, which a client may use on
+// its own for chunked responses, as vajra bench does) into the Parser's
+// reusable scratch buffer. Once
 // warm, Parse allocates nothing (TestZeroAllocs). Pipelined requests are
 // parsed by calling Parse again on the rest of the buffer.
 //

@@ -71,34 +71,21 @@ func (r *Request) Header(name string) []byte {
 // matters only in that every state before stateLineStart belongs to the
 // request line (whose limit is MaxRequestLine).
 const (
-	stateStart          uint8 = iota // before the method; skips empty lines (RFC 9112 section 2.2)
-	stateStartLF                     // CR of an empty line seen, LF expected
-	stateMethod                      // in the method token
-	stateTarget                      // in the request-target
-	stateVersion                     // in "HTTP/1.x"
-	stateReqLineLF                   // CR after the version seen, LF expected
-	stateLineStart                   // at the start of a field line or of the final CRLF
-	stateName                        // in a field name
-	stateValueOWS                    // after the colon, skipping OWS
-	stateValue                       // in a field value
-	stateFieldLF                     // CR after a field value seen, LF expected
-	stateHeadLF                      // CR of the empty line ending the section seen, LF expected
-	stateBodyCL                      // waiting for Content-Length bytes
-	stateChunkSize                   // in the hex chunk size
-	stateChunkExtWS                  // BWS after the size or an extension; ';' expected
-	stateChunkExtSemi                // after ';', BWS then extension name
-	stateChunkExtName                // in an extension name
-	stateChunkExtEqWS                // BWS after a name; '=' or ';' or CR expected
-	stateChunkExtValWS               // after '=', BWS then value
-	stateChunkExtToken               // in a token value
-	stateChunkExtQuoted              // in a quoted-string value
-	stateChunkExtPair                // after '\' in a quoted-string
-	stateChunkExtAfterQ              // after the closing '"' of a quoted-string
-	stateChunkSizeLF                 // CR of the chunk-size line seen, LF expected
-	stateChunkData                   // in chunk data
-	stateChunkDataCR                 // after chunk data, CR expected
-	stateChunkDataLF                 // after chunk data and CR, LF expected
-	stateDone                        // request complete (transient)
+	stateStart     uint8 = iota // before the method; skips empty lines (RFC 9112 section 2.2)
+	stateStartLF                // CR of an empty line seen, LF expected
+	stateMethod                 // in the method token
+	stateTarget                 // in the request-target
+	stateVersion                // in "HTTP/1.x"
+	stateReqLineLF              // CR after the version seen, LF expected
+	stateLineStart              // at the start of a field line or of the final CRLF
+	stateName                   // in a field name
+	stateValueOWS               // after the colon, skipping OWS
+	stateValue                  // in a field value
+	stateFieldLF                // CR after a field value seen, LF expected
+	stateHeadLF                 // CR of the empty line ending the section seen, LF expected
+	stateBodyCL                 // waiting for Content-Length bytes
+	stateChunked                // in a chunked body (ChunkedDecoder)
+	stateDone                   // request complete (transient)
 )
 
 // Target forms (RFC 9112 section 3.2).
@@ -156,14 +143,6 @@ type reqState struct {
 	expect100    bool
 	keepAlive    bool
 	upgrade      bool
-
-	// chunked body
-	size     uint64 // chunk size being read, then bytes of chunk data left
-	digits   int    // hex digits of the size read so far
-	lineS    int    // start of the current chunk-size line
-	extS     int    // start of the current line's extensions
-	extTotal int    // extension bytes of completed lines
-	overhead int64  // framing bytes so far (size lines without extensions, CRLFs)
 }
 
 // Parser is an incremental HTTP/1.1 request parser for one connection.
@@ -177,11 +156,12 @@ type reqState struct {
 type Parser struct {
 	lim    Limits
 	r      reqState
-	err    *Error     // sticky: once framing is in doubt, every call fails
-	closed bool       // the last request closes the connection
-	fields []fieldOff // cap lim.MaxHeaders
-	out    []Header   // cap lim.MaxHeaders; backs Request.Headers and Trailers
-	body   []byte     // scratch for decoded chunked bodies, reused
+	err    *Error         // sticky: once framing is in doubt, every call fails
+	closed bool           // the last request closes the connection
+	fields []fieldOff     // cap lim.MaxHeaders
+	out    []Header       // cap lim.MaxHeaders; backs Request.Headers and Trailers
+	body   []byte         // scratch for decoded chunked bodies, reused
+	cd     ChunkedDecoder // decodes a chunked body into body
 
 	waiveHost bool // test hook: skip the missing-Host check (conformance test)
 	scanned   int  // test hook: bytes examined, to prove linear work
@@ -569,7 +549,7 @@ loop:
 			}
 			i = len(buf)
 
-		default: // chunked body states
+		default: // stateChunked
 			if i, fail = p.chunked(buf, i); fail != nil {
 				break loop
 			}
@@ -647,14 +627,38 @@ func (p *Parser) endHead(i int) error {
 	switch {
 	case r.chunked:
 		p.body = p.body[:0]
-		r.lineS = i
-		r.state = stateChunkSize
+		p.cd.Reset(p.lim)
+		r.state = stateChunked
 	case r.cl > 0:
 		r.state = stateBodyCL
 	default:
 		r.state = stateDone
 	}
 	return nil
+}
+
+// chunked decodes chunked body bytes from offset i into the scratch body
+// until it needs more bytes, fails, or reaches the trailer section (which
+// the header states parse, with r.trailer set).
+func (p *Parser) chunked(buf []byte, i int) (int, error) {
+	r := &p.r
+	for i < len(buf) {
+		data, n, err := p.cd.Decode(buf[i:])
+		i += n
+		if err != nil {
+			return i, err
+		}
+		p.body = append(p.body, data...)
+		if p.cd.Last() {
+			// The trailer section follows, parsed like a header section
+			// with its own MaxHeaderBytes budget.
+			r.trailer = true
+			r.limEnd = i + p.lim.MaxHeaderBytes
+			r.state = stateLineStart
+			break
+		}
+	}
+	return i, nil
 }
 
 // fill points req's fields into buf. end is the offset after the complete
