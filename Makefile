@@ -23,7 +23,7 @@ SOAK_TIMEOUT  ?= 11m
 SOAK_WARMUP   ?= 30s
 SOAK_WORKERS  ?= 48
 
-.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server llama-prebuilt example-embed tokenizers tokenizer-golden real-model venv node-sdks vllm vllm-rs aiperf bench-aiperf
+.PHONY: all build run test test-short vet generate check-generate fuzz bench bench-stream bench-remote soak clean llama llama-server llama-prebuilt example-embed tokenizers tokenizer-golden real-model venv node-sdks vllm vllm-rs smg aiperf bench-aiperf
 
 # The llama.cpp engine's libraries (engine/llama), one pinned release: the
 # source bundle of npm's node-llama-cpp@$(LLAMA_VERSION), built for this
@@ -114,7 +114,7 @@ bench:
 bench-stream:
 	bash bench/scripts/bench-stream.sh
 
-## bench-remote: Vajra in front of llama-server against llama-server alone, and against the simulator path (needs make llama-server; CONCURRENCY, ROUNDS, DURATION: the script's header)
+## bench-remote: Vajra in front of llama-server against llama-server alone, against SGLang Model Gateway in front of it (make smg), and against the simulator path (needs make llama-server; CONCURRENCY, ROUNDS, DURATION: the script's header)
 bench-remote: llama-server
 	bash bench/scripts/bench-remote.sh
 
@@ -190,6 +190,12 @@ vllm:
 ## make test)
 vllm-rs: vllm
 	@bash bench/scripts/install-vllm-rs.sh "$(VLLM_DIR)"
+
+## smg: SGLang Model Gateway $(SMG_VERSION) (PyPI smg) in the venv .smg
+## (idempotent; bench-remote.sh's side C; not part of make test)
+SMG_VERSION ?= 1.13.0
+smg:
+	@bash bench/scripts/install-smg.sh .smg "$(SMG_VERSION)"
 
 ## aiperf: NVIDIA's aiperf $(AIPERF_VERSION) (PyPI) and gguf 0.19.0 in the venv
 ## .venv-aiperf, with a Hugging Face tokenizer of the real model written from

@@ -15,7 +15,10 @@
 # alternating for ROUNDS rounds (B/A ratios are medians of the per-round
 # ratios, so the shared machine's drift hits both alike). It reports
 # tokens/s B/A, added TTFT p50 (B - A), added gap p99 (B - A) and
-# Vajra's own CPU per token (its process only, -compare-pid).
+# Vajra's own CPU per token (its process only, -compare-pid). Then side C,
+# SGLang Model Gateway (smg) in front of the same llama-server, against
+# Vajra: each process's own CPU per streamed token (issue 32's target:
+# Vajra's at most smg's).
 #
 # Then the simulator path: `vajra serve` on the simulated engine with
 # --sim-itl set to the gap p50 Vajra saw through llama-server at that
@@ -30,7 +33,8 @@
 # Results go to bench/out/remote/. Environment overrides:
 #   CONCURRENCY ("1 8 64") ROUNDS (3) WARMUP (3s) DURATION (10s)
 #   MAX_TOKENS (64) PROMPT_TOKENS (32) SLOTS (64) TOKENIZER (1; 0 leaves
-#   tokenization to llama-server's /tokenize)
+#   tokenization to llama-server's /tokenize) SMG (.smg/bin/smg, from
+#   make smg; a missing one skips side C)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,6 +51,8 @@ MAX_TOKENS=${MAX_TOKENS:-64}
 PROMPT_TOKENS=${PROMPT_TOKENS:-32}
 SLOTS=${SLOTS:-64}
 TOKENIZER=${TOKENIZER:-1}
+SMG=${SMG:-.smg/bin/smg}
+SMG_PY=$(dirname "$SMG")/python
 
 server_bin=${VAJRA_LLAMA_SERVER:-.llama/server/bin/llama-server}
 if [[ ! -x $server_bin ]]; then
@@ -85,7 +91,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # llama-server: SLOTS slots of 512 tokens each.
 lport=$(free_port)
 LD_LIBRARY_PATH=$(dirname "$server_bin") "${pin0[@]}" "$server_bin" -m "$model" --host 127.0.0.1 --port "$lport" \
-	--no-webui --metrics --slots -np "$SLOTS" -c $((SLOTS * 512)) -t 1 >"$out/llama-server.log" 2>&1 &
+	--alias m --no-webui --metrics --slots -np "$SLOTS" -c $((SLOTS * 512)) -t 1 >"$out/llama-server.log" 2>&1 &
 lpid=$!
 pids+=("$lpid")
 for _ in $(seq 1 300); do
@@ -136,6 +142,40 @@ for c in $CONCURRENCY; do
 	echo "== $c streams" | tee -a "$summary"
 	grep -E 'comparison|^figure|tokens/s|ttft p50|gap p50|gap p99|server cpu' "$out/$name.txt" | tee -a "$summary"
 done
+
+# Side C: SGLang Model Gateway (PyPI smg, make smg) in front of the same
+# llama-server, pinned beside Vajra; it relays llama-server's own
+# /v1/chat/completions bytes (no tokenizer, no detokenizer of its own).
+# A = smg, B = Vajra, each process's CPU per token.
+if [[ -x $SMG ]]; then
+	sport=$(free_port)
+	"${pin1[@]}" "$SMG" launch --host 127.0.0.1 --port "$sport" --worker-urls "http://127.0.0.1:$lport" \
+		--policy round_robin --log-level warn >"$out/smg.log" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	# Ready once it has registered the worker and its model (llama-server's
+	# --alias m), which it does after it answers /health.
+	smg_ready() { curl -sf "http://127.0.0.1:$sport/v1/models" 2>/dev/null | grep -q '"id": *"m"'; }
+	for _ in $(seq 1 300); do
+		smg_ready && break
+		sleep 0.1
+	done
+	smg_ready || { echo "ERROR: smg did not register llama-server's model m" >&2; tail -n 20 "$out/smg.log" >&2; exit 1; }
+	echo "smg $("$SMG_PY" -c 'import importlib.metadata as m; print(m.version("smg"))') pid $spid on :$sport"
+	GOMAXPROCS=1 "${pin1[@]}" bin/vajra bench -url "http://127.0.0.1:$sport" "${common[@]}" -c 8 -warmup 0s -duration 3s >/dev/null
+	for c in $CONCURRENCY; do
+		name=smg-c$c
+		GOMAXPROCS=1 "${pin1[@]}" bin/vajra bench -url "http://127.0.0.1:$sport" -label smg -server-pid "$spid" \
+			-compare "$rurl" -compare-label vajra -compare-pid "$rpid" -rounds "$ROUNDS" -c "$c" "${common[@]}" \
+			-out "$out/$name.json" >"$out/$name.txt"
+		echo "== smg (A) against vajra (B), $c streams" | tee -a "$summary"
+		grep -E 'comparison|^figure|tokens/s|ttft p50|gap p50|gap p99|server cpu' "$out/$name.txt" | tee -a "$summary"
+	done
+	kill "$spid"
+	wait "$spid" 2>/dev/null || true
+else
+	echo "NOTE: $SMG is missing (make smg): no SGLang Model Gateway side" | tee -a "$summary"
+fi
 
 # The simulator path: Vajra's CPU per token on the simulated engine, at the
 # gap Vajra saw through llama-server.
