@@ -20,44 +20,53 @@ import (
 // the default install gives (`make llama`): plain questions with one right
 // answer, which SmolLM2-135M-Instruct answers right greedily on llama.cpp
 // built for the machine (llama-server of the same build gives the same
-// text; the parity test compares them token for token). node-llama-cpp's
-// prebuilt CPU libraries (`make llama-prebuilt`, .llama/linux-x64) compute
-// this Q4_1 model's matrix products wrongly: with them (VAJRA_LLAMA_LIB or
-// --llama-lib naming .llama/linux-x64) the model answers "What is the
-// capital of France?" with "L'Étoile, la Marseillaise, ...", and this test
-// fails (engine/llama/install.sh).
+// text; the parity test compares them token for token).
+//
+// This 135M model is weak: on many questions its greedy path passes a near
+// tie, and which side wins depends on the CPU kernels the build uses. On an
+// AVX2 machine without AVX-512 (AMD EPYC) the native build and llama-server
+// of that build answer "What is the capital of France?" with "L'Étoile, la
+// Marseillaise, ..." ('L' at logprob -1.92 against 'The' at -2.01); on a
+// Sapphire Rapids (AVX-512) build they say "The capital of France is
+// Paris.". So the questions below are those whose greedy path to the right
+// word leads its runner-up by at least 0.45 in logprob at every token, as
+// llama-server measured on the AVX2 build (the weakest kernels this test
+// meets); France is asked only as a completion, where it leads by 2.5. The
+// near ties that were dropped: France as a chat (0.07 at 25 tokens), 2 + 2
+// (0.08), 3 times 4 (0.16), 100 divided by 4 (0.05), the opposite of big
+// (0.05).
 
 // answerMaxTokens is each question's output budget: the right answers come
 // in the first sentence.
 const answerMaxTokens = 32
 
 // realAnswers are the questions and the word each answer must contain.
-// Chosen among the questions this 135M model gets right greedily on
-// llama-server (it gets others wrong on any build: "What is 12 times 7?"
-// is "72", the capital of Italy is "Il Coriobella").
+// Chosen among the questions this 135M model gets right greedily, with a
+// margin, on llama-server (it gets others wrong on any build: "What is 12
+// times 7?" is "72", "What is 5 + 5?" is "11", the capital of Italy is "Il
+// Corriere").
 var realAnswers = []struct {
 	api      string // "chat", "messages" or "completions"
 	question string
 	want     string
 }{
-	{"chat", "What is the capital of France?", "Paris"},
 	{"chat", "What is the capital of Japan?", "Tokyo"},
 	{"chat", "What is the capital of Germany?", "Berlin"},
 	{"chat", "What is the capital of England?", "London"},
 	{"chat", "What is the capital of Russia?", "Moscow"},
 	{"chat", "What is the capital of China?", "Beijing"},
 	{"chat", "What is the capital of Egypt?", "Cairo"},
-	{"chat", "What is 2 + 2?", "4"},
-	{"chat", "What is 3 times 4?", "12"},
-	{"chat", "What is 100 divided by 4?", "25"},
+	{"chat", "What is 1 + 1?", "2"},
+	{"chat", "What is 2 + 3?", "5"},
 	{"chat", "How many days are in a week?", "7"},
 	{"chat", "What is the opposite of hot?", "cold"},
 	{"chat", "What is the opposite of up?", "down"},
-	{"chat", "What is the opposite of big?", "small"},
 	{"chat", "What is the opposite of day?", "night"},
 	{"chat", "What is the opposite of black?", "white"},
+	{"chat", "What is the opposite of old?", "new"},
+	{"chat", "What is the opposite of fast?", "slow"},
 	{"chat", "What is the chemical symbol for water?", "H2O"},
-	{"messages", "What is the capital of France?", "Paris"},
+	{"messages", "What is the capital of Germany?", "Berlin"},
 	{"messages", "What is the opposite of hot?", "cold"},
 	{"completions", "The capital of France is", "Paris"},
 	{"completions", "The capital of Japan is", "Tokyo"},
