@@ -245,9 +245,10 @@ func toolCalls(res map[string]any) []string {
 // parityPrompts. Greedy, each prompt computed whole (see above), one
 // sequence at a time on one thread on both sides, so the two run the same
 // computation and must give the same tokens. With node-llama-cpp's
-// prebuilt libraries (VAJRA_LLAMA_LIB=.llama/linux-x64) the texts of 38
-// of the 64 cases differ (measured), "What is the capital of France?"
-// from the first token on: their CPU backend computes Q4_1 wrongly
+// prebuilt libraries (VAJRA_LLAMA_LIB=.llama/linux-x64) on a Sapphire
+// Rapids machine the texts of 38 of the 64 cases differed (measured),
+// "What is the capital of France?" from the first token on; on an AVX2
+// machine they agree with the native build to about 0.07 in logprob
 // (engine/llama/install.sh). SmolLM2's chat template ignores tools (its
 // rendering has none), so the tool cases compare the rendering and the
 // text; the model calls no tool.
