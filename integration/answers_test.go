@@ -32,7 +32,7 @@ import (
 // word leads its runner-up by at least 0.45 in logprob at every token, as
 // llama-server measured on the AVX2 build (the weakest kernels this test
 // meets); France is asked only as a completion, where it leads by 2.5. The
-// near ties that were dropped: France as a chat (0.07 at 25 tokens), 2 + 2
+// near ties that were dropped: France as a chat (0.10 at the first token), 2 + 2
 // (0.08), 3 times 4 (0.16), 100 divided by 4 (0.05), the opposite of big
 // (0.05).
 
