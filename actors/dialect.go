@@ -272,7 +272,8 @@ func (d *chatDialect) stream(ss *session) engine.Formatter {
 }
 
 func (d *chatDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
-	m := openai.ChatCompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created, Logprobs: ss.ereq.Sampling.Logprobs}
+	m := openai.ChatCompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created, Logprobs: ss.ereq.Sampling.Logprobs,
+		TokenIDs: ss.ereq.ReturnTokenIDs}
 	return openai.AppendChatCompletion(dst, &m, res)
 }
 

@@ -69,7 +69,7 @@ func (d *completionsDialect) stream(ss *session) engine.Formatter {
 
 func (d *completionsDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
 	m := openai.CompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created,
-		Logprobs: d.req.Logprobs.Defined, Echo: d.req.Echo, EchoPrompt: d.echoPrompt(ss)}
+		Logprobs: d.req.Logprobs.Defined, Echo: d.req.Echo, EchoPrompt: d.echoPrompt(ss), TokenIDs: d.req.ReturnTokenIDs}
 	return openai.AppendCompletion(dst, &m, res)
 }
 

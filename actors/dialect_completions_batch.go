@@ -285,7 +285,15 @@ func (d *completionsDialect) receive(ss *session, ctx actor.Context) {
 		ss.conn.Respond(ae.Status, contentTypeJSON, nil, ss.body)
 	default:
 		m := openai.CompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created,
-			Logprobs: d.req.Logprobs.Defined, Echo: d.req.Echo}
+			Logprobs: d.req.Logprobs.Defined, Echo: d.req.Echo, TokenIDs: d.req.ReturnTokenIDs}
+		if d.req.ReturnTokenIDs {
+			m.PromptTokenIDs = make([][]int32, len(merged.Choices))
+			for i := range m.PromptTokenIDs {
+				if r := b.results[min(i/n, len(b.results)-1)]; r != nil {
+					m.PromptTokenIDs[i] = r.PromptTokens
+				}
+			}
+		}
 		if d.req.Echo {
 			m.EchoPrompts = make([]string, len(merged.Choices))
 			for i := range m.EchoPrompts {

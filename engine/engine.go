@@ -161,7 +161,11 @@ type ChoiceEnd struct {
 	StopString string
 	// StopTokenID is the stop token that ended the choice, or -1.
 	StopTokenID int
-	Usage       *Usage
+	// TokenIDs are the choice's ids no Delta carried (its end-of-sequence
+	// token, the tokens of a stop string held back): with the Deltas'
+	// TokenIDs they are every token the choice generated.
+	TokenIDs []int
+	Usage    *Usage
 }
 
 // FinishReason is why a choice ended, in OpenAI's words; dialects map it.

@@ -62,6 +62,10 @@ type Request struct {
 
 	// Echo puts the prompt before the completion (completions API).
 	Echo bool
+	// ReturnTokenIDs puts the prompt's token ids and each choice's
+	// generated ids in the response (vLLM's return_token_ids). Read by the
+	// dialect only: every engine hands the ids over anyway.
+	ReturnTokenIDs bool
 	// PromptLogprobs asks for this many top logprobs per prompt token
 	// (completions with echo); 0 means none. -1 means the prompt token's
 	// own logprob only.

@@ -2,7 +2,9 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +28,10 @@ type paramsBackend struct {
 	base     string
 	model    string
 	forceEOS bool
+	// unnamed: the worker's stream names no id for a token that ends
+	// inside a UTF-8 character (llama-server sends only the last token's
+	// id with the character's text), so token_ids lack those tokens.
+	unnamed bool
 }
 
 func TestParamsSim(t *testing.T) {
@@ -54,7 +60,7 @@ func TestParamsLlama(t *testing.T) {
 func TestParamsLlamaServer(t *testing.T) {
 	w := startWorker(t)
 	_, base := startRemote(t, nil, workerURL(w))
-	runParams(t, paramsBackend{base: base, model: tinyName, forceEOS: true})
+	runParams(t, paramsBackend{base: base, model: tinyName, forceEOS: true, unnamed: true})
 }
 
 // chatOnce runs one chat request, streamed (with usage) or not, and
@@ -227,4 +233,180 @@ func runParams(t *testing.T, b paramsBackend) {
 			option.WithJSONSet("add_generation_prompt", false), option.WithJSONSet("continue_final_message", true))
 		wantParamError(t, err, "continue_final_message") // no assistant message to continue
 	})
+
+	t.Run("return_token_ids", func(t *testing.T) { returnTokenIDs(t, b) })
+}
+
+// tokenIDsBody is what vLLM's return_token_ids adds to a chat or
+// completions body or chunk.
+type tokenIDsBody struct {
+	PromptTokenIDs []int `json:"prompt_token_ids"`
+	Choices        []struct {
+		Text           string `json:"text"`
+		Message        struct{ Content string }
+		Delta          struct{ Content string }
+		TokenIDs       []int  `json:"token_ids"`
+		PromptTokenIDs []int  `json:"prompt_token_ids"`
+		FinishReason   string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// returnTokenIDs: vLLM's return_token_ids through the official Go SDK. The
+// prompt's ids are those /tokenize gives for the same request, the
+// generated ids are as many as usage counts, detokenize to the answer,
+// and are the same streamed (joined) and not; the forced
+// end-of-generation token is among them, as vLLM counts it.
+// tokenIDsAnswer is what return_token_ids tells of one chat answer.
+type tokenIDsAnswer struct {
+	text           string
+	prompt, tokens []int
+	promptN, n     int
+}
+
+// chatTokenIDs asks for one chat answer with return_token_ids, streamed
+// (with usage; the prompt's ids must come in exactly one chunk) or not.
+func chatTokenIDs(t *testing.T, client openai.Client, stream bool, p openai.ChatCompletionNewParams, opts ...option.RequestOption) tokenIDsAnswer {
+	t.Helper()
+	ctx := context.Background()
+	opts = append(opts, option.WithJSONSet("return_token_ids", true))
+	var a tokenIDsAnswer
+	if !stream {
+		res, err := client.Chat.Completions.New(ctx, p, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body tokenIDsBody
+		if err := json.Unmarshal([]byte(res.RawJSON()), &body); err != nil {
+			t.Fatal(err)
+		}
+		c := body.Choices[0]
+		return tokenIDsAnswer{c.Message.Content, body.PromptTokenIDs, c.TokenIDs, body.Usage.PromptTokens, body.Usage.CompletionTokens}
+	}
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := client.Chat.Completions.NewStreaming(ctx, p, opts...)
+	prompts := 0
+	for s.Next() {
+		var ch tokenIDsBody
+		if err := json.Unmarshal([]byte(s.Current().RawJSON()), &ch); err != nil {
+			t.Fatal(err)
+		}
+		if ch.PromptTokenIDs != nil {
+			a.prompt = ch.PromptTokenIDs
+			prompts++
+		}
+		for _, c := range ch.Choices {
+			a.text += c.Delta.Content
+			a.tokens = append(a.tokens, c.TokenIDs...)
+		}
+		if ch.Usage != nil {
+			a.promptN, a.n = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if prompts != 1 {
+		t.Fatalf("prompt_token_ids in %d chunks, want the first only", prompts)
+	}
+	return a
+}
+
+func returnTokenIDs(t *testing.T, b paramsBackend) {
+	client := newClient(b.base)
+	ctx := context.Background()
+	ids := option.WithJSONSet("return_token_ids", true)
+	chat := func(stream bool, p openai.ChatCompletionNewParams, opts ...option.RequestOption) tokenIDsAnswer {
+		t.Helper()
+		return chatTokenIDs(t, client, stream, p, opts...)
+	}
+	detok := func(tokens []int) string {
+		var out struct{ Prompt string }
+		postJSON(t, b.base+"/detokenize", map[string]any{"model": b.model, "tokens": tokens}, &out)
+		return out.Prompt
+	}
+	var tok struct{ Tokens []int }
+	postJSON(t, b.base+"/tokenize", map[string]any{"model": b.model, "messages": []map[string]string{{"role": "user", "content": question}}}, &tok)
+
+	p := openai.ChatCompletionNewParams{Model: b.model, Messages: userMsg(question), Temperature: openai.Float(0), MaxTokens: openai.Int(12)}
+	whole := chat(false, p, greedyEOS...)
+	for _, stream := range []bool{false, true} {
+		a := chat(stream, p, greedyEOS...)
+		if !slices.Equal(a.prompt, tok.Tokens) || len(a.prompt) != a.promptN {
+			t.Fatalf("stream %v: prompt_token_ids %v (usage %d), /tokenize %v", stream, a.prompt, a.promptN, tok.Tokens)
+		}
+		if !slices.Equal(a.tokens, whole.tokens) || a.n != 12 {
+			t.Fatalf("stream %v: token_ids %v (usage %d), not streamed %v", stream, a.tokens, a.n, whole.tokens)
+		}
+		if b.unnamed {
+			// The tiny model's greedy answer here splits a character
+			// across two tokens: llama-server names only the second.
+			if len(a.tokens) != a.n-1 {
+				t.Fatalf("stream %v: %d token_ids, usage %d; want one unnamed", stream, len(a.tokens), a.n)
+			}
+			continue
+		}
+		if len(a.tokens) != a.n {
+			t.Fatalf("stream %v: token_ids %v, usage %d", stream, a.tokens, a.n)
+		}
+		if got := detok(a.tokens); got != a.text || a.text == "" {
+			t.Fatalf("stream %v: token_ids detokenize to %q, the answer is %q", stream, got, a.text)
+		}
+	}
+	if b.forceEOS {
+		// The end-of-generation token ends the answer and is its one id.
+		fp := p
+		fp.LogitBias = map[string]int64{strconv.Itoa(tinymodel.TokenIMEnd): 100}
+		for _, stream := range []bool{false, true} {
+			if a := chat(stream, fp); !slices.Equal(a.tokens, []int{tinymodel.TokenIMEnd}) || a.n != 1 || a.text != "" {
+				t.Fatalf("stream %v, forced end: token_ids %v, %d tokens, text %q", stream, a.tokens, a.n, a.text)
+			}
+		}
+	}
+
+	// Completions: the prompt's ids in the choice.
+	postJSON(t, b.base+"/tokenize", map[string]any{"model": b.model, "prompt": "The sea is"}, &tok)
+	cp := openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(b.model),
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String("The sea is")},
+		MaxTokens: openai.Int(6), Temperature: openai.Float(0)}
+	res, err := client.Completions.New(ctx, cp, append(greedyEOS, ids)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body tokenIDsBody
+	if err := json.Unmarshal([]byte(res.RawJSON()), &body); err != nil {
+		t.Fatal(err)
+	}
+	c := body.Choices[0]
+	named := len(c.TokenIDs) == 6 && detok(c.TokenIDs) == c.Text
+	if b.unnamed { // as above: one character split across two tokens here
+		named = len(c.TokenIDs) == 5
+	}
+	if !slices.Equal(c.PromptTokenIDs, tok.Tokens) || !named {
+		t.Fatalf("completion: prompt_token_ids %v (/tokenize %v), token_ids %v for %q", c.PromptTokenIDs, tok.Tokens, c.TokenIDs, c.Text)
+	}
+	s := client.Completions.NewStreaming(ctx, cp, append(greedyEOS, ids)...)
+	var streamed []int
+	var prompt []int
+	for s.Next() {
+		var ch tokenIDsBody
+		if err := json.Unmarshal([]byte(s.Current().RawJSON()), &ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ch.Choices {
+			streamed = append(streamed, c.TokenIDs...)
+			if c.PromptTokenIDs != nil {
+				prompt = c.PromptTokenIDs
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(streamed, c.TokenIDs) || !slices.Equal(prompt, tok.Tokens) {
+		t.Fatalf("streamed completion: token_ids %v prompt %v; not streamed %v prompt %v", streamed, prompt, c.TokenIDs, tok.Tokens)
+	}
 }

@@ -173,6 +173,42 @@ func TestVLLMCoreWorker(t *testing.T) {
 		}
 	})
 
+	t.Run("ReturnTokenIDsParity", func(t *testing.T) {
+		// vLLM's return_token_ids: the prompt's ids and the generated
+		// ids, streamed and not, are vLLM's own.
+		for _, p := range prompts[:2] {
+			want := chatTokenIDs(t, refClient, false, greedy(p, 16))
+			if len(want.tokens) != want.n || len(want.prompt) != want.promptN {
+				t.Fatalf("%q: vLLM gave %d ids for %d tokens, %d prompt ids for %d", p, len(want.tokens), want.n, len(want.prompt), want.promptN)
+			}
+			for _, stream := range []bool{false, true} {
+				got := chatTokenIDs(t, client, stream, greedy(p, 16))
+				if !slices.Equal(got.prompt, want.prompt) || !slices.Equal(got.tokens, want.tokens) || got.text != want.text {
+					t.Errorf("%q stream %v: Vajra prompt %v tokens %v %q; vLLM prompt %v tokens %v %q", p, stream,
+						got.prompt, got.tokens, got.text, want.prompt, want.tokens, want.text)
+				}
+			}
+		}
+		params := openai.CompletionNewParams{
+			Model: openai.CompletionNewParamsModel(tinyName), Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("The sea")},
+			MaxTokens: openai.Int(8), Temperature: openai.Float(0),
+		}
+		var bodies [2]tokenIDsBody
+		for i, c := range []openai.Client{refClient, client} {
+			res, err := c.Completions.New(ctx, params, option.WithJSONSet("return_token_ids", true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(res.RawJSON()), &bodies[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, g := bodies[0].Choices[0], bodies[1].Choices[0]
+		if len(w.TokenIDs) != 8 || !slices.Equal(g.TokenIDs, w.TokenIDs) || !slices.Equal(g.PromptTokenIDs, w.PromptTokenIDs) {
+			t.Errorf("completions: Vajra prompt %v tokens %v; vLLM prompt %v tokens %v", g.PromptTokenIDs, g.TokenIDs, w.PromptTokenIDs, w.TokenIDs)
+		}
+	})
+
 	t.Run("ResponsesAndMessagesParity", func(t *testing.T) {
 		// The same chat template renders the same prompt: the Responses
 		// API and Anthropic's Messages say what vLLM's chat said.

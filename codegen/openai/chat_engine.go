@@ -33,6 +33,7 @@ func (r *ChatRequest) ChatStreamOptions() ChatStreamOptions {
 		o.IncludeUsage = r.StreamOptions.IncludeUsage
 		o.ContinuousUsage = r.StreamOptions.IncludeUsage && r.StreamOptions.ContinuousUsageStats
 	}
+	o.TokenIDs = r.ReturnTokenIDs
 	return o
 }
 
@@ -45,6 +46,7 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	}
 	dst.Model = r.Model
 	dst.Stream = r.Stream.V
+	dst.ReturnTokenIDs = r.ReturnTokenIDs
 	if r.StreamOptions != nil && !r.Stream.V {
 		return &ParamError{Param: "stream_options", Code: CodeStreamOptionsNoStream,
 			Message: "'stream_options' is only allowed when 'stream' is true."}
@@ -52,7 +54,7 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := validateSampling(r, &dst.Sampling); err != nil {
 		return err
 	}
-	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false, r.TruncatePrompt); err != nil {
+	if err := refusedVLLM(r.UseBeamSearch, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false, r.TruncatePrompt); err != nil {
 		return err
 	}
 	if err := r.toEngineTools(dst); err != nil {

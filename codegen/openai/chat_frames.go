@@ -13,6 +13,10 @@ type ChatStreamOptions struct {
 	// ContinuousUsage adds the running usage to every chunk (vLLM's
 	// stream_options.continuous_usage_stats); honoured only with IncludeUsage.
 	ContinuousUsage bool
+	// TokenIDs (vLLM's return_token_ids) adds each chunk's generated ids
+	// to its choice ("token_ids") and the prompt's ids to the first chunk
+	// of every choice ("prompt_token_ids", beside "choices").
+	TokenIDs bool
 	// Framing wraps each SSE event (one HTTP chunk per event by default).
 	Framing codegen.Framing
 }
@@ -73,8 +77,27 @@ func appendChunkHead(dst []byte, object, id, model string, created int64) []byte
 }
 
 // AppendStart writes nothing: a chat stream has no opening event; each
-// choice's first chunk carries the role.
-func (f *ChatFormatter) AppendStart(dst []byte, _ *engine.Start) []byte { return dst }
+// choice's first chunk carries the role. With TokenIDs it writes what vLLM
+// writes then: a first chunk per choice with the role, empty content and
+// the prompt's ids beside "choices".
+func (f *ChatFormatter) AppendStart(dst []byte, s *engine.Start) []byte {
+	if !f.opts.TokenIDs || s == nil {
+		return dst
+	}
+	for i := range max(s.N, 1) {
+		f.needRole(i, true)
+		var mark int
+		dst, mark = codegen.BeginFrame(dst, f.opts.Framing)
+		dst = append(dst, f.head...)
+		dst = append(dst, `{"index":`...)
+		dst = codegen.AppendInt(dst, int64(i))
+		dst = append(dst, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null,"token_ids":[]}],"prompt_token_ids":`...)
+		dst = appendIDs32(dst, s.PromptTokenIDs)
+		dst = append(dst, "}\n\n"...)
+		dst = codegen.EndFrame(dst, f.opts.Framing, mark)
+	}
+	return dst
+}
 
 // needRole reports whether choice i's next chunk must carry the role, and
 // marks it sent.
@@ -128,7 +151,8 @@ func (f *ChatFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 	} else {
 		dst = append(dst, "null"...)
 	}
-	dst = append(dst, `,"finish_reason":null}]`...)
+	dst = append(dst, `,"finish_reason":null`...)
+	dst = f.appendTokenIDs(dst, d.TokenIDs)
 	dst = f.appendContinuousUsage(dst, d.Usage)
 	dst = append(dst, "}\n\n"...)
 	return codegen.EndFrame(dst, f.opts.Framing, mark)
@@ -150,7 +174,7 @@ func (f *ChatFormatter) AppendChoiceEnd(dst []byte, e *engine.ChoiceEnd) []byte 
 	dst = appendFinishReason(dst, e.FinishReason)
 	dst = append(dst, `,"stop_reason":`...)
 	dst = appendStopReason(dst, e.StopString, e.StopTokenID)
-	dst = append(dst, "}]"...)
+	dst = f.appendTokenIDs(dst, e.TokenIDs)
 	dst = f.appendContinuousUsage(dst, e.Usage)
 	dst = append(dst, "}\n\n"...)
 	return codegen.EndFrame(dst, f.opts.Framing, mark)
@@ -167,6 +191,15 @@ func (f *ChatFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
 func (f *ChatFormatter) AppendError(dst []byte, err *engine.Error) []byte {
 	e := FromEngineError(err, "messages")
 	return e.AppendStreamError(dst, f.opts.Framing)
+}
+
+// appendTokenIDs ends a chunk's choice, with its "token_ids" when asked.
+func (f *ChatFormatter) appendTokenIDs(dst []byte, ids []int) []byte {
+	if f.opts.TokenIDs {
+		dst = append(dst, `,"token_ids":`...)
+		dst = appendIDs(dst, ids)
+	}
+	return append(dst, "}]"...)
 }
 
 func (f *ChatFormatter) appendContinuousUsage(dst []byte, u *engine.Usage) []byte {
@@ -278,6 +311,30 @@ func appendTokenLogprob(dst []byte, tok string, lp float32) []byte {
 			dst = append(dst, ',')
 		}
 		dst = codegen.AppendInt(dst, int64(tok[i]))
+	}
+	return append(dst, ']')
+}
+
+// appendIDs appends ids as a JSON array of integers.
+func appendIDs(dst []byte, ids []int) []byte {
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = codegen.AppendInt(dst, int64(id))
+	}
+	return append(dst, ']')
+}
+
+// appendIDs32 is appendIDs for a prompt's ids.
+func appendIDs32(dst []byte, ids []int32) []byte {
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = codegen.AppendInt(dst, int64(id))
 	}
 	return append(dst, ']')
 }

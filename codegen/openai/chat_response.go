@@ -16,6 +16,10 @@ type ChatCompletionMeta struct {
 	// Logprobs is true when the request asked for logprobs: choices then
 	// carry {"content":[...]} (possibly empty) rather than null.
 	Logprobs bool
+	// TokenIDs (vLLM's return_token_ids) adds each choice's generated ids
+	// ("token_ids") and the prompt's ("prompt_token_ids", beside
+	// "choices").
+	TokenIDs bool
 }
 
 // AppendChatCompletion appends the non-streaming body of a chat completion:
@@ -43,14 +47,19 @@ func AppendChatCompletion(dst []byte, m *ChatCompletionMeta, res *engine.Result)
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendChatChoice(dst, &res.Choices[i], m.Logprobs)
+		dst = appendChatChoice(dst, &res.Choices[i], m.Logprobs, m.TokenIDs)
 	}
-	dst = append(dst, `],"usage":`...)
+	dst = append(dst, ']')
+	if m.TokenIDs {
+		dst = append(dst, `,"prompt_token_ids":`...)
+		dst = appendIDs32(dst, res.PromptTokens)
+	}
+	dst = append(dst, `,"usage":`...)
 	dst = appendUsage(dst, &res.Usage, true)
 	return append(dst, '}')
 }
 
-func appendChatChoice(dst []byte, c *engine.Choice, logprobs bool) []byte {
+func appendChatChoice(dst []byte, c *engine.Choice, logprobs, tokenIDs bool) []byte {
 	dst = append(dst, `{"index":`...)
 	dst = codegen.AppendInt(dst, int64(c.Index))
 	dst = append(dst, `,"message":{"role":"assistant","content":`...)
@@ -94,5 +103,9 @@ func appendChatChoice(dst []byte, c *engine.Choice, logprobs bool) []byte {
 	dst = appendFinishReason(dst, fr)
 	dst = append(dst, `,"stop_reason":`...)
 	dst = appendStopReason(dst, c.StopString, c.StopTokenID)
+	if tokenIDs {
+		dst = append(dst, `,"token_ids":`...)
+		dst = appendIDs(dst, c.TokenIDs)
+	}
 	return append(dst, '}')
 }

@@ -23,6 +23,7 @@ func (r *CompletionRequest) CompletionStreamOptions() CompletionStreamOptions {
 		o.ContinuousUsage = r.StreamOptions.IncludeUsage && r.StreamOptions.ContinuousUsageStats
 	}
 	o.Echo = r.Echo
+	o.TokenIDs = r.ReturnTokenIDs
 	return o
 }
 
@@ -31,7 +32,7 @@ func (r *CompletionRequest) CompletionStreamOptions() CompletionStreamOptions {
 // several prompts is refused with CodeMultiplePrompts: engine.Request holds
 // one prompt; the server may split r.Prompt into one request per prompt.
 func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
-	if err := refusedVLLM(r.UseBeamSearch, r.ReturnTokenIDs, false, r.PromptEmbeds != nil, r.TruncatePrompt); err != nil {
+	if err := refusedVLLM(r.UseBeamSearch, false, r.PromptEmbeds != nil, r.TruncatePrompt); err != nil {
 		return err
 	}
 	p := &r.Prompt
@@ -69,6 +70,7 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 	}
 	dst.Model = r.Model
 	dst.Stream = r.Stream.V
+	dst.ReturnTokenIDs = r.ReturnTokenIDs
 	if r.StreamOptions != nil && !r.Stream.V {
 		return &ParamError{Param: "stream_options", Code: CodeStreamOptionsNoStream,
 			Message: "'stream_options' is only allowed when 'stream' is true."}

@@ -18,7 +18,11 @@ type CompletionStreamOptions struct {
 	// EchoPrompt is the prompt text; for a token-id prompt, the caller
 	// detokenizes it (engine.Engine.Detokenize).
 	EchoPrompt string
-	Framing    codegen.Framing
+	// TokenIDs (vLLM's return_token_ids) adds each chunk's generated ids
+	// to its choice ("token_ids") and the prompt's ids to the first chunk
+	// of every choice ("prompt_token_ids").
+	TokenIDs bool
+	Framing  codegen.Framing
 	// ChoiceOffset is added to every choice "index" written: the stream of
 	// prompt k of a batch, whose choices are k*n … k*n+n-1 of the response.
 	ChoiceOffset int
@@ -75,9 +79,11 @@ func (f *CompletionFormatter) offsetOf(choice int) *int {
 
 // AppendStart writes, with Echo, one chunk per choice holding the prompt
 // text and, when s carries them, the prompt's logprobs (the first token's
-// logprob is null, as OpenAI renders it). Without Echo it writes nothing.
+// logprob is null, as OpenAI renders it). With TokenIDs each choice's
+// first chunk (the echo, else an empty one) carries the prompt's ids.
+// Otherwise it writes nothing.
 func (f *CompletionFormatter) AppendStart(dst []byte, s *engine.Start) []byte {
-	if !f.opts.Echo || s == nil {
+	if !f.opts.Echo && !f.opts.TokenIDs || s == nil {
 		return dst
 	}
 	n := max(s.N, 1)
@@ -88,16 +94,25 @@ func (f *CompletionFormatter) AppendStart(dst []byte, s *engine.Start) []byte {
 		dst = append(dst, `{"index":`...)
 		dst = codegen.AppendInt(dst, int64(f.opts.ChoiceOffset+i))
 		dst = append(dst, `,"text":`...)
-		dst = codegen.AppendJSONStringS(dst, f.opts.EchoPrompt)
-		dst = append(dst, `,"logprobs":`...)
-		if len(s.PromptLogprobs) > 0 {
-			dst = appendCompletionLogprobs(dst, s.PromptLogprobs, nil, f.offsetOf(i))
+		if !f.opts.Echo {
+			dst = append(dst, `"","logprobs":null`...)
 		} else {
-			dst = append(dst, "null"...)
+			dst = codegen.AppendJSONStringS(dst, f.opts.EchoPrompt)
+			dst = append(dst, `,"logprobs":`...)
+			if len(s.PromptLogprobs) > 0 {
+				dst = appendCompletionLogprobs(dst, s.PromptLogprobs, nil, f.offsetOf(i))
+			} else {
+				dst = append(dst, "null"...)
+			}
+			*f.offsetOf(i) = utf8.RuneCountInString(f.opts.EchoPrompt)
 		}
-		*f.offsetOf(i) = utf8.RuneCountInString(f.opts.EchoPrompt)
-		dst = append(dst, `,"finish_reason":null}]}`...)
-		dst = append(dst, "\n\n"...)
+		dst = append(dst, `,"finish_reason":null`...)
+		if f.opts.TokenIDs {
+			dst = append(dst, `,"prompt_token_ids":`...)
+			dst = appendIDs32(dst, s.PromptTokenIDs)
+			dst = append(dst, `,"token_ids":[]`...)
+		}
+		dst = append(dst, "}]}\n\n"...)
 		dst = codegen.EndFrame(dst, f.opts.Framing, mark)
 	}
 	return dst
@@ -122,7 +137,9 @@ func (f *CompletionFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		*f.offsetOf(d.Choice) += utf8.RuneCount(d.Text)
 		dst = append(dst, "null"...)
 	}
-	dst = append(dst, `,"finish_reason":null}]`...)
+	dst = append(dst, `,"finish_reason":null`...)
+	dst = f.appendTokenIDs(dst, d.TokenIDs)
+	dst = append(dst, "}]"...)
 	dst = f.appendContinuousUsage(dst, d.Usage)
 	dst = append(dst, "}\n\n"...)
 	return codegen.EndFrame(dst, f.opts.Framing, mark)
@@ -139,6 +156,7 @@ func (f *CompletionFormatter) AppendChoiceEnd(dst []byte, e *engine.ChoiceEnd) [
 	dst = appendFinishReason(dst, e.FinishReason)
 	dst = append(dst, `,"stop_reason":`...)
 	dst = appendStopReason(dst, e.StopString, e.StopTokenID)
+	dst = f.appendTokenIDs(dst, e.TokenIDs)
 	dst = append(dst, "}]"...)
 	dst = f.appendContinuousUsage(dst, e.Usage)
 	dst = append(dst, "}\n\n"...)
@@ -156,6 +174,15 @@ func (f *CompletionFormatter) AppendEnd(dst []byte, res *engine.Result) []byte {
 func (f *CompletionFormatter) AppendError(dst []byte, err *engine.Error) []byte {
 	e := FromEngineError(err, "prompt")
 	return e.AppendStreamError(dst, f.opts.Framing)
+}
+
+// appendTokenIDs appends a chunk's "token_ids" when asked.
+func (f *CompletionFormatter) appendTokenIDs(dst []byte, ids []int) []byte {
+	if !f.opts.TokenIDs {
+		return dst
+	}
+	dst = append(dst, `,"token_ids":`...)
+	return appendIDs(dst, ids)
 }
 
 func (f *CompletionFormatter) appendContinuousUsage(dst []byte, u *engine.Usage) []byte {
@@ -248,6 +275,12 @@ type CompletionMeta struct {
 	// EchoPrompts, when set, is the echo of each choice by index (a batch
 	// of prompts, each echoing its own); it overrides EchoPrompt.
 	EchoPrompts []string
+	// TokenIDs (vLLM's return_token_ids) adds each choice's prompt ids
+	// ("prompt_token_ids") and generated ids ("token_ids"). The prompt's
+	// are PromptTokenIDs[choice index] when set (a batch), else the
+	// Result's.
+	TokenIDs       bool
+	PromptTokenIDs [][]int32
 }
 
 // AppendCompletion appends the non-streaming body of a completion:
@@ -298,6 +331,16 @@ func AppendCompletion(dst []byte, m *CompletionMeta, res *engine.Result) []byte 
 		dst = appendFinishReason(dst, c.FinishReason)
 		dst = append(dst, `,"stop_reason":`...)
 		dst = appendStopReason(dst, c.StopString, c.StopTokenID)
+		if m.TokenIDs {
+			prompt := res.PromptTokens
+			if c.Index >= 0 && c.Index < len(m.PromptTokenIDs) {
+				prompt = m.PromptTokenIDs[c.Index]
+			}
+			dst = append(dst, `,"prompt_token_ids":`...)
+			dst = appendIDs32(dst, prompt)
+			dst = append(dst, `,"token_ids":`...)
+			dst = appendIDs(dst, c.TokenIDs)
+		}
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"usage":`...)

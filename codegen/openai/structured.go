@@ -136,13 +136,12 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 }
 
 // refusedVLLM refuses vLLM's request options whose effect this server
-// does not provide, each a 400 naming it: beam search, token ids in the
-// answer (return_token_ids), a chat template sent with the request (in
+// does not provide, each a 400 naming it: beam search, a chat template sent with the request (in
 // vLLM's words: it refuses one unless started with
 // --trust-request-chat-template; Vajra serves the model's own), prompt
 // embeddings and prompt truncation (truncate_prompt_tokens: the answer
 // would silently be to another prompt).
-func refusedVLLM(beam, tokenIDs bool, template bool, embeds bool, truncate opt.Int) *ParamError {
+func refusedVLLM(beam, template, embeds bool, truncate opt.Int) *ParamError {
 	switch {
 	case truncate.Defined:
 		return &ParamError{Param: "truncate_prompt_tokens", Code: CodeUnsupported,
@@ -150,9 +149,6 @@ func refusedVLLM(beam, tokenIDs bool, template bool, embeds bool, truncate opt.I
 	case beam:
 		return &ParamError{Param: "use_beam_search", Code: CodeUnsupported,
 			Message: "'use_beam_search' is not supported by this server: it samples (use n and best-of on the client)."}
-	case tokenIDs:
-		return &ParamError{Param: "return_token_ids", Code: CodeUnsupported,
-			Message: "'return_token_ids' is not supported by this server; ask for logprobs, whose tokens are the generated tokens."}
 	case template:
 		return &ParamError{Param: "chat_template", Code: CodeInvalidValue,
 			Message: "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template."}

@@ -80,10 +80,10 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		bad(`"cache_salt":"`+strings.Repeat("s", 129)+`"`, "cache_salt")
 		// What this server does not do is refused, not ignored.
 		bad(`"use_beam_search":true`, "use_beam_search")
-		bad(`"return_token_ids":true`, "return_token_ids")
+		ok(`"return_token_ids":true`, func(q *engine.Request) bool { return q.ReturnTokenIDs })
 		bad(`"truncate_prompt_tokens":8`, "truncate_prompt_tokens")
 		ok(`"truncate_prompt_tokens":null`, func(q *engine.Request) bool { return true })
-		ok(`"use_beam_search":false,"return_token_ids":false`, func(q *engine.Request) bool { return true })
+		ok(`"use_beam_search":false,"return_token_ids":false`, func(q *engine.Request) bool { return !q.ReturnTokenIDs })
 	}
 	bad := func(body, param, msg string) {
 		t.Helper()

@@ -430,7 +430,8 @@ func (o *Out) endChoice(c *choice) {
 	if o.req.Stream {
 		ce := &o.end
 		*ce = engine.ChoiceEnd{Choice: c.index, FinishReason: c.finish, StopString: c.stopString,
-			StopTokenID: c.stopTokenID, Usage: &o.Usage}
+			StopTokenID: c.stopTokenID, TokenIDs: c.gen[c.pend:], Usage: &o.Usage}
+		c.pend = len(c.gen)
 		o.buf = o.req.Formatter.AppendChoiceEnd(o.buf, ce)
 	}
 }

@@ -432,7 +432,9 @@ func (e *Engine) endChoice(s *seq) {
 		FinishReason: s.finish,
 		StopString:   s.stopString,
 		StopTokenID:  s.stopTokenID,
+		TokenIDs:     s.ids[s.pend:],
 		Usage:        &s.g.usage,
 	}
+	s.pend = len(s.ids)
 	s.g.buf = s.g.req.Formatter.AppendChoiceEnd(s.g.buf, ce)
 }
