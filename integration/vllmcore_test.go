@@ -668,9 +668,9 @@ func controlCalls(t *testing.T, base string) {
 // dense model's ranks run independently) attaches to Vajra, each rank a
 // worker of its own (vllm-core://HOST:PORT#RANK). A request pinned by
 // vLLM's X-data-parallel-rank header runs on that rank (X-Vajra-Worker
-// names it, streamed and not), both ranks give the same greedy answer,
-// requests without the header are served, and a rank no engine serves is
-// a 503 naming it.
+// names it, streamed and not), both ranks give the same greedy answer, a
+// rank no engine serves is a 503 naming it, and requests without the
+// header are served.
 func TestVLLMCoreDataParallel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts vLLM (minutes)")
@@ -739,6 +739,14 @@ func TestVLLMCoreDataParallel(t *testing.T) {
 			t.Fatalf("greedy answers differ across ranks: %q", answers)
 		}
 	}
+	// A dense model's ranks register as independent engines, saying
+	// nothing of how many there are: a rank none serves may attach yet,
+	// and is a 503 naming it.
+	_, err = client.Chat.Completions.New(ctx, params, rank("2"))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || !strings.Contains(apiErr.Message, "data-parallel rank 2") {
+		t.Fatalf("rank 2: %v", err)
+	}
 
 	// Without the header: any rank, the same answer.
 	var wg sync.WaitGroup
@@ -760,9 +768,4 @@ func TestVLLMCoreDataParallel(t *testing.T) {
 		}
 	}
 
-	_, err = client.Chat.Completions.New(ctx, params, rank("2"))
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || !strings.Contains(apiErr.Message, "data-parallel rank 2") {
-		t.Fatalf("rank 2: %v", err)
-	}
 }

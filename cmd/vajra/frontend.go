@@ -380,8 +380,9 @@ func frontend(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var left sync.WaitGroup
 	left.Add(a.engineCount)
 	f, err := vllmcore.Adopt(ctx, inLn, outLn, a.engineStart, a.engineCount, time.Duration(s.EngineReadyTimeoutSecs)*time.Second, vllmcore.Options{
-		ServedModelName: names[0],
-		ModelPath:       s.ModelTag,
+		ServedModelName:  names[0],
+		ModelPath:        s.ModelTag,
+		DataParallelSize: a.dpSize,
 		OnDetach: func(e *vllmcore.Engine, err error) {
 			if errors.Is(e.Err(), vllmcore.ErrClosed) {
 				log.Info("engine closed", zap.Int("rank", e.Rank())) // Vajra's shutdown

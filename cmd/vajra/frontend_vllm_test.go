@@ -117,6 +117,27 @@ func TestVLLMStartsVajraAsItsFrontEnd(t *testing.T) {
 	if !bytes.Contains(b, []byte(`"id":"tiny"`)) || !bytes.Contains(b, []byte(`"max_model_len":2048`)) {
 		t.Errorf("/v1/models: %s", b)
 	}
+	// vLLM's X-data-parallel-rank: launched with one data-parallel rank,
+	// rank 0 runs and rank 1 is vLLM's 400, in its words.
+	for _, c := range []struct {
+		rank   string
+		status int
+		body   string
+	}{{"0", 200, `"finish_reason"`}, {"1", 400, `data_parallel_rank 1 is out of range [0, 1).`}} {
+		req, _ := http.NewRequest("POST", "http://"+srv.Addr+"/v1/chat/completions",
+			strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":2}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-data-parallel-rank", c.rank)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !bytes.Contains(b, []byte(c.body)) {
+			t.Errorf("rank %s: %d %s", c.rank, resp.StatusCode, b)
+		}
+	}
 	// vllm serve's SIGTERM ends Vajra (its launcher's SIGTERM), then vLLM.
 	srv.Terminate()
 	select {

@@ -101,6 +101,7 @@ type Engine struct {
 	wsp    atomic.Pointer[[]*Worker] // the workers: replaced whole by SetWorkers
 	wsMu   sync.Mutex                // serializes SetWorkers and the pools' members joining and leaving
 	pools  map[string]Pool           // by configured URL; guarded by wsMu
+	pooled atomic.Int32              // len(pools), read without wsMu (ranks)
 	picker Picker
 	router Router // picker, when it is one
 
@@ -231,6 +232,7 @@ func New(cfg Config) (*Engine, error) {
 		ws = append(ws, newWorker(u, c))
 	}
 	e.wsp.Store(&ws)
+	e.pooled.Store(int32(len(e.pools)))
 	// One probe of every worker, in parallel, before serving.
 	var wg sync.WaitGroup
 	for _, w := range ws {
@@ -507,6 +509,7 @@ func (e *Engine) Close() error {
 	e.wsMu.Lock() // a SetWorkers under way has started its probers
 	pools := slices.Collect(maps.Values(e.pools))
 	e.pools = map[string]Pool{}
+	e.pooled.Store(0)
 	e.wsMu.Unlock()
 	closePools(pools)
 	close(e.done)

@@ -1,7 +1,10 @@
 package remote
 
 import (
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/pipeline"
@@ -136,6 +139,17 @@ var jsonObjectEBNF = func() string {
 func (e *Engine) unavailable() error {
 	if e.closed.Load() {
 		return &engine.Error{Kind: engine.KindClosed, Message: "the engine is shut down"}
+	}
+	if len(e.list()) == 0 {
+		e.wsMu.Lock()
+		pools := slices.Sorted(maps.Keys(e.pools))
+		e.wsMu.Unlock()
+		if len(pools) > 0 {
+			// Engines attach by themselves: say where they would.
+			return &engine.Error{Kind: engine.KindClosed, Message: "no engine has attached to " +
+				strings.Join(pools, ", ") + " yet (start one with vllm serve MODEL --headless " +
+				"--data-parallel-address HOST --data-parallel-rpc-port PORT); retry later"}
+		}
 	}
 	return &engine.Error{Kind: engine.KindClosed, Message: "no engine worker is available (" +
 		strconv.Itoa(len(e.list())) + " configured, none healthy); retry later"}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vajra-go/vajra/engine"
+	"github.com/vajra-go/vajra/internal/eventually"
 )
 
 // rankedFake is a fakeClient that is one data-parallel rank of an engine
@@ -131,4 +132,81 @@ func mustPrepare(tb testing.TB, e *Engine, req *engine.Request) *engine.Request 
 		tb.Fatal(err)
 	}
 	return req
+}
+
+// countedFake is a rank of an engine that says how many ranks it has
+// (RankCounted), as a vllm-core engine's registration does.
+type countedFake struct {
+	rankedFake
+	ranks int
+}
+
+func (c countedFake) Ranks() int { return c.ranks }
+
+// fakePool is a Pool whose members the test attaches.
+type fakePool struct{ join func(string, Client) }
+
+func (p *fakePool) Watch(join func(string, Client), _ func(Client)) { p.join = join }
+func (p *fakePool) Close() error                                    { return nil }
+
+var fakePools = map[string]*fakePool{}
+
+func init() {
+	RegisterPool("fakepool", func(u string, _ DialOptions) (Pool, error) {
+		fakeMu.Lock()
+		defer fakeMu.Unlock()
+		p := &fakePool{}
+		fakePools[u] = p
+		return p, nil
+	})
+}
+
+// TestPinnedRankRange: ranks that attach say how many the engine has: a
+// rank past them is vLLM's 400 naming the range; one in range whose rank
+// has not attached is a 503 naming it; before any rank attached the range
+// is not known, and every request is a 503 naming the address engines
+// attach to.
+func TestPinnedRankRange(t *testing.T) {
+	u := "fakepool://p" + time.Now().Format("150405.000000000")
+	e, err := New(Config{Workers: []string{u}, Tokenizer: byteTok{}, HealthInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	var ee *engine.Error
+	unavailable := func(rank int) {
+		t.Helper()
+		req := mustPrepare(t, e, pinned(rank))
+		rec := newRecorder()
+		req.Formatter = rec
+		_, err := e.Start(req, rec)
+		if !errors.As(err, &ee) || ee.Kind != engine.KindClosed || !strings.Contains(ee.Message, "data-parallel rank "+string(rune('0'+rank))) {
+			t.Fatalf("rank %d: %v, want unavailable naming the rank", rank, err)
+		}
+	}
+	// Nothing attached: any rank may come; the error says where.
+	err = e.Prepare(pinned(3))
+	if !errors.As(err, &ee) || ee.Kind != engine.KindClosed || !strings.Contains(ee.Message, "no engine has attached to "+u) {
+		t.Fatalf("rank 3, nothing attached: %v", err)
+	}
+
+	f := &fakeClient{url: u + "#0", ctx: 256, gens: make(chan *fakeCall, 64)}
+	fakeMu.Lock()
+	join := fakePools[u].join
+	fakeMu.Unlock()
+	join(f.url, countedFake{rankedFake{f, 0}, 2})
+	eventually.True(t, "rank 0 healthy", func() bool { ws := e.Workers(); return len(ws) == 1 && ws[0].Healthy() })
+
+	err = e.Prepare(pinned(2))
+	if !errors.As(err, &ee) || ee.Kind != engine.KindInvalid || ee.Param != "X-data-parallel-rank" ||
+		ee.Message != "data_parallel_rank 2 is out of range [0, 2)." {
+		t.Fatalf("rank 2 of 2: %v", err)
+	}
+	unavailable(1)
+	rec, _, c := start(t, e, f, pinned(0))
+	c.tokens(0, ids("ok")...)
+	c.end(&End{})
+	if res := rec.wait(t); res.Err != nil || res.Choices[0].Text != "ok" {
+		t.Fatalf("rank 0: %v %+v", res.Err, res.Choices)
+	}
 }

@@ -124,6 +124,11 @@ type Query struct {
 // rank of vLLM's engine core is a worker of its own).
 type Ranked interface{ Rank() int }
 
+// RankCounted is a Ranked client that knows how many data-parallel ranks
+// its engine has (vLLM's data_parallel_size, from the engine's
+// registration): 0 when it does not.
+type RankCounted interface{ Ranks() int }
+
 // RankOf is w's data-parallel rank, and whether its client has one; a
 // worker without ranks is rank 0 of 1, as vLLM with one.
 func RankOf(w *Worker) (rank int, ranked bool) {
@@ -133,14 +138,30 @@ func RankOf(w *Worker) (rank int, ranked bool) {
 	return 0, false
 }
 
-// ranks is the number of data-parallel ranks a pinned request may name:
-// 1 when no worker has ranks, else unknown (0: ranks attach while the
-// engine runs; a rank with no worker up is refused as unavailable).
+// ranks is the number of data-parallel ranks a pinned request may name
+// (engine.CheckRank refuses any other with vLLM's 400): the largest data
+// parallel size the attached ranks report; 1 when no worker has ranks
+// and none can attach; 0 (unknown: only a negative rank is refused) when
+// an attached rank does not say, or when ranks may attach and none has.
+// A rank in range with no worker up is refused as unavailable (503).
 func (e *Engine) ranks() int {
+	n, ranked := 0, false
 	for _, w := range e.list() {
-		if _, ok := RankOf(w); ok {
+		if _, ok := RankOf(w); !ok {
+			continue
+		}
+		ranked = true
+		c, ok := w.client.(RankCounted)
+		if !ok || c.Ranks() <= 0 {
 			return 0
 		}
+		n = max(n, c.Ranks())
+	}
+	switch {
+	case ranked:
+		return n
+	case e.pooled.Load() > 0:
+		return 0
 	}
 	return 1
 }
@@ -403,6 +424,7 @@ func (e *Engine) SetWorkers(urls []string) error {
 		e.pools[u] = p
 		e.log.Info("worker pool added", zap.String("worker", u))
 	}
+	e.pooled.Store(int32(len(e.pools)))
 	for _, w := range removed {
 		e.log.Info("worker removed: draining", zap.String("worker", w.url), zap.Int("in_flight", w.InFlight()))
 		if w.inflight.Load() == 0 {

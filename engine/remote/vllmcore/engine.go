@@ -87,6 +87,25 @@ func (e *Engine) start() {
 // Rank is the engine's data-parallel rank.
 func (e *Engine) Rank() int { return e.rank }
 
+// Ranks is the number of data-parallel ranks of the deployment this
+// rank belongs to (remote.RankCounted), 0 when not known: the launcher's
+// --data-parallel-size (Options.DataParallelSize), else the registration's
+// data_parallel_size when above 1 (an MoE model's ranks, which run in
+// step). A dense model's ranks register as independent engines of size 1
+// each (vLLM's reconfigure_for_independent_dp_rank): one that says 1
+// may be one rank of several.
+func (e *Engine) Ranks() int {
+	switch {
+	case e.f != nil && e.f.opts.DataParallelSize > 0:
+		return e.f.opts.DataParallelSize
+	case e.ready != nil && e.ready.DataParallelSize > 1:
+		return e.ready.DataParallelSize
+	}
+	return 0
+}
+
+var _ remote.RankCounted = (*Engine)(nil)
+
 // Ready is the engine's registration (its configuration after start-up).
 func (e *Engine) Ready() *v032.ReadyResponse { return e.ready }
 

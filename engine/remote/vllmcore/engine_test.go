@@ -539,3 +539,18 @@ func TestAbortFromInsideReceiver(t *testing.T) {
 		}
 	}
 }
+
+// TestRanks: the number of ranks a pinned request may name is the
+// launcher's data-parallel size, else an MoE engine's registered one; a
+// dense rank registers as size 1 (an independent rank) and says nothing.
+func TestRanks(t *testing.T) {
+	for _, c := range []struct{ launcher, registered, want int }{
+		{0, 1, 0}, {0, 2, 2}, {4, 1, 4}, {1, 1, 1},
+	} {
+		f := &Frontend{opts: Options{DataParallelSize: c.launcher}}
+		e := &Engine{f: f, ready: &v032.ReadyResponse{DataParallelSize: c.registered}}
+		if got := e.Ranks(); got != c.want {
+			t.Errorf("launcher %d, registered %d: Ranks %d, want %d", c.launcher, c.registered, got, c.want)
+		}
+	}
+}

@@ -51,6 +51,10 @@ type Options struct {
 	// ServedModelName and ModelPath are what Info reports.
 	ServedModelName string
 	ModelPath       string
+	// DataParallelSize is the deployment's data-parallel size when the
+	// launcher says it (vllm serve's --data-parallel-size, given to
+	// `vajra frontend`); 0: not known (see Engine.Ranks).
+	DataParallelSize int
 	// StartTimeout bounds an engine's start-up after its HELLO (model
 	// loading included); 0: 10 minutes.
 	StartTimeout time.Duration
