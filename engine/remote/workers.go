@@ -118,6 +118,10 @@ type Query struct {
 	// (RankOf).
 	Pinned bool
 	Rank   int
+	// Salt is the request's cache_salt ("" for none): the worker keeps
+	// its prefix cache apart from other salts', so a cache-aware router
+	// matches the prompt only against prompts with the same salt.
+	Salt string
 }
 
 // Ranked is a Client that is one data-parallel rank of an engine (each

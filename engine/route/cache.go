@@ -12,9 +12,11 @@ const maxBlocks = 512
 
 // hashBlocks appends the chained hash of each whole block of bs tokens of
 // prompt to dst: entry i hashes prompt[:(i+1)*bs], so equal entries mean
-// equal prefixes (up to a 64-bit collision). Four independent lanes per
-// block keep the multiplier busy (about 1 ns per token).
-func hashBlocks(dst []uint64, prompt []int32, bs int) []uint64 {
+// equal prefixes (up to a 64-bit collision). The chain starts from salt
+// (vLLM's cache_salt, "" for none), as vLLM's block hashes do: prompts
+// with different salts share no block. Four independent lanes per block
+// keep the multiplier busy (about 1 ns per token).
+func hashBlocks(dst []uint64, prompt []int32, bs int, salt string) []uint64 {
 	const (
 		m1 = 0x9E3779B97F4A7C15
 		m2 = 0xC2B2AE3D27D4EB4F
@@ -22,6 +24,14 @@ func hashBlocks(dst []uint64, prompt []int32, bs int) []uint64 {
 		m4 = 0xD6E8FEB86659FD93
 	)
 	h := uint64(0x243F6A8885A308D3)
+	if salt != "" {
+		// FNV-1a over the salt, mixed into the seed.
+		f := uint64(0xCBF29CE484222325)
+		for i := 0; i < len(salt); i++ {
+			f = (f ^ uint64(salt[i])) * 0x100000001B3
+		}
+		h = mix(h ^ f)
+	}
 	for len(prompt) >= bs && len(dst) < cap(dst) {
 		b := prompt[:bs]
 		prompt = prompt[bs:]

@@ -304,7 +304,7 @@ func (r *Router) Route(ws []*remote.Worker, q *remote.Query) remote.Selection {
 func (r *Router) cacheAware(cand []*wstate, q *remote.Query, now time.Time) (*wstate, int) {
 	ns := now.UnixNano()
 	var hb [maxBlocks]uint64
-	hs := hashBlocks(hb[:0], q.Prompt, r.cfg.BlockTokens)
+	hs := hashBlocks(hb[:0], q.Prompt, r.cfg.BlockTokens, q.Salt)
 	r.pickMu.Lock()
 	defer r.pickMu.Unlock()
 	var loads, own, caps, match [maxCand]int

@@ -112,6 +112,39 @@ func TestCacheAwareKeepsConversations(t *testing.T) {
 	}
 }
 
+// TestCacheAwareSalt: vLLM's cache_salt keeps a prompt's prefix cache
+// apart from other salts' (the worker hashes the salt into its first
+// block): the router matches a prompt only against prompts with the same
+// salt, and the same salt follows its conversation.
+func TestCacheAwareSalt(t *testing.T) {
+	r, _ := newRouter(t, Config{})
+	ws := workers(2, 4)
+	p := tokens(1, 600)
+	sel := pick(r, ws, &remote.Query{Prompt: p, N: 1, Salt: "tenant-a"})
+	home := index(ws, sel.Decode)
+	for _, c := range []struct {
+		salt  string
+		match bool
+	}{{"tenant-a", true}, {"tenant-b", false}, {"", false}} {
+		sel := pick(r, ws, &remote.Query{Prompt: p, N: 1, Salt: c.salt})
+		if got := sel.Matched > 0; got != c.match {
+			t.Fatalf("salt %q after tenant-a's prompt: matched %d tokens", c.salt, sel.Matched)
+		}
+		if c.match && index(ws, sel.Decode) != home {
+			t.Fatalf("salt %q: went to worker %d, its prefix is on %d", c.salt, index(ws, sel.Decode), home)
+		}
+	}
+	// Salted and unsalted hashes differ from the first block on, and the
+	// salt changes every block after it.
+	var a, b [maxBlocks]uint64
+	ha, hb := hashBlocks(a[:0], p, 16, "tenant-a"), hashBlocks(b[:0], p, 16, "")
+	for i := range ha {
+		if ha[i] == hb[i] {
+			t.Fatalf("block %d: the salted hash equals the unsalted one", i)
+		}
+	}
+}
+
 // TestCacheAwareSpreadsWhenSaturated: one hot prefix stays on its worker
 // until that worker's slots are full, then spills to the others.
 func TestCacheAwareSpreadsWhenSaturated(t *testing.T) {
@@ -203,7 +236,7 @@ func TestPrefixCacheBounded(t *testing.T) {
 	var hb [maxBlocks]uint64
 	now := int64(1)
 	for i := 0; i < 500; i++ {
-		hs := hashBlocks(hb[:0], tokens(uint64(i%60), 16*(1+i%13)), 16)
+		hs := hashBlocks(hb[:0], tokens(uint64(i%60), 16*(1+i%13)), 16, "")
 		c.insert(hs, now)
 		now++
 		if c.size() > 100 {
@@ -211,7 +244,7 @@ func TestPrefixCacheBounded(t *testing.T) {
 		}
 		// Every prompt's leading run of held blocks is what match says.
 		for j := 0; j < 60; j += 7 {
-			hs := hashBlocks(hb[:0], tokens(uint64(j), 16*13), 16)
+			hs := hashBlocks(hb[:0], tokens(uint64(j), 16*13), 16, "")
 			scan := 0
 			for scan < len(hs) && c.has(hs[scan], now) {
 				scan++
@@ -226,7 +259,7 @@ func TestPrefixCacheBounded(t *testing.T) {
 			}
 		}
 	}
-	last := hashBlocks(hb[:0], tokens(uint64(499%60), 16*(1+499%13)), 16)
+	last := hashBlocks(hb[:0], tokens(uint64(499%60), 16*(1+499%13)), 16, "")
 	if m := c.match(last, now); m != len(last) {
 		t.Fatalf("the last prompt: %d of %d blocks held", m, len(last))
 	}
