@@ -26,10 +26,17 @@ func (n *nopStream) AppendError(dst []byte, _ *engine.Error) []byte         { re
 // streamTokens runs one streamed chat request of n tokens at temperature
 // temp (0: greedy; above it, with no top-k, top-p or min-p, the fused draw).
 func streamTokens(tb testing.TB, e *Engine, n int, temp float64) {
+	streamTokensWith(tb, e, n, temp, 0)
+}
+
+// streamTokensWith is streamTokens with logprobs and top top logprobs
+// per token when top > 0.
+func streamTokensWith(tb testing.TB, e *Engine, n int, temp float64, top int) {
 	ns := &nopStream{done: make(chan *engine.Result, 1)}
 	req := chatReq("Tell me about the sea.", n)
 	req.Sampling.IgnoreEOS, req.Stream, req.Formatter = true, true, ns
 	req.Sampling.Temperature = temp
+	req.Sampling.Logprobs, req.Sampling.TopLogprobs = top > 0, top
 	if _, err := e.Start(req, ns); err != nil {
 		tb.Fatal(err)
 	}
@@ -65,17 +72,22 @@ func TestTokenPathAllocations(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	e := newTestEngine(t, Config{Config: engine.Config{MaxModelLen: 1300}}, tinymodel.Config{})
-	for _, temp := range []float64{0, 1} { // greedy, and the fused draw
+	// Greedy, the fused draw, and logprobs with 5 alternatives (whose
+	// strings go into the choice's arenas, grown by doubling).
+	for _, c := range []struct {
+		temp float64
+		top  int
+	}{{0, 0}, {1, 0}, {0, 5}} {
 		mallocs := func(n int) uint64 {
-			return allocs.Fewest(func() { streamTokens(t, e, n, temp) })
+			return allocs.Fewest(func() { streamTokensWith(t, e, n, c.temp, c.top) })
 		}
-		streamTokens(t, e, 1200, temp) // warm the engine's buffers
+		streamTokensWith(t, e, 1200, c.temp, c.top) // warm the engine's buffers
 		short, long := mallocs(200), mallocs(1200)
 		if per := (float64(long) - float64(short)) / 1000; per > 0.02 {
-			t.Fatalf("temperature %v: %.4f allocations per token: %d for 1,200 tokens, %d for 200", temp, per, long, short)
+			t.Fatalf("temperature %v, top_logprobs %d: %.4f allocations per token: %d for 1,200 tokens, %d for 200", c.temp, c.top, per, long, short)
 		}
 		if testing.Verbose() {
-			t.Logf("temperature %v: %d allocations for 1,200 tokens, %d for 200", temp, long, short)
+			t.Logf("temperature %v, top_logprobs %d: %d allocations for 1,200 tokens, %d for 200", c.temp, c.top, long, short)
 		}
 	}
 }

@@ -94,7 +94,7 @@ func (e *Engine) newGroup(req *engine.Request, p *prepared, sink engine.Sink) (*
 	n := req.Sampling.Choices()
 	g := &group{e: e, req: req, prep: p, sink: sink, seqs: make([]seq, n)}
 	cfg := pipeline.Config{Request: req, Sink: sink, Vocab: vocab{e}, Logger: e.cfg.Logger, Parse: p.parse,
-		PromptTokens: len(p.prompt), MaxTokens: p.maxTokens, MaxLen: e.cfg.MaxModelLen}
+		PromptTokens: len(p.prompt), MaxTokens: p.maxTokens, MaxLen: e.cfg.MaxModelLen, PieceLogprobs: true}
 	if p.forced != nil {
 		cfg.Forced, cfg.ForcedName = true, p.forced.name
 	}

@@ -28,7 +28,12 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 	s.genTokens++
 	var lp *engine.TokenLogprob
 	if sp.Logprobs {
-		s.lp = s.logprob(idx, tok, sp.TopLogprobs)
+		// The token's and its alternatives' strings go into the choice's
+		// arenas (pipeline.Out.Logprob): nothing allocated per token once
+		// they have grown.
+		l := s.e.ctx.Logits(idx)
+		lse := logSumExp(l)
+		s.lp = o.Logprob(q.index, tok, l[tok]-lse, s.topTokens(l, lse, sp.TopLogprobs), sp.TopLogprobs)
 		lp = &s.lp
 	}
 	q.hist = append(q.hist, tok)
@@ -81,25 +86,16 @@ func (s *scheduler) finishGroup(g *group, cause pipeline.Cause, err *engine.Erro
 	g.out.DeliverFinal(frames, res)
 }
 
-// logprob returns the logprob of tok under the raw logits of batch output
-// idx (before any sampling transform, as vLLM reports them), with the top
-// alternatives.
-func (s *scheduler) logprob(idx int, tok int32, top int) engine.TokenLogprob {
-	e := s.e
-	l := e.ctx.Logits(idx)
-	lse := logSumExp(l)
-	lp := engine.TokenLogprob{TokenID: int(tok), Token: e.tokenString(tok), Logprob: l[tok] - lse}
-	if top > 0 {
-		lp.Top = s.topLogprobs(l, lse, top)
-	}
-	return lp
-}
-
-// topLogprobs returns the n most likely tokens of logits l.
-func (s *scheduler) topLogprobs(l []float32, lse float32, n int) []engine.TopLogprob {
-	e := s.e
+// topTokens returns the n most likely tokens of logits l (log-sum-exp
+// lse) with their logprobs, under the raw logits (before any sampling
+// transform, as vLLM reports them), best first, in the scheduler's
+// scratch: valid until the next call.
+func (s *scheduler) topTokens(l []float32, lse float32, n int) []pipeline.TopLogprob {
 	n = min(n, len(l))
-	best := s.topIdx[:0] // reused: only the result is kept
+	if n <= 0 {
+		return nil
+	}
+	best := s.topIdx[:0]
 	for t := range l {
 		v := l[t]
 		if len(best) == n && v <= l[best[n-1]] {
@@ -115,11 +111,23 @@ func (s *scheduler) topLogprobs(l []float32, lse float32, n int) []engine.TopLog
 		copy(best[at+1:], best[at:len(best)-1])
 		best[at] = int32(t)
 	}
-	out := make([]engine.TopLogprob, len(best))
-	for i, t := range best {
-		out[i] = engine.TopLogprob{TokenID: int(t), Token: e.tokenString(t), Logprob: l[t] - lse}
-	}
 	s.topIdx = best
+	tops := s.tops[:0]
+	for _, t := range best {
+		tops = append(tops, pipeline.TopLogprob{TokenID: t, Logprob: l[t] - lse})
+	}
+	s.tops = tops
+	return tops
+}
+
+// topLogprobs returns the n most likely tokens of logits l, named, in a
+// new slice (a prompt token's alternatives: kept by the Result).
+func (s *scheduler) topLogprobs(l []float32, lse float32, n int) []engine.TopLogprob {
+	tops := s.topTokens(l, lse, n)
+	out := make([]engine.TopLogprob, len(tops))
+	for i, t := range tops {
+		out[i] = engine.TopLogprob{TokenID: int(t.TokenID), Token: s.e.tokenString(t.TokenID), Logprob: t.Logprob}
+	}
 	return out
 }
 

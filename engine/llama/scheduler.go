@@ -54,7 +54,8 @@ type scheduler struct {
 
 	lp                                                              engine.TokenLogprob // accept's scratch
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
-	topIdx                                                          []int32 // topLogprobs' scratch
+	topIdx                                                          []int32 // topTokens' scratch
+	tops                                                            []pipeline.TopLogprob
 	// The chunk tuner's state (see tuneChunk): the step's decode and
 	// prefill tokens, the decode-only step time and the prefill time per
 	// token (moving averages), and the prefill budget of a step that also

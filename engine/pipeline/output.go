@@ -80,6 +80,10 @@ type Config struct {
 	PromptTokens int
 	MaxTokens    int
 	MaxLen       int
+	// PieceLogprobs names the tokens of logprobs (Logprob) by their
+	// output piece, a control token by nothing, as llama-server names
+	// them; otherwise by their own text ("<|im_end|>"), as vLLM does.
+	PieceLogprobs bool
 }
 
 // Out is one request's output: every choice's tokens, text, parsers,
@@ -108,6 +112,7 @@ type Out struct {
 	started bool
 	done    bool
 	broken  bool
+	pieceLP bool // Config.PieceLogprobs
 
 	// Usage is the running count; a scheduler sets what it learns
 	// besides the tokens (cached tokens, a worker's own counts).
@@ -160,7 +165,7 @@ func (o *Out) Init(cfg *Config) error {
 	n := req.Sampling.Choices()
 	*o = Out{req: req, sink: cfg.Sink, vocab: cfg.Vocab, log: cfg.Logger, parse: cfg.Parse,
 		choices: make([]choice, n), live: n, interval: max(1, req.StreamInterval),
-		maxTok: cfg.MaxTokens, maxLen: cfg.MaxLen, prompt: cfg.PromptTokens, arrival: req.Arrival}
+		maxTok: cfg.MaxTokens, maxLen: cfg.MaxLen, prompt: cfg.PromptTokens, arrival: req.Arrival, pieceLP: cfg.PieceLogprobs}
 	if o.log == nil {
 		o.log = zap.NewNop()
 	}
@@ -571,13 +576,19 @@ type TopLogprob struct {
 }
 
 // Logprob builds choice i's logprob entry for token id: its string and at
-// most k of tops, in the choice's append-only arenas (earlier entries
-// keep pointing at the old arrays when one grows; those are never written
-// again). No allocation once the arenas have grown.
+// most k of tops, in the choice's append-only arenas: a full arena is
+// followed by a new chunk twice its size (earlier entries keep pointing at
+// the old one, never written again), so a request allocates a handful of
+// chunks in all, not per token.
 func (o *Out) Logprob(i int, id int32, logprob float32, tops []TopLogprob, k int) engine.TokenLogprob {
 	c := &o.choices[i]
 	lp := engine.TokenLogprob{TokenID: int(id), Token: o.tokenString(c, id), Logprob: logprob}
 	if k > 0 && len(tops) > 0 {
+		if cap(c.tops)-len(c.tops) < min(k, len(tops)) {
+			// A new chunk, twice the last: the entries written keep the
+			// old one, so nothing is copied.
+			c.tops = make([]engine.TopLogprob, 0, max(64*min(k, len(tops)), 2*cap(c.tops)))
+		}
 		at := len(c.tops)
 		for j, t := range tops {
 			if j == k {
@@ -595,11 +606,13 @@ func (o *Out) tokenString(c *choice, id int32) string {
 	if id < 0 || int(id) >= o.vocab.VocabSize() {
 		return ""
 	}
-	at := len(c.strs)
-	if cap(c.strs)-at < 64 {
-		c.strs = slices.Grow(c.strs[:at:at], 4096)
+	if cap(c.strs)-len(c.strs) < 64 {
+		// A new chunk, twice the last: the strings written keep the old
+		// one, so nothing is copied.
+		c.strs = make([]byte, 0, max(4096, 2*cap(c.strs)))
 	}
-	c.strs = o.vocab.AppendText(c.strs, id, true)
+	at := len(c.strs)
+	c.strs = o.vocab.AppendText(c.strs, id, !o.pieceLP)
 	b := c.strs[at:]
 	if len(b) == 0 {
 		return ""
