@@ -227,8 +227,10 @@ func (e *Engine) pick(q *Query, tried []*Worker) Selection {
 	ws := buf[:0]
 	for _, w := range e.list() {
 		if w.healthy.Load() && !w.draining.Load() && !slices.Contains(tried, w) {
-			if rank, _ := RankOf(w); !q.Pinned || rank == q.Rank {
+			if !q.Pinned {
 				ws = append(ws, w)
+			} else if rank, _ := RankOf(w); rank == q.Rank {
+				ws = append(ws, w) // a worker's rank matters to a pinned request only
 			}
 		}
 	}
