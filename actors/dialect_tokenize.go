@@ -31,6 +31,9 @@ type tokenizeRequest struct {
 	// see engine.Request.ContinueFinalMessage).
 	ContinueFinalMessage bool `json:"continue_final_message"`
 	ReturnTokenStrs      bool `json:"return_token_strs"`
+	// AddSpecialTokens is vLLM's add_special_tokens (see
+	// engine.Request.SpecialTokens).
+	AddSpecialTokens *bool `json:"add_special_tokens"`
 }
 
 type tokenizeMessage struct {
@@ -62,11 +65,19 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 		return ae
 	}
 	eng := ss.owner.cfg.Engine
+	special := engine.SpecialTokensDefault
+	switch {
+	case req.AddSpecialTokens == nil:
+	case *req.AddSpecialTokens:
+		special = engine.SpecialTokensAdd
+	default:
+		special = engine.SpecialTokensNone
+	}
 	var tokens []int
 	switch {
 	case req.Messages != nil:
 		ereq := engine.Request{Model: req.Model, ContinueFinalMessage: req.ContinueFinalMessage,
-			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
+			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt, SpecialTokens: special}
 		for i, m := range req.Messages {
 			text, ok := messageText(m.Content)
 			if !ok {
@@ -76,6 +87,21 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 		}
 		for _, t := range req.Tools {
 			ereq.Tools = append(ereq.Tools, engine.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+		}
+		if err := eng.Prepare(&ereq); err != nil {
+			e := engine.AsError(err)
+			return tokenizeBadRequest(e.Param, e.Message)
+		}
+		tokens = make([]int, len(ereq.PromptTokens))
+		for i, id := range ereq.PromptTokens {
+			tokens[i] = int(id)
+		}
+	case req.Prompt != nil && special == engine.SpecialTokensNone:
+		// The text's tokens only: the engine's preparation, as a
+		// completion's prompt (Tokenize adds the model's BOS).
+		ereq := engine.Request{Model: req.Model, Prompt: *req.Prompt, SpecialTokens: special}
+		if *req.Prompt == "" {
+			break
 		}
 		if err := eng.Prepare(&ereq); err != nil {
 			e := engine.AsError(err)

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/zap"
@@ -9,8 +11,12 @@ import (
 	"github.com/vajra-go/vajra/engine"
 )
 
-// wordEngine tokenizes by bytes: token i is byte i of the text.
-type wordEngine struct{ handFramed }
+// wordEngine tokenizes by bytes: token i is byte i of the text. Its
+// Prepare records the request's add_special_tokens.
+type wordEngine struct {
+	handFramed
+	special atomic.Uint32
+}
 
 func (*wordEngine) Tokenize(s string) []int {
 	ids := make([]int, len(s))
@@ -28,7 +34,15 @@ func (*wordEngine) Detokenize(ids []int) string {
 	return string(b)
 }
 
-func (*wordEngine) Prepare(req *engine.Request) error {
+func (e *wordEngine) Prepare(req *engine.Request) error {
+	e.special.Store(uint32(req.SpecialTokens))
+	if req.Prompt != "" {
+		req.PromptTokens = make([]int32, len(req.Prompt))
+		for i := range req.Prompt {
+			req.PromptTokens[i] = int32(req.Prompt[i])
+		}
+		return nil
+	}
 	if len(req.Messages) == 0 {
 		return &engine.Error{Kind: engine.KindInvalid, Param: "messages", Message: "no messages"}
 	}
@@ -79,6 +93,24 @@ func TestTokenizeDialects(t *testing.T) {
 	f(EndpointTokenize, `{"messages":[{"role":"user","content":[{"type":"text","text":"abc"}]}]}`, 200, `{"count":3,"max_model_len":64,"tokens":[0,0,0]}`)
 	f(EndpointTokenize, `{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, 400,
 		`{"error":{"message":"messages[0].content must be a string or an array of text parts.","type":"invalid_request_error","param":"messages","code":null}}`)
+	// vLLM's add_special_tokens reaches the engine's preparation.
+	we := s.cfg.Engine.(*wordEngine)
+	for _, c := range []struct {
+		body string
+		want engine.SpecialTokens
+	}{
+		{`{"messages":[{"role":"user","content":"abc"}],"add_special_tokens":true}`, engine.SpecialTokensAdd},
+		{`{"messages":[{"role":"user","content":"abc"}],"add_special_tokens":false}`, engine.SpecialTokensNone},
+		{`{"messages":[{"role":"user","content":"abc"}]}`, engine.SpecialTokensDefault},
+		{`{"prompt":"hi","add_special_tokens":false}`, engine.SpecialTokensNone},
+	} {
+		we.special.Store(99)
+		f(EndpointTokenize, c.body, 200, map[bool]string{true: `{"count":2,"max_model_len":64,"tokens":[104,105]}`,
+			false: `{"count":3,"max_model_len":64,"tokens":[0,0,0]}`}[strings.Contains(c.body, "prompt")])
+		if got := engine.SpecialTokens(we.special.Load()); got != c.want {
+			t.Errorf("%s: the engine prepared with special tokens %d, want %d", c.body, got, c.want)
+		}
+	}
 	f(EndpointTokenize, `{"messages":[]}`, 400, `{"error":{"message":"no messages","type":"invalid_request_error","param":"messages","code":null}}`)
 	f(EndpointTokenize, `{"model":"other","prompt":"x"}`, 404, `{"error":{"message":"The model does not exist.","type":"not_found_error","param":null,"code":"model_not_found"}}`)
 	f(EndpointTokenize, `{"model":"m"}`, 400, `{"error":{"message":"Give either prompt or messages.","type":"invalid_request_error","param":"prompt","code":null}}`)

@@ -58,7 +58,10 @@ type Request struct {
 	// NoGenerationPrompt and a final assistant message. Read in Prepare
 	// only, like Messages.
 	ContinueFinalMessage bool
-	Sampling             Sampling
+	// SpecialTokens is vLLM's add_special_tokens: whether the prompt text
+	// gets the tokenizer's special tokens (its BOS). Read in Prepare only.
+	SpecialTokens SpecialTokens
+	Sampling      Sampling
 
 	// Echo puts the prompt before the completion (completions API).
 	Echo bool
@@ -318,3 +321,20 @@ func (s *Sampling) Choices() int {
 
 // MaxTopLogprobs is the most alternatives per token any dialect may ask for.
 const MaxTopLogprobs = 20
+
+// SpecialTokens is vLLM's add_special_tokens.
+type SpecialTokens uint8
+
+const (
+	// SpecialTokensDefault: the API's default. Completions add the BOS
+	// token when the model's prompts begin with one; chat adds it only
+	// when the chat template did not write it (as llama-server does;
+	// vLLM's templates write it).
+	SpecialTokensDefault SpecialTokens = iota
+	// SpecialTokensAdd (add_special_tokens true): the BOS token when the
+	// model's prompts begin with one, on top of what a chat template
+	// wrote.
+	SpecialTokensAdd
+	// SpecialTokensNone (add_special_tokens false): the text's tokens only.
+	SpecialTokensNone
+)

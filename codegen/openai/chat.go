@@ -70,6 +70,9 @@ type ChatRequest struct {
 	// add_generation_prompt false with continue_final_message true.
 	AddGenerationPrompt  opt.Bool `json:"add_generation_prompt"`
 	ContinueFinalMessage bool     `json:"continue_final_message"`
+	// AddSpecialTokens (vLLM; default false) adds the tokenizer's special
+	// tokens (BOS) on top of what the chat template writes.
+	AddSpecialTokens opt.Bool `json:"add_special_tokens"`
 
 	// vLLM's extensions: words never generated, the only tokens that may
 	// be, the queue priority (lower first) and structured outputs.
@@ -78,11 +81,13 @@ type ChatRequest struct {
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
 	CacheSalt         opt.String         `json:"cache_salt"`
+	// ReturnTokenIDs puts the prompt's and the answer's token ids in the
+	// response.
+	ReturnTokenIDs bool `json:"return_token_ids"`
 
 	// vLLM's options whose effect this server does not provide: refused
 	// (refusedVLLM) rather than ignored.
 	UseBeamSearch  bool       `json:"use_beam_search"`
-	ReturnTokenIDs bool       `json:"return_token_ids"`
 	ChatTemplate   opt.String `json:"chat_template"`
 	TruncatePrompt opt.Int    `json:"truncate_prompt_tokens"`
 

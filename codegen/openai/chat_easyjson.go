@@ -831,6 +831,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.ContinueFinalMessage = bool(in.Bool())
 			}
+		case "add_special_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.AddSpecialTokens).UnmarshalEasyJSON(in)
+			}
 		case "bad_words":
 			if in.IsNull() {
 				in.Skip()
@@ -911,17 +917,17 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.CacheSalt).UnmarshalEasyJSON(in)
 			}
-		case "use_beam_search":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.UseBeamSearch = bool(in.Bool())
-			}
 		case "return_token_ids":
 			if in.IsNull() {
 				in.Skip()
 			} else {
 				out.ReturnTokenIDs = bool(in.Bool())
+			}
+		case "use_beam_search":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.UseBeamSearch = bool(in.Bool())
 			}
 		case "chat_template":
 			if in.IsNull() {
@@ -1176,6 +1182,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		out.Bool(bool(in.ContinueFinalMessage))
 	}
 	{
+		const prefix string = ",\"add_special_tokens\":"
+		out.RawString(prefix)
+		(in.AddSpecialTokens).MarshalEasyJSON(out)
+	}
+	{
 		const prefix string = ",\"bad_words\":"
 		out.RawString(prefix)
 		if in.BadWords == nil && (out.Flags&jwriter.NilSliceAsEmpty) == 0 {
@@ -1227,14 +1238,14 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		(in.CacheSalt).MarshalEasyJSON(out)
 	}
 	{
-		const prefix string = ",\"use_beam_search\":"
-		out.RawString(prefix)
-		out.Bool(bool(in.UseBeamSearch))
-	}
-	{
 		const prefix string = ",\"return_token_ids\":"
 		out.RawString(prefix)
 		out.Bool(bool(in.ReturnTokenIDs))
+	}
+	{
+		const prefix string = ",\"use_beam_search\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.UseBeamSearch))
 	}
 	{
 		const prefix string = ",\"chat_template\":"

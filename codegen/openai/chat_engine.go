@@ -112,6 +112,7 @@ func (r *ChatRequest) toEnginePrefill(dst *engine.Request) *ParamError {
 		}
 	}
 	dst.NoGenerationPrompt, dst.ContinueFinalMessage = !addGen, r.ContinueFinalMessage
+	dst.SpecialTokens = specialTokens(r.AddSpecialTokens)
 	return nil
 }
 
@@ -422,4 +423,15 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 func detokenizeOptions(s *engine.Sampling, skip, spaces opt.Bool) {
 	s.KeepSpecialTokens = skip.Defined && !skip.V
 	s.NoSpecialTokenSpaces = spaces.Defined && !spaces.V
+}
+
+// specialTokens is vLLM's add_special_tokens as the engine takes it.
+func specialTokens(b opt.Bool) engine.SpecialTokens {
+	switch {
+	case !b.Defined:
+		return engine.SpecialTokensDefault
+	case b.V:
+		return engine.SpecialTokensAdd
+	}
+	return engine.SpecialTokensNone
 }

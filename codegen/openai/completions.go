@@ -60,11 +60,15 @@ type CompletionRequest struct {
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
 	CacheSalt         opt.String         `json:"cache_salt"`
+	// ReturnTokenIDs puts the prompt's and the answer's token ids in the
+	// response; AddSpecialTokens (default true) gives the prompt text the
+	// tokenizer's special tokens (BOS).
+	ReturnTokenIDs   bool     `json:"return_token_ids"`
+	AddSpecialTokens opt.Bool `json:"add_special_tokens"`
 
 	// vLLM's options whose effect this server does not provide: refused
 	// (refusedVLLM) rather than ignored.
 	UseBeamSearch  bool    `json:"use_beam_search"`
-	ReturnTokenIDs bool    `json:"return_token_ids"`
 	PromptEmbeds   RawJSON `json:"prompt_embeds"`
 	TruncatePrompt opt.Int `json:"truncate_prompt_tokens"`
 

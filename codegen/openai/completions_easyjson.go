@@ -296,17 +296,23 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.CacheSalt).UnmarshalEasyJSON(in)
 			}
-		case "use_beam_search":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				out.UseBeamSearch = bool(in.Bool())
-			}
 		case "return_token_ids":
 			if in.IsNull() {
 				in.Skip()
 			} else {
 				out.ReturnTokenIDs = bool(in.Bool())
+			}
+		case "add_special_tokens":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.AddSpecialTokens).UnmarshalEasyJSON(in)
+			}
+		case "use_beam_search":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.UseBeamSearch = bool(in.Bool())
 			}
 		case "prompt_embeds":
 			if in.IsNull() {
@@ -537,14 +543,19 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		(in.CacheSalt).MarshalEasyJSON(out)
 	}
 	{
-		const prefix string = ",\"use_beam_search\":"
-		out.RawString(prefix)
-		out.Bool(bool(in.UseBeamSearch))
-	}
-	{
 		const prefix string = ",\"return_token_ids\":"
 		out.RawString(prefix)
 		out.Bool(bool(in.ReturnTokenIDs))
+	}
+	{
+		const prefix string = ",\"add_special_tokens\":"
+		out.RawString(prefix)
+		(in.AddSpecialTokens).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"use_beam_search\":"
+		out.RawString(prefix)
+		out.Bool(bool(in.UseBeamSearch))
 	}
 	{
 		const prefix string = ",\"prompt_embeds\":"

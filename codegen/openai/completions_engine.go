@@ -120,6 +120,7 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 		s.Logprobs, s.TopLogprobs = true, r.Logprobs.V
 	}
 	dst.Echo = r.Echo
+	dst.SpecialTokens = specialTokens(r.AddSpecialTokens)
 	if r.Echo && r.Logprobs.Defined {
 		// engine: -1 asks for the prompt tokens' own logprobs only.
 		dst.PromptLogprobs = r.Logprobs.V

@@ -81,6 +81,9 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		// What this server does not do is refused, not ignored.
 		bad(`"use_beam_search":true`, "use_beam_search")
 		ok(`"return_token_ids":true`, func(q *engine.Request) bool { return q.ReturnTokenIDs })
+		ok(`"add_special_tokens":true`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensAdd })
+		ok(`"add_special_tokens":false`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensNone })
+		ok(`"add_special_tokens":null`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensDefault })
 		bad(`"truncate_prompt_tokens":8`, "truncate_prompt_tokens")
 		ok(`"truncate_prompt_tokens":null`, func(q *engine.Request) bool { return true })
 		ok(`"use_beam_search":false,"return_token_ids":false`, func(q *engine.Request) bool { return !q.ReturnTokenIDs })

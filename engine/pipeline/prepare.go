@@ -152,12 +152,19 @@ func Prepare(m Model, req *engine.Request, lim Limits, p *Prepared) error {
 			return rerr
 		}
 		thinkingOff = off
-		// The template writes the BOS token itself when the model wants one.
-		bos := m.BOSText()
-		add := m.AddBOS() && (bos == "" || !strings.HasPrefix(s, bos))
+		// The template writes the BOS token itself when the model wants
+		// one; add_special_tokens true adds it all the same (vLLM).
+		add := m.AddBOS()
+		switch req.SpecialTokens {
+		case engine.SpecialTokensDefault:
+			bos := m.BOSText()
+			add = add && (bos == "" || !strings.HasPrefix(s, bos))
+		case engine.SpecialTokensNone:
+			add = false
+		}
 		p.Prompt, err = m.Tokenize(nil, s, add)
 	case req.Prompt != "":
-		p.Prompt, err = m.Tokenize(nil, req.Prompt, true)
+		p.Prompt, err = m.Tokenize(nil, req.Prompt, req.SpecialTokens != engine.SpecialTokensNone)
 	case len(req.PromptTokens) > 0:
 		for i, id := range req.PromptTokens {
 			if id < 0 || int(id) >= vocab {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/vajra-go/vajra/engine"
@@ -176,5 +177,49 @@ func TestRealGemma3Control(t *testing.T) {
 	}
 	if _, ch := runTokens(t, e, f, false, true, out); ch.Text != "Hi<start_of_turn>there" {
 		t.Fatalf("skip_special_tokens=false: %q", ch.Text)
+	}
+}
+
+// TestRealAddSpecialTokens: vLLM's add_special_tokens on Gemma 3, whose
+// tokenizer begins prompts with <bos> and whose chat template writes it. Completions add it by default and not with false; chat gets
+// the template's one by default, none more with false, and a second with
+// true, as vLLM's tokenizer call adds one on top of the template's.
+func TestRealAddSpecialTokens(t *testing.T) {
+	files := realTokenizerFiles(t, "gemma3")
+	e, _, tok := realEngine(t, files, Config{})
+	bos := tok.BOS()
+	if !tok.AddBOS() {
+		t.Fatal("Gemma 3's tokenizer adds no BOS")
+	}
+	prepare := func(req *engine.Request, st engine.SpecialTokens) []int32 {
+		t.Helper()
+		req.SpecialTokens = st
+		if err := e.Prepare(req); err != nil {
+			t.Fatal(err)
+		}
+		return req.PromptTokens
+	}
+	text := tok.Encode(nil, "The sea is")
+	for _, c := range []struct {
+		st   engine.SpecialTokens
+		want []int32
+	}{
+		{engine.SpecialTokensDefault, append([]int32{bos}, text...)},
+		{engine.SpecialTokensAdd, append([]int32{bos}, text...)},
+		{engine.SpecialTokensNone, text},
+	} {
+		if got := prepare(&engine.Request{Prompt: "The sea is", Sampling: engine.Sampling{MaxTokens: 4}}, c.st); !slices.Equal(got, c.want) {
+			t.Errorf("completions, special tokens %d: %v, want %v", c.st, got, c.want)
+		}
+	}
+	chat := func(st engine.SpecialTokens) []int32 {
+		return prepare(&engine.Request{Messages: []engine.Message{{Role: "user", Content: "Hi"}}, Sampling: engine.Sampling{MaxTokens: 4}}, st)
+	}
+	def, none, add := chat(engine.SpecialTokensDefault), chat(engine.SpecialTokensNone), chat(engine.SpecialTokensAdd)
+	if len(def) < 2 || def[0] != bos || def[1] == bos || !slices.Equal(none, def) {
+		t.Errorf("chat: default %v, add_special_tokens false %v; want the template's one BOS in both", def[:min(3, len(def))], none[:min(3, len(none))])
+	}
+	if !slices.Equal(add, append([]int32{bos}, def...)) {
+		t.Errorf("chat, add_special_tokens true: %v, want a second BOS before %v", add[:min(3, len(add))], def[:min(3, len(def))])
 	}
 }
