@@ -692,7 +692,7 @@ func confToolChoiceRequired(t *testing.T, e *confEngine, s *confServer, _ confFr
 }
 
 // confStructured: response_format json_schema makes the answer a JSON
-// value of the schema.
+// value of the schema, in chat and (as vLLM's) completions.
 func confStructured(t *testing.T, e *confEngine, s *confServer, _ confFront) {
 	if why, ok := e.fixture[fixConstrained]; ok {
 		t.Skip(why)
@@ -710,6 +710,17 @@ func confStructured(t *testing.T, e *confEngine, s *confServer, _ confFront) {
 	text := jstr(res, "choices", 0, "message", "content")
 	if err := json.Unmarshal([]byte(text), &v); err != nil || v.Ok == nil {
 		t.Fatalf("content %q is not the schema's JSON (%v); finish %q", text, err, jstr(res, "choices", 0, "finish_reason"))
+	}
+	// vLLM's completions take response_format too.
+	comp := map[string]any{"model": s.model, "prompt": "Is the sea blue? Answer in JSON:", "max_tokens": 64,
+		"temperature": 0, "response_format": body["response_format"]}
+	if st, res = confPost(t, s, "/v1/completions", comp); st != 200 {
+		t.Fatalf("completions: %d %v", st, res)
+	}
+	v.Ok = nil
+	text = jstr(res, "choices", 0, "text")
+	if err := json.Unmarshal([]byte(text), &v); err != nil || v.Ok == nil {
+		t.Fatalf("completion %q is not the schema's JSON (%v); finish %q", text, err, jstr(res, "choices", 0, "finish_reason"))
 	}
 }
 

@@ -68,7 +68,7 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 		return &ParamError{Param: "structured_outputs", Code: CodeInvalidValue,
 			Message: "You can only either use constraints for structured outputs or tools, not both."}
 	}
-	if err := r.toEngineFormat(dst); err != nil {
+	if err := r.ResponseFormat.toEngine(dst); err != nil {
 		return err
 	}
 	switch r.ReasoningEffort {
@@ -326,8 +326,8 @@ func checkToolName(param, name string) *ParamError {
 	return nil
 }
 
-func (r *ChatRequest) toEngineFormat(dst *engine.Request) *ParamError {
-	f := &r.ResponseFormat
+// toEngine sets dst.ResponseFormat from f (chat, and vLLM's completions).
+func (f *ChatResponseFormat) toEngine(dst *engine.Request) *ParamError {
 	switch f.Type {
 	case "", "text":
 		// structured_outputs's, if any

@@ -296,6 +296,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.CacheSalt).UnmarshalEasyJSON(in)
 			}
+		case "response_format":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ResponseFormat).UnmarshalEasyJSON(in)
+			}
 		case "return_token_ids":
 			if in.IsNull() {
 				in.Skip()
@@ -541,6 +547,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"cache_salt\":"
 		out.RawString(prefix)
 		(in.CacheSalt).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"response_format\":"
+		out.RawString(prefix)
+		(in.ResponseFormat).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"return_token_ids\":"

@@ -129,5 +129,10 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 		}
 	}
 	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs, r.CacheSalt}
-	return v.toEngine(dst)
+	if err := v.toEngine(dst); err != nil {
+		return err
+	}
+	// vLLM's completions take response_format as chat does; when not
+	// text it replaces structured_outputs.
+	return r.ResponseFormat.toEngine(dst)
 }
