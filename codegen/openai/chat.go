@@ -86,7 +86,8 @@ type ChatRequest struct {
 	ReturnTokenIDs bool `json:"return_token_ids"`
 
 	// vLLM's options whose effect this server does not provide: refused
-	// (refusedVLLM) rather than ignored.
+	// (refusedVLLM, VLLMUnsupported) rather than ignored.
+	VLLMUnsupported
 	UseBeamSearch  bool       `json:"use_beam_search"`
 	ChatTemplate   opt.String `json:"chat_template"`
 	TruncatePrompt opt.Int    `json:"truncate_prompt_tokens"`

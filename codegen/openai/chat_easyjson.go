@@ -965,6 +965,60 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.ServiceTier).UnmarshalEasyJSON(in)
 			}
+		case "thinking_token_budget":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ThinkingTokenBudget).UnmarshalEasyJSON(in)
+			}
+		case "prompt_logprobs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.PromptLogprobs).UnmarshalEasyJSON(in)
+			}
+		case "logprob_token_ids":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.LogprobTokenIDs).UnmarshalEasyJSON(in)
+			}
+		case "repetition_detection":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.RepetitionDetection).UnmarshalEasyJSON(in)
+			}
+		case "vllm_xargs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.VLLMXArgs).UnmarshalEasyJSON(in)
+			}
+		case "kv_transfer_params":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.KVTransferParams).UnmarshalEasyJSON(in)
+			}
+		case "watermarking":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Watermarking).UnmarshalEasyJSON(in)
+			}
+		case "return_tokens_as_token_ids":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ReturnTokensAsTokenIDs).UnmarshalEasyJSON(in)
+			}
+		case "return_token_offsets":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ReturnTokenOffsets).UnmarshalEasyJSON(in)
+			}
 		default:
 			out.UnmarshalUnknown(in, key)
 		}
@@ -1276,6 +1330,51 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"service_tier\":"
 		out.RawString(prefix)
 		(in.ServiceTier).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"thinking_token_budget\":"
+		out.RawString(prefix)
+		(in.ThinkingTokenBudget).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"prompt_logprobs\":"
+		out.RawString(prefix)
+		(in.PromptLogprobs).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"logprob_token_ids\":"
+		out.RawString(prefix)
+		(in.LogprobTokenIDs).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"repetition_detection\":"
+		out.RawString(prefix)
+		(in.RepetitionDetection).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"vllm_xargs\":"
+		out.RawString(prefix)
+		(in.VLLMXArgs).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"kv_transfer_params\":"
+		out.RawString(prefix)
+		(in.KVTransferParams).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"watermarking\":"
+		out.RawString(prefix)
+		(in.Watermarking).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"return_tokens_as_token_ids\":"
+		out.RawString(prefix)
+		(in.ReturnTokensAsTokenIDs).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"return_token_offsets\":"
+		out.RawString(prefix)
+		(in.ReturnTokenOffsets).MarshalEasyJSON(out)
 	}
 	out.RawByte('}')
 }

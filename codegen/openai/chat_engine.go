@@ -54,6 +54,9 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := validateSampling(r, &dst.Sampling); err != nil {
 		return err
 	}
+	if err := r.VLLMUnsupported.check(); err != nil {
+		return err
+	}
 	if err := refusedVLLM(r.UseBeamSearch, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false, r.TruncatePrompt); err != nil {
 		return err
 	}

@@ -69,7 +69,8 @@ type CompletionRequest struct {
 	AddSpecialTokens opt.Bool `json:"add_special_tokens"`
 
 	// vLLM's options whose effect this server does not provide: refused
-	// (refusedVLLM) rather than ignored.
+	// (refusedVLLM, VLLMUnsupported) rather than ignored.
+	VLLMUnsupported
 	UseBeamSearch  bool    `json:"use_beam_search"`
 	PromptEmbeds   RawJSON `json:"prompt_embeds"`
 	TruncatePrompt opt.Int `json:"truncate_prompt_tokens"`

@@ -32,6 +32,9 @@ func (r *CompletionRequest) CompletionStreamOptions() CompletionStreamOptions {
 // several prompts is refused with CodeMultiplePrompts: engine.Request holds
 // one prompt; the server may split r.Prompt into one request per prompt.
 func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
+	if err := r.VLLMUnsupported.check(); err != nil {
+		return err
+	}
 	if err := refusedVLLM(r.UseBeamSearch, false, r.PromptEmbeds != nil, r.TruncatePrompt); err != nil {
 		return err
 	}

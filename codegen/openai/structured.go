@@ -159,6 +159,47 @@ func refusedVLLM(beam, template, embeds bool, truncate opt.Int) *ParamError {
 	return nil
 }
 
+// VLLMUnsupported are vLLM's request options whose effect this server
+// does not provide, each refused with a 400 naming it when a request sets
+// it (not null; a boolean only when true) rather than ignored: the answer
+// would silently not be what was asked for. Embedded in the chat and
+// completions requests.
+type VLLMUnsupported struct {
+	ThinkingTokenBudget    Ignored  `json:"thinking_token_budget"`
+	PromptLogprobs         Ignored  `json:"prompt_logprobs"`
+	LogprobTokenIDs        Ignored  `json:"logprob_token_ids"`
+	RepetitionDetection    Ignored  `json:"repetition_detection"`
+	VLLMXArgs              Ignored  `json:"vllm_xargs"`
+	KVTransferParams       Ignored  `json:"kv_transfer_params"`
+	Watermarking           opt.Bool `json:"watermarking"`
+	ReturnTokensAsTokenIDs opt.Bool `json:"return_tokens_as_token_ids"`
+	ReturnTokenOffsets     opt.Bool `json:"return_token_offsets"`
+}
+
+// check refuses the first option set, naming it.
+func (u *VLLMUnsupported) check() *ParamError {
+	for _, c := range [...]struct {
+		set         bool
+		param, hint string
+	}{
+		{u.ThinkingTokenBudget.Set, "thinking_token_budget", "reasoning is not cut short; bound the whole answer with max_tokens"},
+		{u.PromptLogprobs.Set, "prompt_logprobs", "on /v1/completions ask for echo with logprobs, whose first tokens are the prompt's"},
+		{u.LogprobTokenIDs.Set, "logprob_token_ids", "ask for top_logprobs"},
+		{u.RepetitionDetection.Set, "repetition_detection", "use repetition_penalty or stop strings"},
+		{u.VLLMXArgs.Set, "vllm_xargs", "it runs no custom logits processors"},
+		{u.KVTransferParams.Set, "kv_transfer_params", "it does not hand KV caches between engines"},
+		{u.Watermarking.V, "watermarking", "its answers carry no watermark"},
+		{u.ReturnTokensAsTokenIDs.V, "return_tokens_as_token_ids", "ask for return_token_ids, which gives the ids beside the tokens"},
+		{u.ReturnTokenOffsets.V, "return_token_offsets", "logprobs of /v1/completions carry text_offset"},
+	} {
+		if c.set {
+			return &ParamError{Param: c.param, Code: CodeUnsupported,
+				Message: "'" + c.param + "' is not supported by this server: " + c.hint + "."}
+		}
+	}
+	return nil
+}
+
 // kwargsTemplate reports whether chat_template_kwargs carries a
 // "chat_template" that is not null, which vLLM refuses as it refuses
 // chat_template.

@@ -85,6 +85,21 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		ok(`"add_special_tokens":false`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensNone })
 		ok(`"add_special_tokens":null`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensDefault })
 		bad(`"truncate_prompt_tokens":8`, "truncate_prompt_tokens")
+		for _, c := range []struct{ set, unset string }{
+			{`"thinking_token_budget":64`, `"thinking_token_budget":null`},
+			{`"prompt_logprobs":1`, `"prompt_logprobs":null`},
+			{`"logprob_token_ids":[3]`, `"logprob_token_ids":null`},
+			{`"repetition_detection":{"max_pattern_size":8}`, `"repetition_detection":null`},
+			{`"vllm_xargs":{"a":1}`, `"vllm_xargs":null`},
+			{`"kv_transfer_params":{"do_remote_decode":true}`, `"kv_transfer_params":null`},
+			{`"watermarking":true`, `"watermarking":false`},
+			{`"return_tokens_as_token_ids":true`, `"return_tokens_as_token_ids":false`},
+			{`"return_token_offsets":true`, `"return_token_offsets":null`},
+		} {
+			param := c.set[1:strings.Index(c.set[1:], `"`)+1]
+			bad(c.set, param)
+			ok(c.unset, func(q *engine.Request) bool { return true })
+		}
 		ok(`"truncate_prompt_tokens":null`, func(q *engine.Request) bool { return true })
 		ok(`"use_beam_search":false,"return_token_ids":false`, func(q *engine.Request) bool { return !q.ReturnTokenIDs })
 	}
