@@ -273,7 +273,7 @@ func (d *chatDialect) stream(ss *session) engine.Formatter {
 
 func (d *chatDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
 	m := openai.ChatCompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created, Logprobs: ss.ereq.Sampling.Logprobs,
-		TokenIDs: ss.ereq.ReturnTokenIDs}
+		TokenIDs: ss.ereq.ReturnTokenIDs, NoReasoning: ss.ereq.HideReasoning}
 	return openai.AppendChatCompletion(dst, &m, res)
 }
 

@@ -69,6 +69,9 @@ type Request struct {
 	// generated ids in the response (vLLM's return_token_ids). Read by the
 	// dialect only: every engine hands the ids over anyway.
 	ReturnTokenIDs bool
+	// HideReasoning leaves the reasoning out of the answer (vLLM's
+	// include_reasoning false). Read by the dialect only.
+	HideReasoning bool
 	// PromptLogprobs asks for this many top logprobs per prompt token
 	// (completions with echo); 0 means none. -1 means the prompt token's
 	// own logprob only.

@@ -282,6 +282,45 @@ func TestChatResponseFormatAndReasoning(t *testing.T) {
 	if acc.Usage.CompletionTokensDetails.ReasoningTokens == 0 || acc.Usage.CompletionTokensDetails.ReasoningTokens >= acc.Usage.CompletionTokens {
 		t.Errorf("usage %+v: want 0 < reasoning_tokens < completion_tokens", acc.Usage)
 	}
+
+	// vLLM's include_reasoning false: the same answer without its
+	// reasoning, streamed and not; the usage still counts it.
+	p := openai.ChatCompletionNewParams{Model: vajra.DefaultModelName, Messages: userMsg(question), MaxTokens: openai.Int(400),
+		ReasoningEffort: shared.ReasoningEffortLow, Temperature: openai.Float(0), Seed: openai.Int(7)}
+	shown, err := client.Chat.Completions.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(shown.RawJSON(), "reasoning_content") || shown.Choices[0].Message.Content == "" {
+		t.Fatalf("greedy with reasoning: %s", shown.RawJSON())
+	}
+	content.Reset()
+	content.WriteString(shown.Choices[0].Message.Content)
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	hide := option.WithJSONSet("include_reasoning", false)
+	s2 := client.Chat.Completions.NewStreaming(context.Background(), p, hide)
+	var hidden openai.ChatCompletionAccumulator
+	for s2.Next() {
+		chunk := s2.Current()
+		hidden.AddChunk(chunk)
+		if strings.Contains(chunk.RawJSON(), "reasoning_content") {
+			t.Fatalf("include_reasoning false streamed reasoning: %s", chunk.RawJSON())
+		}
+	}
+	if err := s2.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if hidden.Choices[0].Message.Content != content.String() || hidden.Usage.CompletionTokensDetails.ReasoningTokens == 0 {
+		t.Errorf("include_reasoning false, streamed: %q (usage %+v); with reasoning %q", hidden.Choices[0].Message.Content, hidden.Usage, content.String())
+	}
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+	whole, err := client.Chat.Completions.New(context.Background(), p, hide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(whole.RawJSON(), "reasoning_content") || whole.Choices[0].Message.Content != content.String() {
+		t.Errorf("include_reasoning false: %s", whole.RawJSON())
+	}
 }
 
 func TestChatCachedTokens(t *testing.T) {

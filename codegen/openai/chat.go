@@ -62,6 +62,9 @@ type ChatRequest struct {
 	ParallelToolCalls opt.Bool           `json:"parallel_tool_calls"`
 	ResponseFormat    ChatResponseFormat `json:"response_format"`
 	ReasoningEffort   string             `json:"reasoning_effort"`
+	// IncludeReasoning (vLLM; default true): false leaves the reasoning
+	// out of the answer (reasoning_content), streamed and not.
+	IncludeReasoning opt.Bool `json:"include_reasoning"`
 	// ChatTemplateKwargs (vLLM extension) are extra variables for the
 	// model's chat template, e.g. {"enable_thinking": false}.
 	ChatTemplateKwargs RawJSON `json:"chat_template_kwargs"`

@@ -813,6 +813,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.ReasoningEffort = string(in.String())
 			}
+		case "include_reasoning":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.IncludeReasoning).UnmarshalEasyJSON(in)
+			}
 		case "chat_template_kwargs":
 			if in.IsNull() {
 				in.Skip()
@@ -1219,6 +1225,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"reasoning_effort\":"
 		out.RawString(prefix)
 		out.String(string(in.ReasoningEffort))
+	}
+	{
+		const prefix string = ",\"include_reasoning\":"
+		out.RawString(prefix)
+		(in.IncludeReasoning).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"chat_template_kwargs\":"

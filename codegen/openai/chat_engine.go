@@ -34,6 +34,7 @@ func (r *ChatRequest) ChatStreamOptions() ChatStreamOptions {
 		o.ContinuousUsage = r.StreamOptions.IncludeUsage && r.StreamOptions.ContinuousUsageStats
 	}
 	o.TokenIDs = r.ReturnTokenIDs
+	o.NoReasoning = r.IncludeReasoning.Defined && !r.IncludeReasoning.V
 	return o
 }
 
@@ -47,6 +48,7 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	dst.Model = r.Model
 	dst.Stream = r.Stream.V
 	dst.ReturnTokenIDs = r.ReturnTokenIDs
+	dst.HideReasoning = r.IncludeReasoning.Defined && !r.IncludeReasoning.V
 	if r.StreamOptions != nil && !r.Stream.V {
 		return &ParamError{Param: "stream_options", Code: CodeStreamOptionsNoStream,
 			Message: "'stream_options' is only allowed when 'stream' is true."}

@@ -17,6 +17,9 @@ type ChatStreamOptions struct {
 	// to its choice ("token_ids") and the prompt's ids to the first chunk
 	// of every choice ("prompt_token_ids", beside "choices").
 	TokenIDs bool
+	// NoReasoning (vLLM's include_reasoning false) writes no reasoning
+	// delta.
+	NoReasoning bool
 	// Framing wraps each SSE event (one HTTP chunk per event by default).
 	Framing codegen.Framing
 }
@@ -115,6 +118,9 @@ func (f *ChatFormatter) needRole(i int, first bool) bool {
 
 // AppendDelta appends one chunk with d's text, reasoning or tool-call piece.
 func (f *ChatFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
+	if d.Kind == engine.DeltaReasoning && f.opts.NoReasoning {
+		return dst
+	}
 	dst, mark := codegen.BeginFrame(dst, f.opts.Framing)
 	dst = append(dst, f.head...)
 	dst = append(dst, `{"index":`...)

@@ -20,6 +20,9 @@ type ChatCompletionMeta struct {
 	// ("token_ids") and the prompt's ("prompt_token_ids", beside
 	// "choices").
 	TokenIDs bool
+	// NoReasoning (vLLM's include_reasoning false) leaves out the
+	// reasoning_content.
+	NoReasoning bool
 }
 
 // AppendChatCompletion appends the non-streaming body of a chat completion:
@@ -47,7 +50,7 @@ func AppendChatCompletion(dst []byte, m *ChatCompletionMeta, res *engine.Result)
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendChatChoice(dst, &res.Choices[i], m.Logprobs, m.TokenIDs)
+		dst = appendChatChoice(dst, &res.Choices[i], m)
 	}
 	dst = append(dst, ']')
 	if m.TokenIDs {
@@ -59,7 +62,7 @@ func AppendChatCompletion(dst []byte, m *ChatCompletionMeta, res *engine.Result)
 	return append(dst, '}')
 }
 
-func appendChatChoice(dst []byte, c *engine.Choice, logprobs, tokenIDs bool) []byte {
+func appendChatChoice(dst []byte, c *engine.Choice, m *ChatCompletionMeta) []byte {
 	dst = append(dst, `{"index":`...)
 	dst = codegen.AppendInt(dst, int64(c.Index))
 	dst = append(dst, `,"message":{"role":"assistant","content":`...)
@@ -68,7 +71,7 @@ func appendChatChoice(dst []byte, c *engine.Choice, logprobs, tokenIDs bool) []b
 	} else {
 		dst = codegen.AppendJSONStringS(dst, c.Text)
 	}
-	if c.Reasoning != "" {
+	if c.Reasoning != "" && !m.NoReasoning {
 		dst = append(dst, `,"reasoning_content":`...)
 		dst = codegen.AppendJSONStringS(dst, c.Reasoning)
 	}
@@ -90,7 +93,7 @@ func appendChatChoice(dst []byte, c *engine.Choice, logprobs, tokenIDs bool) []b
 		dst = append(dst, ']')
 	}
 	dst = append(dst, `},"logprobs":`...)
-	if logprobs || len(c.Logprobs) > 0 {
+	if m.Logprobs || len(c.Logprobs) > 0 {
 		dst = appendChatLogprobs(dst, c.Logprobs)
 	} else {
 		dst = append(dst, "null"...)
@@ -103,7 +106,7 @@ func appendChatChoice(dst []byte, c *engine.Choice, logprobs, tokenIDs bool) []b
 	dst = appendFinishReason(dst, fr)
 	dst = append(dst, `,"stop_reason":`...)
 	dst = appendStopReason(dst, c.StopString, c.StopTokenID)
-	if tokenIDs {
+	if m.TokenIDs {
 		dst = append(dst, `,"token_ids":`...)
 		dst = appendIDs(dst, c.TokenIDs)
 	}
