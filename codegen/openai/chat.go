@@ -89,8 +89,11 @@ type ChatRequest struct {
 	ReturnTokenIDs bool `json:"return_token_ids"`
 
 	// vLLM's options whose effect this server does not provide: refused
-	// (refusedVLLM, VLLMUnsupported) rather than ignored.
+	// (refusedVLLM, VLLMUnsupported, chatUnsupported) rather than ignored.
 	VLLMUnsupported
+	Echo             opt.Bool `json:"echo"`
+	Documents        Ignored  `json:"documents"`
+	ReturnPromptText opt.Bool `json:"return_prompt_text"`
 	UseBeamSearch  bool       `json:"use_beam_search"`
 	ChatTemplate   opt.String `json:"chat_template"`
 	TruncatePrompt opt.Int    `json:"truncate_prompt_tokens"`

@@ -929,6 +929,24 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.ReturnTokenIDs = bool(in.Bool())
 			}
+		case "echo":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Echo).UnmarshalEasyJSON(in)
+			}
+		case "documents":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Documents).UnmarshalEasyJSON(in)
+			}
+		case "return_prompt_text":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ReturnPromptText).UnmarshalEasyJSON(in)
+			}
 		case "use_beam_search":
 			if in.IsNull() {
 				in.Skip()
@@ -1306,6 +1324,21 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"return_token_ids\":"
 		out.RawString(prefix)
 		out.Bool(bool(in.ReturnTokenIDs))
+	}
+	{
+		const prefix string = ",\"echo\":"
+		out.RawString(prefix)
+		(in.Echo).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"documents\":"
+		out.RawString(prefix)
+		(in.Documents).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"return_prompt_text\":"
+		out.RawString(prefix)
+		(in.ReturnPromptText).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"use_beam_search\":"

@@ -59,6 +59,9 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := r.VLLMUnsupported.check(); err != nil {
 		return err
 	}
+	if err := r.chatUnsupported(); err != nil {
+		return err
+	}
 	if err := refusedVLLM(r.UseBeamSearch, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false, r.TruncatePrompt); err != nil {
 		return err
 	}
@@ -439,4 +442,21 @@ func specialTokens(b opt.Bool) engine.SpecialTokens {
 		return engine.SpecialTokensAdd
 	}
 	return engine.SpecialTokensNone
+}
+
+// chatUnsupported refuses vLLM's chat-only options whose effect this
+// server does not provide (see VLLMUnsupported).
+func (r *ChatRequest) chatUnsupported() *ParamError {
+	var param, hint string
+	switch {
+	case r.Echo.V:
+		param, hint = "echo", "the answer does not repeat the last message; prepend it on the client"
+	case r.Documents.Set:
+		param, hint = "documents", "the chat template is given no documents; put them in the messages"
+	case r.ReturnPromptText.V:
+		param, hint = "return_prompt_text", "POST /tokenize with the messages gives the prompt's tokens"
+	default:
+		return nil
+	}
+	return &ParamError{Param: param, Code: CodeUnsupported, Message: "'" + param + "' is not supported by this server: " + hint + "."}
 }

@@ -116,6 +116,12 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 	bad(`"chat_template":"{{ messages }}"`, "chat_template", "--trust-request-chat-template is not set")
 	bad(`"chat_template_kwargs":{"chat_template":"x"}`, "chat_template", "untrusted chat template")
 	bad(`"prompt_embeds":"AAAA"`, "prompt_embeds", "not supported")
+	bad(`"echo":true`, "echo", "not supported")
+	bad(`"documents":[{"title":"a","text":"b"}]`, "documents", "not supported")
+	bad(`"return_prompt_text":true`, "return_prompt_text", "not supported")
+	if _, err := chat(`{` + msgs + `,"echo":false,"documents":null,"return_prompt_text":false}`); err != nil {
+		t.Errorf("chat options set to their defaults: %v", err)
+	}
 	if _, err := chat(`{` + msgs + `,"chat_template":null,"chat_template_kwargs":{"chat_template":null,"enable_thinking":false}}`); err != nil {
 		t.Errorf("null chat templates: %v", err)
 	}
