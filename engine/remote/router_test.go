@@ -75,15 +75,24 @@ func nextCall(tb testing.TB, f *fakeClient) *fakeCall {
 
 // TestRetryBeforeFirstByte: a call its worker refuses in End (as
 // llama-server does: 503 before any token) goes to another worker, and
-// the client sees only the second worker's output.
+// the client sees only the second worker's output, and its name.
 func TestRetryBeforeFirstByte(t *testing.T) {
 	rt := &stubRouter{}
 	e, fs := newFakes(t, 2, rt)
-	rec, _, c := start(t, e, fs[0], chat("hi", 5))
+	rec, s, c := start(t, e, fs[0], chat("hi", 5))
+	namer := s.(interface{ WorkerURL() string }) // what X-Vajra-Worker says
+	if u := namer.WorkerURL(); u != fs[0].url {
+		t.Fatalf("the session names %q, running on %q", u, fs[0].url)
+	}
 	c.end(&End{Err: &WorkerError{Worker: fs[0].url, Status: 503, Retryable: true, Message: "loading"}})
 	c2 := nextCall(t, fs[1])
 	if string(c2.g.Prompt) != string(c.g.Prompt) || c2.g.ID != c.g.ID {
 		t.Fatal("the retry is not the same request")
+	}
+	// The response's first byte comes from the second worker: the session
+	// names it (X-Vajra-Worker, sent with the first frames).
+	if u := namer.WorkerURL(); u != fs[1].url {
+		t.Fatalf("after the retry the session names %q, running on %q", u, fs[1].url)
 	}
 	c2.tokens(0, ids("ok")...)
 	c2.end(&End{})
