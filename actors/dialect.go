@@ -149,6 +149,15 @@ func (b *idBuf) newID(prefix string) string {
 	return unsafe.String(unsafe.SliceData(s), len(s))
 }
 
+// responseID is prefix + vLLM's request_id when the request gave one (a
+// copy: requestID may view the body), else a new id in b.
+func responseID(b *idBuf, prefix, requestID string) string {
+	if requestID != "" {
+		return prefix + requestID
+	}
+	return b.newID(prefix)
+}
+
 // openaiError turns the codegen error into the session's error.
 func openaiError(e openai.APIError) *apiError {
 	return &apiError{Status: e.Status(), Type: e.Kind.Type(), Code: e.Code, Param: e.Param, Message: e.Message}
@@ -209,7 +218,7 @@ func (d *chatDialect) decode(ss *session) *apiError {
 	if pe := d.dec.req.ToEngine(&ss.ereq); pe != nil {
 		return openaiError(pe.API())
 	}
-	d.id = d.idBuf.newID("chatcmpl-")
+	d.id = responseID(&d.idBuf, "chatcmpl-", d.dec.req.RequestID)
 	d.created = time.Now().Unix()
 	return nil
 }

@@ -676,3 +676,51 @@ func TestChatSeedAndStop(t *testing.T) {
 		t.Fatalf("with stop %q: %q (%s), want %q (stop)", stop, got.Message.Content, got.FinishReason, cut)
 	}
 }
+
+// TestRequestID: vLLM's request_id names the response ("chatcmpl-" or
+// "cmpl-" and it), in every chunk of a stream too; without it each
+// response gets an id of its own.
+func TestRequestID(t *testing.T) {
+	_, _, base := startServer(t, nil)
+	client := newClient(base)
+	ctx := context.Background()
+	rid := option.WithJSONSet("request_id", "job-7/step 3")
+	p := openai.ChatCompletionNewParams{Model: vajra.DefaultModelName, Messages: userMsg(question), MaxTokens: openai.Int(4)}
+	res, err := client.Chat.Completions.New(ctx, p, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != "chatcmpl-job-7/step 3" {
+		t.Errorf("chat id %q", res.ID)
+	}
+	s := client.Chat.Completions.NewStreaming(ctx, p, rid)
+	n := 0
+	for s.Next() {
+		if id := s.Current().ID; id != "chatcmpl-job-7/step 3" {
+			t.Errorf("chunk id %q", id)
+		}
+		n++
+	}
+	if err := s.Err(); err != nil || n == 0 {
+		t.Fatalf("%d chunks, %v", n, err)
+	}
+	comp, err := client.Completions.New(ctx, openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(vajra.DefaultModelName),
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("The sea")}, MaxTokens: openai.Int(4)}, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if comp.ID != "cmpl-job-7/step 3" {
+		t.Errorf("completion id %q", comp.ID)
+	}
+	a, err := client.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := client.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID == b.ID || !strings.HasPrefix(a.ID, "chatcmpl-") {
+		t.Errorf("ids without request_id: %q, %q", a.ID, b.ID)
+	}
+}

@@ -65,6 +65,9 @@ type ChatRequest struct {
 	// IncludeReasoning (vLLM; default true): false leaves the reasoning
 	// out of the answer (reasoning_content), streamed and not.
 	IncludeReasoning opt.Bool `json:"include_reasoning"`
+	// RequestID (vLLM) names the response: its id is the API's prefix
+	// and this ("chatcmpl-"+request_id), else a new one.
+	RequestID string `json:"request_id"`
 	// ChatTemplateKwargs (vLLM extension) are extra variables for the
 	// model's chat template, e.g. {"enable_thinking": false}.
 	ChatTemplateKwargs RawJSON `json:"chat_template_kwargs"`
@@ -91,12 +94,12 @@ type ChatRequest struct {
 	// vLLM's options whose effect this server does not provide: refused
 	// (refusedVLLM, VLLMUnsupported, chatUnsupported) rather than ignored.
 	VLLMUnsupported
-	Echo             opt.Bool `json:"echo"`
-	Documents        Ignored  `json:"documents"`
-	ReturnPromptText opt.Bool `json:"return_prompt_text"`
-	UseBeamSearch  bool       `json:"use_beam_search"`
-	ChatTemplate   opt.String `json:"chat_template"`
-	TruncatePrompt opt.Int    `json:"truncate_prompt_tokens"`
+	Echo             opt.Bool   `json:"echo"`
+	Documents        Ignored    `json:"documents"`
+	ReturnPromptText opt.Bool   `json:"return_prompt_text"`
+	UseBeamSearch    bool       `json:"use_beam_search"`
+	ChatTemplate     opt.String `json:"chat_template"`
+	TruncatePrompt   opt.Int    `json:"truncate_prompt_tokens"`
 
 	// Accepted and not used: known to the API, no effect on this engine.
 	User        string  `json:"user"`

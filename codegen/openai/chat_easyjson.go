@@ -819,6 +819,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.IncludeReasoning).UnmarshalEasyJSON(in)
 			}
+		case "request_id":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.RequestID = string(in.String())
+			}
 		case "chat_template_kwargs":
 			if in.IsNull() {
 				in.Skip()
@@ -1248,6 +1254,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"include_reasoning\":"
 		out.RawString(prefix)
 		(in.IncludeReasoning).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"request_id\":"
+		out.RawString(prefix)
+		out.String(string(in.RequestID))
 	}
 	{
 		const prefix string = ",\"chat_template_kwargs\":"

@@ -67,6 +67,9 @@ type CompletionRequest struct {
 	// tokenizer's special tokens (BOS).
 	ReturnTokenIDs   bool     `json:"return_token_ids"`
 	AddSpecialTokens opt.Bool `json:"add_special_tokens"`
+	// RequestID (vLLM) names the response: its id is the API's prefix
+	// and this ("chatcmpl-"+request_id), else a new one.
+	RequestID string `json:"request_id"`
 
 	// vLLM's options whose effect this server does not provide: refused
 	// (refusedVLLM, VLLMUnsupported) rather than ignored.

@@ -314,6 +314,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.AddSpecialTokens).UnmarshalEasyJSON(in)
 			}
+		case "request_id":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				out.RequestID = string(in.String())
+			}
 		case "use_beam_search":
 			if in.IsNull() {
 				in.Skip()
@@ -616,6 +622,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"add_special_tokens\":"
 		out.RawString(prefix)
 		(in.AddSpecialTokens).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"request_id\":"
+		out.RawString(prefix)
+		out.String(string(in.RequestID))
 	}
 	{
 		const prefix string = ",\"use_beam_search\":"
