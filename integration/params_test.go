@@ -356,6 +356,17 @@ func returnTokenIDs(t *testing.T, b paramsBackend) {
 			t.Fatalf("stream %v: token_ids detokenize to %q, the answer is %q", stream, got, a.text)
 		}
 	}
+	if !b.unnamed {
+		// Without ignore_eos the answer may end at the model's own end
+		// token: the ids still number the tokens usage counts.
+		for _, stream := range []bool{false, true} {
+			free := p
+			free.MaxTokens = openai.Int(48)
+			if a := chat(stream, free); len(a.tokens) != a.n || a.n == 0 {
+				t.Fatalf("stream %v, no ignore_eos: %d token_ids, usage %d", stream, len(a.tokens), a.n)
+			}
+		}
+	}
 	if b.forceEOS {
 		// The end-of-generation token ends the answer and is its one id.
 		fp := p
