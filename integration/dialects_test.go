@@ -2,12 +2,14 @@ package integration_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -722,5 +724,64 @@ func TestRequestID(t *testing.T) {
 	}
 	if a.ID == b.ID || !strings.HasPrefix(a.ID, "chatcmpl-") {
 		t.Errorf("ids without request_id: %q, %q", a.ID, b.ID)
+	}
+}
+
+// TestReturnTokenIDsBatch: a batch of prompts on /v1/completions with
+// vLLM's return_token_ids gives each choice its own prompt's ids, streamed
+// (on each choice's first chunk) and not.
+func TestReturnTokenIDsBatch(t *testing.T) {
+	srv, _, base := startServer(t, nil)
+	eng := srv.Engine()
+	prompts := []string{"The sea is", "Mountains are tall and"}
+	body := map[string]any{"model": vajra.DefaultModelName, "prompt": prompts, "max_tokens": 3, "n": 2,
+		"temperature": 0, "return_token_ids": true}
+	want := func(i int) []int { return eng.Tokenize(prompts[i/2]) }
+	var res tokenIDsBody
+	postJSON(t, base+"/v1/completions", body, &res)
+	if len(res.Choices) != 4 {
+		t.Fatalf("%d choices", len(res.Choices))
+	}
+	for i, c := range res.Choices {
+		if !slices.Equal(c.PromptTokenIDs, want(i)) || len(c.TokenIDs) != 3 {
+			t.Errorf("choice %d: prompt_token_ids %v (want %v), token_ids %v", i, c.PromptTokenIDs, want(i), c.TokenIDs)
+		}
+	}
+	body["stream"] = true
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	prompt := map[int][][]int{}
+	ids := map[int][]int{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Index          int   `json:"index"`
+				TokenIDs       []int `json:"token_ids"`
+				PromptTokenIDs []int `json:"prompt_token_ids"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		for _, c := range ch.Choices {
+			ids[c.Index] = append(ids[c.Index], c.TokenIDs...)
+			if c.PromptTokenIDs != nil {
+				prompt[c.Index] = append(prompt[c.Index], c.PromptTokenIDs)
+			}
+		}
+	}
+	for i := range 4 {
+		if len(prompt[i]) != 1 || !slices.Equal(prompt[i][0], want(i)) || !slices.Equal(ids[i], res.Choices[i].TokenIDs) {
+			t.Errorf("streamed choice %d: prompt_token_ids %v (want %v once), token_ids %v (not streamed %v)", i, prompt[i], want(i), ids[i], res.Choices[i].TokenIDs)
+		}
 	}
 }
