@@ -52,6 +52,27 @@ def test_chat_stream_equals_non_stream(oai, model):
     assert usage.prompt_tokens == whole.usage.prompt_tokens
 
 
+def test_chat_return_token_ids(oai, model):
+    # vLLM's return_token_ids, as RL trainers ask for it (extra_body): the
+    # prompt's ids and the answer's, the same streamed (joined) and not,
+    # as many as usage counts.
+    kw = dict(model=model, messages=Q, max_tokens=16, temperature=0, extra_body={"return_token_ids": True})
+    whole = oai.chat.completions.create(**kw)
+    prompt_ids = whole.model_extra["prompt_token_ids"]
+    ids = whole.choices[0].model_extra["token_ids"]
+    assert len(prompt_ids) == whole.usage.prompt_tokens
+    assert len(ids) == whole.usage.completion_tokens and all(isinstance(i, int) for i in ids)
+    streamed, first = [], []
+    with oai.chat.completions.create(stream=True, **kw) as s:
+        for chunk in s:
+            if chunk.model_extra.get("prompt_token_ids") is not None:
+                first.append(chunk.model_extra["prompt_token_ids"])
+            for ch in chunk.choices:
+                streamed += ch.model_extra.get("token_ids") or []
+    assert first == [prompt_ids]
+    assert streamed == ids
+
+
 def test_chat_n(oai, model):
     r = oai.chat.completions.create(model=model, messages=Q, max_tokens=8, n=2, temperature=1.0, seed=7)
     assert [c.index for c in r.choices] == [0, 1]
