@@ -128,9 +128,9 @@ type Query struct {
 // rank of vLLM's engine core is a worker of its own).
 type Ranked interface{ Rank() int }
 
-// RankCounted is a Ranked client that knows how many data-parallel ranks
-// its engine has (vLLM's data_parallel_size, from the engine's
-// registration): 0 when it does not.
+// RankCounted is a Ranked client that may know how many data-parallel
+// ranks its deployment has (vllmcore: the launcher's
+// --data-parallel-size, or an MoE engine's registration): 0 when not.
 type RankCounted interface{ Ranks() int }
 
 // RankOf is w's data-parallel rank, and whether its client has one; a
