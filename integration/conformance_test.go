@@ -20,6 +20,7 @@ import (
 	"github.com/vajra-go/vajra/engine"
 	"github.com/vajra-go/vajra/engine/llama"
 	"github.com/vajra-go/vajra/engine/remote"
+	"github.com/vajra-go/vajra/internal/eventually"
 	"github.com/vajra-go/vajra/internal/fixture"
 	"github.com/vajra-go/vajra/internal/testworker"
 	"github.com/vajra-go/vajra/internal/vllmserver"
@@ -174,17 +175,10 @@ func remoteFront(url string) func(t *testing.T, interval int, mutate func(*remot
 			c.Engine = s.wrap(e)
 		}, url)
 		// The engine serves once it has the worker's model information.
-		deadline := time.Now().Add(60 * time.Second) // a stall detector
-		for {
+		eventually.Within(t, time.Minute, "/health 200", func() bool {
 			st, _, _ := get(t, strings.TrimPrefix(s.base, "http://"), "GET", "/health", "")
-			if st == http.StatusOK {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("/health is %d after 60 s", st)
-			}
-			time.Sleep(10 * time.Millisecond) // polling the health, bounded
-		}
+			return st == http.StatusOK
+		})
 		return s
 	}
 }
