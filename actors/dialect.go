@@ -149,11 +149,15 @@ func (b *idBuf) newID(prefix string) string {
 	return unsafe.String(unsafe.SliceData(s), len(s))
 }
 
-// responseID is prefix + vLLM's request_id when the request gave one (a
-// copy: requestID may view the body), else a new id in b.
-func responseID(b *idBuf, prefix, requestID string) string {
-	if requestID != "" {
-		return prefix + requestID
+// responseID names a chat or completions response as vLLM does: prefix
+// and the client's X-Request-Id, else the body's request_id (bodyID; the
+// result is a copy, bodyID may view the body), else a new id in b.
+func responseID(b *idBuf, prefix string, req *Request, bodyID string) string {
+	switch {
+	case req.ClientRequestID:
+		return prefix + req.RequestID
+	case bodyID != "":
+		return prefix + bodyID
 	}
 	return b.newID(prefix)
 }
@@ -218,7 +222,7 @@ func (d *chatDialect) decode(ss *session) *apiError {
 	if pe := d.dec.req.ToEngine(&ss.ereq); pe != nil {
 		return openaiError(pe.API())
 	}
-	d.id = responseID(&d.idBuf, "chatcmpl-", d.dec.req.RequestID)
+	d.id = responseID(&d.idBuf, "chatcmpl-", ss.req, d.dec.req.RequestID)
 	d.created = time.Now().Unix()
 	return nil
 }

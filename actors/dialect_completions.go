@@ -24,7 +24,7 @@ func (d *completionsDialect) decode(ss *session) *apiError {
 		return openaiDecodeError(err)
 	}
 	ss.owner.reportUnknown(ss.req.Endpoint, d.req.Unknown)
-	d.id = responseID(&d.idBuf, "cmpl-", d.req.RequestID)
+	d.id = responseID(&d.idBuf, "cmpl-", ss.req, d.req.RequestID)
 	d.created = time.Now().Unix()
 	if d.req.Prompt.Count() > 1 {
 		return d.startBatch(ss)

@@ -85,6 +85,9 @@ type Request struct {
 	// RankBad says the header was not an integer.
 	Rank             int
 	RankSet, RankBad bool
+	// ClientRequestID says RequestID is the client's X-Request-Id (not
+	// one the server made up): vLLM names the response by it.
+	ClientRequestID bool
 	// ws is the exchange of a response.create of the Responses API over
 	// WebSocket (responses_ws.go), also the session's Conn; nil for HTTP.
 	// The stream's events then go out as WebSocket text frames.

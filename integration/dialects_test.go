@@ -680,8 +680,9 @@ func TestChatSeedAndStop(t *testing.T) {
 }
 
 // TestRequestID: vLLM's request_id names the response ("chatcmpl-" or
-// "cmpl-" and it), in every chunk of a stream too; without it each
-// response gets an id of its own.
+// "cmpl-" and it), in every chunk of a stream too, and the client's
+// X-Request-Id before it; without either each response gets an id of its
+// own.
 func TestRequestID(t *testing.T) {
 	_, _, base := startServer(t, nil)
 	client := newClient(base)
@@ -713,6 +714,14 @@ func TestRequestID(t *testing.T) {
 	}
 	if comp.ID != "cmpl-job-7/step 3" {
 		t.Errorf("completion id %q", comp.ID)
+	}
+	// The client's X-Request-Id names it first, as in vLLM.
+	hdr, err := client.Chat.Completions.New(ctx, p, rid, option.WithHeader("X-Request-Id", "trace-42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr.ID != "chatcmpl-trace-42" {
+		t.Errorf("chat id with X-Request-Id: %q", hdr.ID)
 	}
 	a, err := client.Chat.Completions.New(ctx, p)
 	if err != nil {

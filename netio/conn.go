@@ -204,6 +204,7 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		r.Chunked = t.x.chunked
 		r.Arrival = t.start
 		r.SetRank(req.Header("x-data-parallel-rank"))
+		r.ClientRequestID = saneRequestID(req.Header("x-request-id"))
 		return r
 	}
 	if s.adm != nil && !rt.utility {
