@@ -191,6 +191,7 @@ func (d *completionsDialect) prepareBatch(ss *session) *apiError {
 		}
 		part.req.ID = ss.req.RequestID + "-" + strconv.Itoa(k)
 		part.req.Arrival = ss.req.Arrival
+		part.req.StreamInterval = max(part.req.StreamInterval, ss.owner.cfg.StreamInterval)
 		if d.req.Echo {
 			part.echo = echoText(eng, &one.Prompt)
 		}

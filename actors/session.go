@@ -187,7 +187,9 @@ func (ss *session) prepared(ctx actor.Context, err error) {
 	}
 	ss.ereq.ID = ss.req.RequestID
 	ss.ereq.Arrival = ss.req.Arrival
-	ss.ereq.StreamInterval = ss.owner.cfg.StreamInterval
+	// vLLM's per-request stream_interval raises the server's, never
+	// lowers it.
+	ss.ereq.StreamInterval = max(ss.ereq.StreamInterval, ss.owner.cfg.StreamInterval)
 	ss.framing = ss.req.framing()
 	if ss.bg != nil {
 		// A background response's events are logged raw and framed per

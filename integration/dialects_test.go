@@ -794,3 +794,45 @@ func TestReturnTokenIDsBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestStreamInterval: vLLM's per-request stream_interval batches
+// a stream's tokens into fewer chunks (the text the same), and raises the
+// server's --stream-interval, never lowers it.
+func TestRequestStreamInterval(t *testing.T) {
+	count := func(base string, interval int) (int, string) {
+		t.Helper()
+		client := newClient(base)
+		p := openai.ChatCompletionNewParams{Model: vajra.DefaultModelName, Messages: userMsg(question), MaxTokens: openai.Int(24),
+			Temperature: openai.Float(0), Seed: openai.Int(3)}
+		var opts []option.RequestOption
+		opts = append(opts, option.WithJSONSet("ignore_eos", true))
+		if interval > 0 {
+			opts = append(opts, option.WithJSONSet("stream_interval", interval))
+		}
+		s := client.Chat.Completions.NewStreaming(context.Background(), p, opts...)
+		n, text := 0, ""
+		for s.Next() {
+			for _, c := range s.Current().Choices {
+				if c.Delta.Content != "" {
+					n++
+					text += c.Delta.Content
+				}
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n, text
+	}
+	_, _, base := startServer(t, nil)
+	each, text := count(base, 0)
+	four, text4 := count(base, 4)
+	if text4 != text || each < 12 || four > 24/4+1 || four < 2 {
+		t.Fatalf("24 tokens: %d content chunks by default, %d with stream_interval 4 (text same: %v)", each, four, text4 == text)
+	}
+	// A server at --stream-interval 8: a request's 2 does not lower it.
+	_, _, slow := startServer(t, func(c *vajra.Config) { c.EngineConfig.StreamInterval = 8 })
+	if two, _ := count(slow, 2); two > 24/8+1 {
+		t.Fatalf("server interval 8, request 2: %d content chunks for 24 tokens", two)
+	}
+}

@@ -68,6 +68,9 @@ type ChatRequest struct {
 	// RequestID (vLLM) names the response: its id is the API's prefix
 	// and this ("chatcmpl-"+request_id), else a new one.
 	RequestID string `json:"request_id"`
+	// StreamInterval (vLLM) batches up to this many tokens per streamed
+	// chunk; it raises the server's --stream-interval, never lowers it.
+	StreamInterval opt.Int `json:"stream_interval"`
 	// ChatTemplateKwargs (vLLM extension) are extra variables for the
 	// model's chat template, e.g. {"enable_thinking": false}.
 	ChatTemplateKwargs RawJSON `json:"chat_template_kwargs"`

@@ -825,6 +825,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				out.RequestID = string(in.String())
 			}
+		case "stream_interval":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.StreamInterval).UnmarshalEasyJSON(in)
+			}
 		case "chat_template_kwargs":
 			if in.IsNull() {
 				in.Skip()
@@ -1259,6 +1265,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"request_id\":"
 		out.RawString(prefix)
 		out.String(string(in.RequestID))
+	}
+	{
+		const prefix string = ",\"stream_interval\":"
+		out.RawString(prefix)
+		(in.StreamInterval).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"chat_template_kwargs\":"

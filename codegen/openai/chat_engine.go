@@ -39,8 +39,10 @@ func (r *ChatRequest) ChatStreamOptions() ChatStreamOptions {
 }
 
 // ToEngine validates r and fills dst (which the caller has reset; ID, Model
-// routing, Formatter, StreamInterval and Arrival are the caller's). It
-// returns the first problem found, naming the parameter, or nil.
+// routing, Formatter and Arrival are the caller's; StreamInterval is the
+// request's stream_interval, 0 when none, which the caller raises to the
+// server's). It returns the first problem found, naming the parameter, or
+// nil.
 func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if len(r.Messages) == 0 {
 		return &ParamError{Param: "messages", Code: CodeMissing, Message: "'messages' must be a non-empty array."}
@@ -60,6 +62,9 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 		return err
 	}
 	if err := r.chatUnsupported(); err != nil {
+		return err
+	}
+	if err := streamInterval(r.StreamInterval, dst); err != nil {
 		return err
 	}
 	if err := refusedVLLM(r.UseBeamSearch, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false, r.TruncatePrompt); err != nil {

@@ -70,6 +70,9 @@ type CompletionRequest struct {
 	// RequestID (vLLM) names the response: its id is the API's prefix
 	// and this ("chatcmpl-"+request_id), else a new one.
 	RequestID string `json:"request_id"`
+	// StreamInterval (vLLM) batches up to this many tokens per streamed
+	// chunk; it raises the server's --stream-interval, never lowers it.
+	StreamInterval opt.Int `json:"stream_interval"`
 
 	// vLLM's options whose effect this server does not provide: refused
 	// (refusedVLLM, VLLMUnsupported) rather than ignored.

@@ -320,6 +320,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				out.RequestID = string(in.String())
 			}
+		case "stream_interval":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.StreamInterval).UnmarshalEasyJSON(in)
+			}
 		case "use_beam_search":
 			if in.IsNull() {
 				in.Skip()
@@ -627,6 +633,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"request_id\":"
 		out.RawString(prefix)
 		out.String(string(in.RequestID))
+	}
+	{
+		const prefix string = ",\"stream_interval\":"
+		out.RawString(prefix)
+		(in.StreamInterval).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"use_beam_search\":"

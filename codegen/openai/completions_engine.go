@@ -35,6 +35,9 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := r.VLLMUnsupported.check(); err != nil {
 		return err
 	}
+	if err := streamInterval(r.StreamInterval, dst); err != nil {
+		return err
+	}
 	if err := refusedVLLM(r.UseBeamSearch, false, r.PromptEmbeds != nil, r.TruncatePrompt); err != nil {
 		return err
 	}

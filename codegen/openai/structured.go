@@ -214,3 +214,16 @@ func kwargsTemplate(kw RawJSON) bool {
 	v, ok := m["chat_template"]
 	return ok && string(v) != "null"
 }
+
+// streamInterval is vLLM's per-request stream_interval, at least 1.
+func streamInterval(v opt.Int, dst *engine.Request) *ParamError {
+	if !v.Defined {
+		return nil
+	}
+	if v.V < 1 {
+		return &ParamError{Param: "stream_interval", Code: CodeInvalidValue,
+			Message: "'stream_interval' must be at least 1 (got " + strconv.Itoa(v.V) + ")."}
+	}
+	dst.StreamInterval = v.V
+	return nil
+}

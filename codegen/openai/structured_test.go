@@ -81,6 +81,9 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		// What this server does not do is refused, not ignored.
 		bad(`"use_beam_search":true`, "use_beam_search")
 		ok(`"return_token_ids":true`, func(q *engine.Request) bool { return q.ReturnTokenIDs })
+		ok(`"stream_interval":4`, func(q *engine.Request) bool { return q.StreamInterval == 4 })
+		ok(`"stream_interval":null`, func(q *engine.Request) bool { return q.StreamInterval == 0 })
+		bad(`"stream_interval":0`, "stream_interval")
 		ok(`"add_special_tokens":true`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensAdd })
 		ok(`"add_special_tokens":false`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensNone })
 		ok(`"add_special_tokens":null`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensDefault })
