@@ -1037,6 +1037,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.KVTransferParams).UnmarshalEasyJSON(in)
 			}
+		case "ec_transfer_params":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ECTransferParams).UnmarshalEasyJSON(in)
+			}
 		case "watermarking":
 			if in.IsNull() {
 				in.Skip()
@@ -1426,6 +1432,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"kv_transfer_params\":"
 		out.RawString(prefix)
 		(in.KVTransferParams).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"ec_transfer_params\":"
+		out.RawString(prefix)
+		(in.ECTransferParams).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"watermarking\":"

@@ -386,6 +386,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.KVTransferParams).UnmarshalEasyJSON(in)
 			}
+		case "ec_transfer_params":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.ECTransferParams).UnmarshalEasyJSON(in)
+			}
 		case "watermarking":
 			if in.IsNull() {
 				in.Skip()
@@ -688,6 +694,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"kv_transfer_params\":"
 		out.RawString(prefix)
 		(in.KVTransferParams).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"ec_transfer_params\":"
+		out.RawString(prefix)
+		(in.ECTransferParams).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"watermarking\":"

@@ -171,6 +171,7 @@ type VLLMUnsupported struct {
 	RepetitionDetection    Ignored  `json:"repetition_detection"`
 	VLLMXArgs              Ignored  `json:"vllm_xargs"`
 	KVTransferParams       Ignored  `json:"kv_transfer_params"`
+	ECTransferParams       Ignored  `json:"ec_transfer_params"`
 	Watermarking           opt.Bool `json:"watermarking"`
 	ReturnTokensAsTokenIDs opt.Bool `json:"return_tokens_as_token_ids"`
 	ReturnTokenOffsets     opt.Bool `json:"return_token_offsets"`
@@ -188,6 +189,7 @@ func (u *VLLMUnsupported) check() *ParamError {
 		{u.RepetitionDetection.Set, "repetition_detection", "use repetition_penalty or stop strings"},
 		{u.VLLMXArgs.Set, "vllm_xargs", "it runs no custom logits processors"},
 		{u.KVTransferParams.Set, "kv_transfer_params", "it does not hand KV caches between engines"},
+		{u.ECTransferParams.Set, "ec_transfer_params", "it does not hand encoder caches between engines"},
 		{u.Watermarking.V, "watermarking", "its answers carry no watermark"},
 		{u.ReturnTokensAsTokenIDs.V, "return_tokens_as_token_ids", "ask for return_token_ids, which gives the ids beside the tokens"},
 		{u.ReturnTokenOffsets.V, "return_token_offsets", "logprobs of /v1/completions carry text_offset"},

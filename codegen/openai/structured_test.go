@@ -95,6 +95,7 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 			{`"repetition_detection":{"max_pattern_size":8}`, `"repetition_detection":null`},
 			{`"vllm_xargs":{"a":1}`, `"vllm_xargs":null`},
 			{`"kv_transfer_params":{"do_remote_decode":true}`, `"kv_transfer_params":null`},
+			{`"ec_transfer_params":{}`, `"ec_transfer_params":null`},
 			{`"watermarking":true`, `"watermarking":false`},
 			{`"return_tokens_as_token_ids":true`, `"return_tokens_as_token_ids":false`},
 			{`"return_token_offsets":true`, `"return_token_offsets":null`},
