@@ -799,6 +799,18 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			} else {
 				out.Background = bool(in.Bool())
 			}
+		case "prompt":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Prompt).UnmarshalEasyJSON(in)
+			}
+		case "include_reasoning":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.IncludeReasoning).UnmarshalEasyJSON(in)
+			}
 		case "top_k":
 			if in.IsNull() {
 				in.Skip()
@@ -1091,6 +1103,16 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 		const prefix string = ",\"background\":"
 		out.RawString(prefix)
 		out.Bool(bool(in.Background))
+	}
+	{
+		const prefix string = ",\"prompt\":"
+		out.RawString(prefix)
+		(in.Prompt).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"include_reasoning\":"
+		out.RawString(prefix)
+		(in.IncludeReasoning).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"top_k\":"

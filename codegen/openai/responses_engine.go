@@ -34,6 +34,14 @@ func (r *ResponsesRequest) ToEngine(dst *engine.Request, history []engine.Messag
 		return &ParamError{Param: "background", Code: CodeInvalidValue,
 			Message: "background can only be used when 'store' is true."}
 	}
+	if r.Prompt.Set {
+		return &ParamError{Param: "prompt", Code: CodeUnsupported,
+			Message: "'prompt' (a reusable prompt) is not supported by this server: it keeps no prompts; send instructions and input."}
+	}
+	if r.IncludeReasoning.Defined && !r.IncludeReasoning.V {
+		return &ParamError{Param: "include_reasoning", Code: CodeUnsupported,
+			Message: "'include_reasoning': false is not supported on this endpoint: the response holds the reasoning items the model generates (/v1/chat/completions takes it)."}
+	}
 	dst.Model = r.Model
 	// A background response always runs as a stream: its events are
 	// logged for GET ...?stream=true and its output is read from them

@@ -96,8 +96,8 @@ func TestResponsesToEngineMapping(t *testing.T) {
 }
 
 func TestResponsesUnknownFields(t *testing.T) {
-	r := decodeResponses(t, `{"model":"m","zeta":[1,{"a":null}],"input":"x","conversation":"c","prompt":{"id":"p"}}`)
-	if want := []string{"zeta", "conversation", "prompt"}; !reflect.DeepEqual(r.Unknown, want) {
+	r := decodeResponses(t, `{"model":"m","zeta":[1,{"a":null}],"input":"x","conversation":"c","omega":{"id":"p"}}`)
+	if want := []string{"zeta", "conversation", "omega"}; !reflect.DeepEqual(r.Unknown, want) {
 		t.Fatalf("Unknown = %q", r.Unknown)
 	}
 	if r.Model != "m" || r.Input.Text != "x" {
@@ -181,6 +181,8 @@ func TestResponsesValidation(t *testing.T) {
 	f(`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_file"}]}]}`, "input[0].output[0]", CodeUnsupportedContent, "input_file")
 	f(`{"input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].type", CodeUnsupportedValue, "references")
 	f(`{"input":[{"type":"web_search_call"}]}`, "input[0].type", CodeUnsupportedValue, `"web_search_call"`)
+	f(`{"input":"x","prompt":{"id":"pmpt_1","variables":{"a":"b"}}}`, "prompt", CodeUnsupported, "reusable prompt")
+	f(`{"input":"x","include_reasoning":false}`, "include_reasoning", CodeUnsupported, "include_reasoning")
 	// vLLM's extensions, checked as in chat.
 	f(`{"input":"x","top_k":-2}`, "top_k", CodeInvalidValue, "-1 (off)")
 	f(`{"input":"x","min_p":2}`, "min_p", CodeInvalidValue, "0 to 1")

@@ -100,7 +100,7 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 			{`"return_tokens_as_token_ids":true`, `"return_tokens_as_token_ids":false`},
 			{`"return_token_offsets":true`, `"return_token_offsets":null`},
 		} {
-			param := c.set[1:strings.Index(c.set[1:], `"`)+1]
+			param := c.set[1 : strings.Index(c.set[1:], `"`)+1]
 			bad(c.set, param)
 			ok(c.unset, func(q *engine.Request) bool { return true })
 		}
