@@ -43,10 +43,13 @@ type ResponsesRequest struct {
 	Truncation  string            `json:"truncation"`
 	Include     []string          `json:"include"`
 	Background  bool              `json:"background"`
-	// Prompt (a reusable prompt's id and variables, kept by OpenAI) and
-	// vLLM's include_reasoning false are refused: this server keeps no
-	// prompts, and writes the reasoning items it generates.
+	// Prompt (a reusable prompt's id and variables, kept by OpenAI),
+	// Conversation (OpenAI's Conversations API) and vLLM's
+	// include_reasoning false are refused: this server keeps no prompts
+	// or conversations (previous_response_id chains responses), and
+	// writes the reasoning items it generates.
 	Prompt           Ignored  `json:"prompt"`
+	Conversation     Ignored  `json:"conversation"`
 	IncludeReasoning opt.Bool `json:"include_reasoning"`
 
 	// vLLM's extensions (its ResponsesRequest), as in chat: sampling,

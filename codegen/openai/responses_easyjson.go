@@ -805,6 +805,12 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			} else {
 				(out.Prompt).UnmarshalEasyJSON(in)
 			}
+		case "conversation":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.Conversation).UnmarshalEasyJSON(in)
+			}
 		case "include_reasoning":
 			if in.IsNull() {
 				in.Skip()
@@ -1108,6 +1114,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 		const prefix string = ",\"prompt\":"
 		out.RawString(prefix)
 		(in.Prompt).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"conversation\":"
+		out.RawString(prefix)
+		(in.Conversation).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"include_reasoning\":"

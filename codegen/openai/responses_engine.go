@@ -38,6 +38,10 @@ func (r *ResponsesRequest) ToEngine(dst *engine.Request, history []engine.Messag
 		return &ParamError{Param: "prompt", Code: CodeUnsupported,
 			Message: "'prompt' (a reusable prompt) is not supported by this server: it keeps no prompts; send instructions and input."}
 	}
+	if r.Conversation.Set {
+		return &ParamError{Param: "conversation", Code: CodeUnsupported,
+			Message: "'conversation' is not supported by this server: it keeps no conversations; chain responses with previous_response_id."}
+	}
 	if r.IncludeReasoning.Defined && !r.IncludeReasoning.V {
 		return &ParamError{Param: "include_reasoning", Code: CodeUnsupported,
 			Message: "'include_reasoning': false is not supported on this endpoint: the response holds the reasoning items the model generates (/v1/chat/completions takes it)."}

@@ -96,8 +96,8 @@ func TestResponsesToEngineMapping(t *testing.T) {
 }
 
 func TestResponsesUnknownFields(t *testing.T) {
-	r := decodeResponses(t, `{"model":"m","zeta":[1,{"a":null}],"input":"x","conversation":"c","omega":{"id":"p"}}`)
-	if want := []string{"zeta", "conversation", "omega"}; !reflect.DeepEqual(r.Unknown, want) {
+	r := decodeResponses(t, `{"model":"m","zeta":[1,{"a":null}],"input":"x","kappa":"c","omega":{"id":"p"}}`)
+	if want := []string{"zeta", "kappa", "omega"}; !reflect.DeepEqual(r.Unknown, want) {
 		t.Fatalf("Unknown = %q", r.Unknown)
 	}
 	if r.Model != "m" || r.Input.Text != "x" {
@@ -183,6 +183,7 @@ func TestResponsesValidation(t *testing.T) {
 	f(`{"input":[{"type":"web_search_call"}]}`, "input[0].type", CodeUnsupportedValue, `"web_search_call"`)
 	f(`{"input":"x","prompt":{"id":"pmpt_1","variables":{"a":"b"}}}`, "prompt", CodeUnsupported, "reusable prompt")
 	f(`{"input":"x","include_reasoning":false}`, "include_reasoning", CodeUnsupported, "include_reasoning")
+	f(`{"input":"x","conversation":"conv_1"}`, "conversation", CodeUnsupported, "previous_response_id")
 	// vLLM's extensions, checked as in chat.
 	f(`{"input":"x","top_k":-2}`, "top_k", CodeInvalidValue, "-1 (off)")
 	f(`{"input":"x","min_p":2}`, "min_p", CodeInvalidValue, "0 to 1")
