@@ -67,6 +67,9 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := streamInterval(r.StreamInterval, dst); err != nil {
 		return err
 	}
+	if err := checkRequestID(r.RequestID); err != nil {
+		return err
+	}
 	if err := refusedVLLM(r.UseBeamSearch, r.ChatTemplate.Defined || kwargsTemplate(r.ChatTemplateKwargs), false, r.TruncatePrompt); err != nil {
 		return err
 	}

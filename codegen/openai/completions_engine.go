@@ -38,6 +38,9 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := streamInterval(r.StreamInterval, dst); err != nil {
 		return err
 	}
+	if err := checkRequestID(r.RequestID); err != nil {
+		return err
+	}
 	if err := refusedVLLM(r.UseBeamSearch, false, r.PromptEmbeds != nil, r.TruncatePrompt); err != nil {
 		return err
 	}

@@ -229,3 +229,16 @@ func streamInterval(v opt.Int, dst *engine.Request) *ParamError {
 	dst.StreamInterval = v.V
 	return nil
 }
+
+// maxRequestIDLen bounds vLLM's request_id (our bound): it is written into
+// the head of every chunk of a stream.
+const maxRequestIDLen = 256
+
+// checkRequestID refuses a request_id too long to name a response.
+func checkRequestID(id string) *ParamError {
+	if len(id) > maxRequestIDLen {
+		return &ParamError{Param: "request_id", Code: CodeInvalidValue,
+			Message: "'request_id' is at most " + strconv.Itoa(maxRequestIDLen) + " bytes (got " + strconv.Itoa(len(id)) + ")."}
+	}
+	return nil
+}

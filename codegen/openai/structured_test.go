@@ -84,6 +84,8 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		ok(`"stream_interval":4`, func(q *engine.Request) bool { return q.StreamInterval == 4 })
 		ok(`"stream_interval":null`, func(q *engine.Request) bool { return q.StreamInterval == 0 })
 		bad(`"stream_interval":0`, "stream_interval")
+		ok(`"request_id":"`+strings.Repeat("r", 256)+`"`, func(q *engine.Request) bool { return true })
+		bad(`"request_id":"`+strings.Repeat("r", 257)+`"`, "request_id")
 		ok(`"add_special_tokens":true`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensAdd })
 		ok(`"add_special_tokens":false`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensNone })
 		ok(`"add_special_tokens":null`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensDefault })
