@@ -92,10 +92,7 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 			e := engine.AsError(err)
 			return tokenizeBadRequest(e.Param, e.Message)
 		}
-		tokens = make([]int, len(ereq.PromptTokens))
-		for i, id := range ereq.PromptTokens {
-			tokens[i] = int(id)
-		}
+		tokens = ints(ereq.PromptTokens)
 	case req.Prompt != nil && special == engine.SpecialTokensNone:
 		// The text's tokens only: the engine's preparation, as a
 		// completion's prompt (Tokenize adds the model's BOS).
@@ -107,10 +104,7 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 			e := engine.AsError(err)
 			return tokenizeBadRequest(e.Param, e.Message)
 		}
-		tokens = make([]int, len(ereq.PromptTokens))
-		for i, id := range ereq.PromptTokens {
-			tokens[i] = int(id)
-		}
+		tokens = ints(ereq.PromptTokens)
 	case req.Prompt != nil:
 		tokens = eng.Tokenize(*req.Prompt)
 	default:
@@ -121,7 +115,7 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 	out = append(out, `,"max_model_len":`...)
 	out = strconv.AppendInt(out, int64(ss.owner.cfg.MaxModelLen), 10)
 	out = append(out, `,"tokens":`...)
-	out = appendIntList(out, tokens)
+	out = codegen.AppendIntArray(out, tokens)
 	if req.ReturnTokenStrs {
 		out = append(out, `,"token_strs":[`...)
 		for i, id := range tokens {
@@ -229,13 +223,11 @@ func messageText(raw json.RawMessage) (string, bool) {
 	return b.String(), true
 }
 
-func appendIntList(dst []byte, ids []int) []byte {
-	dst = append(dst, '[')
+// ints is a prompt's ids as /tokenize lists them.
+func ints(ids []int32) []int {
+	out := make([]int, len(ids))
 	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendInt(dst, int64(id), 10)
+		out[i] = int(id)
 	}
-	return append(dst, ']')
+	return out
 }

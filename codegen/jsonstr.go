@@ -107,3 +107,15 @@ func AppendFloat(dst []byte, f float32) []byte {
 
 // AppendInt appends v in decimal.
 func AppendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
+
+// AppendIntArray appends ids as a JSON array of integers ([] when empty).
+func AppendIntArray[T ~int | ~int32](dst []byte, ids []T) []byte {
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(id), 10)
+	}
+	return append(dst, ']')
+}

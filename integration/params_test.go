@@ -261,6 +261,16 @@ type tokenIDsBody struct {
 // generated ids are as many as usage counts, detokenize to the answer,
 // and are the same streamed (joined) and not; the forced
 // end-of-generation token is among them, as vLLM counts it.
+// decodeTokenIDs reads what return_token_ids adds to a body or chunk.
+func decodeTokenIDs(t *testing.T, raw string) tokenIDsBody {
+	t.Helper()
+	var b tokenIDsBody
+	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return b
+}
+
 // hasMultibyte reports whether s holds a character of more than one
 // byte: one that a byte-level vocabulary may split across tokens.
 func hasMultibyte(s string) bool {
@@ -291,10 +301,7 @@ func chatTokenIDs(t *testing.T, client openai.Client, stream bool, p openai.Chat
 		if err != nil {
 			t.Fatal(err)
 		}
-		var body tokenIDsBody
-		if err := json.Unmarshal([]byte(res.RawJSON()), &body); err != nil {
-			t.Fatal(err)
-		}
+		body := decodeTokenIDs(t, res.RawJSON())
 		c := body.Choices[0]
 		return tokenIDsAnswer{c.Message.Content, body.PromptTokenIDs, c.TokenIDs, body.Usage.PromptTokens, body.Usage.CompletionTokens}
 	}
@@ -302,10 +309,7 @@ func chatTokenIDs(t *testing.T, client openai.Client, stream bool, p openai.Chat
 	s := client.Chat.Completions.NewStreaming(ctx, p, opts...)
 	prompts := 0
 	for s.Next() {
-		var ch tokenIDsBody
-		if err := json.Unmarshal([]byte(s.Current().RawJSON()), &ch); err != nil {
-			t.Fatal(err)
-		}
+		ch := decodeTokenIDs(t, s.Current().RawJSON())
 		if ch.PromptTokenIDs != nil {
 			a.prompt = ch.PromptTokenIDs
 			prompts++
@@ -400,11 +404,7 @@ func returnTokenIDs(t *testing.T, b paramsBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body tokenIDsBody
-	if err := json.Unmarshal([]byte(res.RawJSON()), &body); err != nil {
-		t.Fatal(err)
-	}
-	c := body.Choices[0]
+	c := decodeTokenIDs(t, res.RawJSON()).Choices[0]
 	named := len(c.TokenIDs) == 6 && detok(c.TokenIDs) == c.Text
 	if b.unnamed && len(c.TokenIDs) < 6 { // as above
 		named = len(c.TokenIDs) > 0 && (strings.ContainsRune(c.Text, utf8.RuneError) || hasMultibyte(c.Text))
@@ -416,11 +416,7 @@ func returnTokenIDs(t *testing.T, b paramsBackend) {
 	var streamed []int
 	var prompt []int
 	for s.Next() {
-		var ch tokenIDsBody
-		if err := json.Unmarshal([]byte(s.Current().RawJSON()), &ch); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range ch.Choices {
+		for _, c := range decodeTokenIDs(t, s.Current().RawJSON()).Choices {
 			streamed = append(streamed, c.TokenIDs...)
 			if c.PromptTokenIDs != nil {
 				prompt = c.PromptTokenIDs

@@ -205,9 +205,7 @@ func TestVLLMCoreWorker(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := json.Unmarshal([]byte(res.RawJSON()), &bodies[i]); err != nil {
-					t.Fatal(err)
-				}
+				bodies[i] = decodeTokenIDs(t, res.RawJSON())
 			}
 			w, g := bodies[0].Choices[0], bodies[1].Choices[0]
 			if len(w.TokenIDs) != 8 || !slices.Equal(g.TokenIDs, w.TokenIDs) || !slices.Equal(g.PromptTokenIDs, w.PromptTokenIDs) {

@@ -95,7 +95,7 @@ func (f *ChatFormatter) AppendStart(dst []byte, s *engine.Start) []byte {
 		dst = append(dst, `{"index":`...)
 		dst = codegen.AppendInt(dst, int64(i))
 		dst = append(dst, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null,"token_ids":[]}],"prompt_token_ids":`...)
-		dst = appendIDs32(dst, s.PromptTokenIDs)
+		dst = codegen.AppendIntArray(dst, s.PromptTokenIDs)
 		dst = append(dst, "}\n\n"...)
 		dst = codegen.EndFrame(dst, f.opts.Framing, mark)
 	}
@@ -203,7 +203,7 @@ func (f *ChatFormatter) AppendError(dst []byte, err *engine.Error) []byte {
 func (f *ChatFormatter) appendTokenIDs(dst []byte, ids []int) []byte {
 	if f.opts.TokenIDs {
 		dst = append(dst, `,"token_ids":`...)
-		dst = appendIDs(dst, ids)
+		dst = codegen.AppendIntArray(dst, ids)
 	}
 	return append(dst, "}]"...)
 }
@@ -317,30 +317,6 @@ func appendTokenLogprob(dst []byte, tok string, lp float32) []byte {
 			dst = append(dst, ',')
 		}
 		dst = codegen.AppendInt(dst, int64(tok[i]))
-	}
-	return append(dst, ']')
-}
-
-// appendIDs appends ids as a JSON array of integers.
-func appendIDs(dst []byte, ids []int) []byte {
-	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = codegen.AppendInt(dst, int64(id))
-	}
-	return append(dst, ']')
-}
-
-// appendIDs32 is appendIDs for a prompt's ids.
-func appendIDs32(dst []byte, ids []int32) []byte {
-	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = codegen.AppendInt(dst, int64(id))
 	}
 	return append(dst, ']')
 }

@@ -55,7 +55,7 @@ func AppendChatCompletion(dst []byte, m *ChatCompletionMeta, res *engine.Result)
 	dst = append(dst, ']')
 	if m.TokenIDs {
 		dst = append(dst, `,"prompt_token_ids":`...)
-		dst = appendIDs32(dst, res.PromptTokens)
+		dst = codegen.AppendIntArray(dst, res.PromptTokens)
 	}
 	dst = append(dst, `,"usage":`...)
 	dst = appendUsage(dst, &res.Usage, true)
@@ -108,7 +108,7 @@ func appendChatChoice(dst []byte, c *engine.Choice, m *ChatCompletionMeta) []byt
 	dst = appendStopReason(dst, c.StopString, c.StopTokenID)
 	if m.TokenIDs {
 		dst = append(dst, `,"token_ids":`...)
-		dst = appendIDs(dst, c.TokenIDs)
+		dst = codegen.AppendIntArray(dst, c.TokenIDs)
 	}
 	return append(dst, '}')
 }

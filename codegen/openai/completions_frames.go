@@ -109,7 +109,7 @@ func (f *CompletionFormatter) AppendStart(dst []byte, s *engine.Start) []byte {
 		dst = append(dst, `,"finish_reason":null`...)
 		if f.opts.TokenIDs {
 			dst = append(dst, `,"prompt_token_ids":`...)
-			dst = appendIDs32(dst, s.PromptTokenIDs)
+			dst = codegen.AppendIntArray(dst, s.PromptTokenIDs)
 			dst = append(dst, `,"token_ids":[]`...)
 		}
 		dst = append(dst, "}]}\n\n"...)
@@ -182,7 +182,7 @@ func (f *CompletionFormatter) appendTokenIDs(dst []byte, ids []int) []byte {
 		return dst
 	}
 	dst = append(dst, `,"token_ids":`...)
-	return appendIDs(dst, ids)
+	return codegen.AppendIntArray(dst, ids)
 }
 
 func (f *CompletionFormatter) appendContinuousUsage(dst []byte, u *engine.Usage) []byte {
@@ -337,9 +337,9 @@ func AppendCompletion(dst []byte, m *CompletionMeta, res *engine.Result) []byte 
 				prompt = m.PromptTokenIDs[c.Index]
 			}
 			dst = append(dst, `,"prompt_token_ids":`...)
-			dst = appendIDs32(dst, prompt)
+			dst = codegen.AppendIntArray(dst, prompt)
 			dst = append(dst, `,"token_ids":`...)
-			dst = appendIDs(dst, c.TokenIDs)
+			dst = codegen.AppendIntArray(dst, c.TokenIDs)
 		}
 		dst = append(dst, '}')
 	}
