@@ -96,10 +96,10 @@ func (d *tokenizeDialect) decode(ss *session) *apiError {
 	case req.Prompt != nil && special == engine.SpecialTokensNone:
 		// The text's tokens only: the engine's preparation, as a
 		// completion's prompt (Tokenize adds the model's BOS).
-		ereq := engine.Request{Model: req.Model, Prompt: *req.Prompt, SpecialTokens: special}
 		if *req.Prompt == "" {
-			break
+			break // no tokens, as Tokenize gives
 		}
+		ereq := engine.Request{Model: req.Model, Prompt: *req.Prompt, SpecialTokens: special}
 		if err := eng.Prepare(&ereq); err != nil {
 			e := engine.AsError(err)
 			return tokenizeBadRequest(e.Param, e.Message)

@@ -466,5 +466,5 @@ func (r *ChatRequest) chatUnsupported() *ParamError {
 	default:
 		return nil
 	}
-	return &ParamError{Param: param, Code: CodeUnsupported, Message: "'" + param + "' is not supported by this server: " + hint + "."}
+	return unsupported(param, hint)
 }

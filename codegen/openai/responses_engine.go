@@ -35,12 +35,10 @@ func (r *ResponsesRequest) ToEngine(dst *engine.Request, history []engine.Messag
 			Message: "background can only be used when 'store' is true."}
 	}
 	if r.Prompt.Set {
-		return &ParamError{Param: "prompt", Code: CodeUnsupported,
-			Message: "'prompt' (a reusable prompt) is not supported by this server: it keeps no prompts; send instructions and input."}
+		return unsupported("prompt", "it keeps no reusable prompts; send instructions and input")
 	}
 	if r.Conversation.Set {
-		return &ParamError{Param: "conversation", Code: CodeUnsupported,
-			Message: "'conversation' is not supported by this server: it keeps no conversations; chain responses with previous_response_id."}
+		return unsupported("conversation", "it keeps no conversations; chain responses with previous_response_id")
 	}
 	if r.IncludeReasoning.Defined && !r.IncludeReasoning.V {
 		return &ParamError{Param: "include_reasoning", Code: CodeUnsupported,

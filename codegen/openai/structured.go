@@ -144,17 +144,14 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 func refusedVLLM(beam, template, embeds bool, truncate opt.Int) *ParamError {
 	switch {
 	case truncate.Defined:
-		return &ParamError{Param: "truncate_prompt_tokens", Code: CodeUnsupported,
-			Message: "'truncate_prompt_tokens' is not supported by this server: it does not cut prompts; send the part to answer."}
+		return unsupported("truncate_prompt_tokens", "it does not cut prompts; send the part to answer")
 	case beam:
-		return &ParamError{Param: "use_beam_search", Code: CodeUnsupported,
-			Message: "'use_beam_search' is not supported by this server: it samples (use n and best-of on the client)."}
+		return unsupported("use_beam_search", "it samples (use n and best-of on the client)")
 	case template:
 		return &ParamError{Param: "chat_template", Code: CodeInvalidValue,
 			Message: "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template."}
 	case embeds:
-		return &ParamError{Param: "prompt_embeds", Code: CodeUnsupported,
-			Message: "'prompt_embeds' is not supported by this server; send the prompt as text or token ids."}
+		return unsupported("prompt_embeds", "send the prompt as text or token ids")
 	}
 	return nil
 }
@@ -195,11 +192,16 @@ func (u *VLLMUnsupported) check() *ParamError {
 		{u.ReturnTokenOffsets.V, "return_token_offsets", "logprobs of /v1/completions carry text_offset"},
 	} {
 		if c.set {
-			return &ParamError{Param: c.param, Code: CodeUnsupported,
-				Message: "'" + c.param + "' is not supported by this server: " + c.hint + "."}
+			return unsupported(c.param, c.hint)
 		}
 	}
 	return nil
+}
+
+// unsupported is the 400 of a request option this server does not
+// provide: it names the option and says what to do instead (hint).
+func unsupported(param, hint string) *ParamError {
+	return &ParamError{Param: param, Code: CodeUnsupported, Message: "'" + param + "' is not supported by this server: " + hint + "."}
 }
 
 // kwargsTemplate reports whether chat_template_kwargs carries a
