@@ -234,10 +234,8 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 func (c *conn) beginExchange() {
 	c.busy = true
 	c.wrote, c.quiet = false, 0
-	c.loop.lastWake.Store(monoNow())
-	if c.loop.busy.Add(1) == 1 {
-		c.srv.noteBusy()
-	}
+	c.loop.busy.Add(1)
+	c.loop.keepAwake()
 	c.srv.inflight.Add(1)
 }
 

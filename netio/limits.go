@@ -22,11 +22,11 @@ const DefaultRetryAfter = time.Second
 
 // fdReserve is the number of descriptors kept below the process limit for
 // everything but client connections: the listener and the acceptor's
-// spare, gnet's epoll and event descriptors (two per loop plus two),
-// the doorbells (two per loop), Go's netpoller, logs, the profiler and
-// metrics listeners, the engine's files, and the descriptors gnet dups
-// while it takes connections over. 256 covers that with room for dozens
-// of loops.
+// spare, gnet's epoll and event descriptors (two per loop plus two), the
+// doorbells and the nudge timers (two each per loop), Go's netpoller,
+// logs, the profiler and metrics listeners, the engine's files, and the
+// descriptors gnet dups while it takes connections over. 256 covers that
+// with room for dozens of loops.
 const fdReserve = 256
 
 // DefaultMaxConnections is the process's open-file limit (RLIMIT_NOFILE,

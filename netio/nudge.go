@@ -1,115 +1,183 @@
 package netio
 
 import (
+	"context"
+	"net"
+	"os"
 	"runtime"
 	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
-// Nudging the loops out of epoll_wait before sysmon takes their P.
+// Waking the loops out of epoll_wait before sysmon takes their P.
 //
 // A gnet loop waits in epoll_wait through an ordinary syscall and keeps its
 // P there (internal/spareproc). With a spare P idle beside the loops (the
 // default), the runtime's sysmon takes a loop's P back only once the loop
 // has sat in one epoll_wait for 10 ms; but every such retake resets sysmon's
 // own tick to 20 µs, from which it backs off only after 50 quiet ticks. An
-// engine that steps less often than every 10 ms (vLLM's engine core on the
-// tiny model: about 18 ms; any remote engine under a real model) wakes each
-// loop once per step, so every step costs a retake per loop and sysmon
-// never leaves its fastest tick: some 3,500 sysmon wake-ups a second.
-// Measured with the simulator at 18 ms between tokens, 8 streams, Vajra's
-// process on one CPU (bench/RESULTS.md, "Slow engine steps and sysmon"):
-// 143-171 µs of CPU per streamed token, most of it sysmon's, against
-// 30-35 µs with the nudger.
+// engine that steps less often than every 10 ms (vLLM's engine core on its
+// tiny test model: about 18 ms; any remote engine under a real model) wakes
+// each loop once per step, so every step would cost a retake per loop and
+// sysmon would never leave its fastest tick: some 3,500 sysmon wake-ups a
+// second, 143-171 µs of CPU per streamed token with the simulator at 18 ms
+// between tokens (bench/RESULTS.md, "Slow engine steps and sysmon").
 //
-// So while a loop has an exchange in flight and the spare P is there, the
-// nudger rings the loop's doorbell once nudgeAfter has passed since the loop
-// last answered it: the loop's epoll_wait then returns before sysmon's
-// 10 ms, and sysmon backs off to its 10 ms tick. The nudger sleeps until the
-// earliest loop falls due, so a loop whose engine steps wake it sooner than
-// that is never nudged (the nudger then wakes once per step, finds the loop
-// woken and sleeps again). Without a spare P (KeepGOMAXPROCS, or the
-// controller took it back) it rings nothing: there the retake is what lets
-// timers and the netpoller run (spareproc), and a loop kept out of the
-// retake would delay them. With no exchange in flight anywhere the nudger
-// waits on a channel and costs nothing.
+// So each loop has a nudge timer: a timerfd in the loop's own epoll set,
+// enrolled as a gnet connection of the loop (as the doorbell is). While the
+// loop has an exchange in flight and the spare P is there, every wake of
+// the loop (its doorbell, an exchange beginning, the timer itself) arms the
+// timer nudgeAfter ahead, at most once per nudgeRearm; the loop's
+// epoll_wait then returns before sysmon's 10 ms, and sysmon backs off to
+// its 10 ms tick. The kernel's timer wakes the loop's own thread, nothing
+// else: no goroutine ticks for it, no other thread wakes to ring a bell.
+// A loop whose engine steps come sooner than nudgeAfter is never nudged.
+// Without a spare P (KeepGOMAXPROCS, or the controller took it back) the
+// timer is not armed: there the retake is what lets timers and the
+// netpoller run (spareproc), and a loop kept out of the retake would delay
+// them. With no exchange in flight the timer fires at most once more and
+// stays disarmed.
+//
+// (It replaced a goroutine that rang each loop's doorbell 8 ms after its
+// last wake: that cost a second thread's wake, the doorbell's write and,
+// being late by a timer's slack, two nudges per 18 ms step instead of one:
+// bench/RESULTS.md.)
 const (
-	nudgeAfter = 8 * time.Millisecond
-	// nudgeSlack: a loop due within it is rung now rather than after one
-	// more timer.
-	nudgeSlack = 500 * time.Microsecond
-	// nudgeNoSpare: how often the nudger looks again for the spare P while
-	// it is taken back (the controller looks once a second).
-	nudgeNoSpare = 100 * time.Millisecond
+	// nudgeAfter is how long after its last wake a busy loop is woken:
+	// under sysmon's 10 ms by more than a loaded machine's usual delay in
+	// running the woken thread.
+	nudgeAfter = 9 * time.Millisecond
+	// nudgeRearm: a loop re-arms its timer at most this often, so a busy
+	// loop (woken every few hundred microseconds by its streams) spends a
+	// timerfd_settime(2) per millisecond at most; the timer then fires
+	// between nudgeAfter-nudgeRearm and nudgeAfter after the last wake.
+	nudgeRearm = time.Millisecond
+	// spareRecheck: how often a loop reads GOMAXPROCS (under the
+	// scheduler's lock) to learn whether the spare P is there; the
+	// controller changes it at most once a second.
+	spareRecheck = 100 * time.Millisecond
 )
 
 // epoch is the zero of monoNow.
 var epoch = time.Now()
 
-// monoNow is the monotonic clock of the loops' wake times, in nanoseconds.
+// monoNow is the loops' monotonic clock, in nanoseconds.
 func monoNow() int64 { return int64(time.Since(epoch)) }
 
-// noteBusy is called when a loop's first exchange begins: it wakes the
-// nudger if it waits. Safe for concurrent use; never blocks.
-func (s *Server) noteBusy() {
-	select {
-	case s.nudgeWake <- struct{}{}:
-	default:
-	}
+// nudgeTimer is the gnet context of a loop's nudge timer connection.
+type nudgeTimer struct {
+	l  *loop
+	fd int // the timerfd (gnet reads a dup of it)
 }
 
-// nudger runs until the server stops (see above). reserve is the number of
-// Ps below which no P is spare: the loops plus the Ps an engine's threads
-// hold in C calls.
-func (s *Server) nudger(reserve int) {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	defer t.Stop()
-	var loops []*loop
-	for {
-		if n := int(s.nloops.Load()); n != len(loops) {
-			loops = loops[:0]
-			s.loops.Range(func(_, v any) bool {
-				loops = append(loops, v.(*loop))
-				return true
-			})
-		}
-		spare := runtime.GOMAXPROCS(0) > reserve
-		now := monoNow()
-		busy, next := false, time.Duration(nudgeAfter)
-		for _, l := range loops {
-			if l.busy.Load() == 0 {
-				continue
-			}
-			busy = true
-			if !spare {
-				continue
-			}
-			age := time.Duration(now - l.lastWake.Load())
-			if age >= nudgeAfter-nudgeSlack {
-				s.nudges.Add(1)
-				l.wake()
-				age = 0
-			}
-			next = min(next, nudgeAfter-age)
-		}
-		if !busy {
-			s.nudgeParked.Store(true)
-			select {
-			case <-s.stopped:
-				return
-			case <-s.nudgeWake:
-			}
-			s.nudgeParked.Store(false)
-			continue
-		}
-		if !spare {
-			next = nudgeNoSpare
-		}
-		t.Reset(next)
-		select {
-		case <-s.stopped:
-			return
-		case <-t.C:
+// installNudgeTimer creates l's nudge timer and enrolls it in l. gnet
+// enrolls only sockets (it takes a *net.UnixConn, *net.TCPConn or
+// *net.UDPConn and dups its descriptor), so the timerfd is put in place of
+// a socket pair's end under a UnixConn before gnet dups it: gnet then polls
+// and reads the timerfd as a stream connection (each read drains the
+// expiry count). It blocks until gnet enrolled it (which needs the loop to
+// run), so it runs on its own goroutine. Without it the loop is not nudged
+// (sysmon's retakes cost CPU, nothing else).
+func (s *Server) installNudgeTimer(l *loop) {
+	fail := func(what string, err error) { s.log.Warn("nudge timer: "+what, zap.Error(err)) }
+	tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		fail("timerfd_create", err)
+		return
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		_ = unix.Close(tfd)
+		fail("socketpair", err)
+		return
+	}
+	_ = unix.Close(fds[1])
+	f := os.NewFile(uintptr(fds[0]), "vajra-nudge")
+	nc, err := net.FileConn(f) // dups the fd
+	_ = f.Close()
+	if err != nil {
+		_ = unix.Close(tfd)
+		fail("conn", err)
+		return
+	}
+	rc, err := nc.(*net.UnixConn).SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) { err = unix.Dup3(tfd, int(fd), unix.O_CLOEXEC) })
+		if err == nil {
+			err = cerr
 		}
 	}
+	if err != nil {
+		_ = nc.Close()
+		_ = unix.Close(tfd)
+		fail("dup3", err)
+		return
+	}
+	t := &nudgeTimer{l: l, fd: tfd}
+	ch, err := l.el.Enroll(gnet.NewContext(context.Background(), t), nc) // gnet dups, then closes nc
+	if err == nil {
+		if res := <-ch; res.Err != nil {
+			err = res.Err
+		}
+	}
+	if err != nil {
+		_ = unix.Close(tfd)
+		fail("enroll", err)
+		return
+	}
+	s.bellMu.Lock()
+	s.timers = append(s.timers, tfd)
+	s.bellMu.Unlock()
+}
+
+// opened arms the loop's nudging once gnet opened the timer's connection.
+// Loop-only.
+func (t *nudgeTimer) opened() { t.l.timer = t.fd }
+
+// fired answers the timer: it drains the expiry count and, while the loop
+// is busy, arms it again. Loop-only.
+func (t *nudgeTimer) fired(gc gnet.Conn) {
+	_, _ = gc.Next(-1)
+	t.l.srv.nudges.Add(1)
+	t.l.armedAt = 0 // the timer is disarmed: arm it whatever the last arm's age
+	t.l.keepAwake()
+}
+
+// closed stops the loop's nudging (the engine is stopping). Loop-only.
+func (t *nudgeTimer) closed() { t.l.timer = -1 }
+
+// keepAwake arms the loop's nudge timer nudgeAfter ahead when the loop has
+// an exchange in flight and a P is spare, unless it was armed within
+// nudgeRearm. Called at each wake of the loop. Loop-only.
+func (l *loop) keepAwake() {
+	if l.timer < 0 || l.busy.Load() == 0 {
+		return
+	}
+	now := monoNow()
+	if l.armedAt != 0 && now-l.armedAt < int64(nudgeRearm) {
+		return
+	}
+	if now-l.spareAt >= int64(spareRecheck) || l.spareAt == 0 {
+		l.spare, l.spareAt = runtime.GOMAXPROCS(0) > l.srv.reserve, now
+	}
+	if !l.spare {
+		return
+	}
+	l.armedAt = now
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(nudgeAfter))}
+	_ = unix.TimerfdSettime(l.timer, 0, &spec, nil)
+}
+
+// closeTimers closes the nudge timers' descriptors. Call only after the
+// gnet engine stopped.
+func (s *Server) closeTimers() {
+	s.bellMu.Lock()
+	defer s.bellMu.Unlock()
+	for _, fd := range s.timers {
+		_ = unix.Close(fd)
+	}
+	s.timers = nil
 }

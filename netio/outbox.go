@@ -51,9 +51,13 @@ type loop struct {
 	// that the sweeper wakes a loop at the keep-alive sweep's pace only
 	// when it has streams to keep alive (timeouts.go).
 	busy atomic.Int32
-	// lastWake is when the loop last answered its doorbell or began an
-	// exchange, on monoNow's clock (nudge.go).
-	lastWake atomic.Int64
+	// The nudge timer (nudge.go), loop-only: its timerfd (-1 until
+	// enrolled), when it was last armed (monoNow; 0: disarmed), and
+	// whether a P was spare when GOMAXPROCS was last read, at spareAt.
+	timer   int
+	armedAt int64
+	spare   bool
+	spareAt int64
 
 	// parsers is the loop's free list of request parsers (loop-only).
 	parsers []*httpparse.Parser
@@ -216,7 +220,7 @@ func (s *Server) closeBells() {
 // connection's pending bytes. Loop-only (gnet calls it there).
 func (l *loop) Run(context.Context) error {
 	l.wakes.Add(1)
-	l.lastWake.Store(monoNow())
+	l.keepAwake()
 	if l.sweepDue.Load() && l.sweepDue.Swap(false) {
 		l.sweep(time.Now())
 	}

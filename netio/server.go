@@ -208,13 +208,13 @@ type Server struct {
 	inflight atomic.Int64
 	idle     chan struct{} // signalled when inflight drops to 0
 
-	// The nudger (nudge.go): nloops counts the loops in loops, nudgeWake
-	// wakes the nudger when a loop turns busy, nudgeParked says it waits
-	// (tests), nudges counts the doorbells it rang.
-	nloops      atomic.Int32
-	nudgeWake   chan struct{}
-	nudgeParked atomic.Bool
-	nudges      atomic.Uint64
+	// The nudge timers (nudge.go): reserve is the number of Ps below
+	// which no P is spare (the loops plus the Ps an engine's threads hold
+	// in C calls), nudges counts the timers' firings, timers their
+	// descriptors (under bellMu).
+	reserve int
+	nudges  atomic.Uint64
+	timers  []int
 
 	adm          *admission // nil: no cap on concurrent requests
 	maxConns     int64
@@ -284,7 +284,6 @@ func New(opts Options) (*Server, error) {
 		stopped:    make(chan struct{}),
 		loopsUp:    make(chan struct{}),
 		idle:       make(chan struct{}, 1),
-		nudgeWake:  make(chan struct{}, 1),
 		maxConns:   int64(opts.MaxConnections),
 		access:     opts.AccessLog,
 		offloop:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
@@ -333,7 +332,7 @@ func (s *Server) Start() error {
 	if !s.opts.KeepGOMAXPROCS {
 		s.ctlDone = spareproc.Start(s.log, loops, held, s.stopped)
 	}
-	go s.nudger(loops + held)
+	s.reserve = loops + held
 	// The sweep always runs: besides the timeouts and the stream
 	// keep-alives it ends WebSocket close handshakes (ws_conn.go).
 	go s.sweeper()
@@ -415,9 +414,12 @@ func (s *Server) waitControl() {
 	}
 }
 
-// Release frees what outlives the gnet engine (the doorbells' writer ends).
-// Call after Stop, once no session can send any more.
-func (s *Server) Release() { s.closeBells() }
+// Release frees what outlives the gnet engine (the doorbells' writer ends,
+// the nudge timers). Call after Stop, once no session can send any more.
+func (s *Server) Release() {
+	s.closeBells()
+	s.closeTimers()
+}
 
 // Done is closed when the network engine stopped, by Stop or on its own
 // (gnet ending on an error of its own; accept errors are not among them,
@@ -445,8 +447,12 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 
 // OnOpen sets up a connection. Loop-only.
 func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
-	if d, ok := gc.Context().(*doorbell); ok {
-		d.opened()
+	switch x := gc.Context().(type) {
+	case *doorbell:
+		x.opened()
+		return nil, gnet.None
+	case *nudgeTimer:
+		x.opened()
 		return nil, gnet.None
 	}
 	// The acceptor counted the connection and refused those over
@@ -465,7 +471,12 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	c, ok := gc.Context().(*conn)
 	if !ok {
-		gc.Context().(*doorbell).answer(gc)
+		switch x := gc.Context().(type) {
+		case *doorbell:
+			x.answer(gc)
+		case *nudgeTimer:
+			x.fired(gc)
+		}
 		return gnet.None
 	}
 	if c.ws != nil {
@@ -497,6 +508,8 @@ func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 		c.onClose()
 	case *doorbell:
 		c.closed()
+	case *nudgeTimer:
+		c.closed()
 	}
 	return gnet.None
 }
@@ -507,14 +520,14 @@ func (s *Server) loopOf(el gnet.EventLoop) *loop {
 	if l, ok := s.loops.Load(el); ok {
 		return l.(*loop)
 	}
-	nl := &loop{el: el, srv: s, now: time.Now(), epfd: epollOf(el)}
+	nl := &loop{el: el, srv: s, now: time.Now(), epfd: epollOf(el), timer: -1}
 	nl.bell.Store(-1)
 	// Only el's own goroutine calls loopOf for el: nl is stored.
 	nl.batch = s.newSendBatch(nl)
 	l, loaded := s.loops.LoadOrStore(el, nl)
 	if !loaded {
-		s.nloops.Add(1)
 		go s.installDoorbell(nl)
+		go s.installNudgeTimer(nl)
 	}
 	return l.(*loop)
 }
