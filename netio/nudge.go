@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -60,6 +61,15 @@ const (
 	// controller changes it at most once a second.
 	spareRecheck = 100 * time.Millisecond
 )
+
+// reservedProcs is the number of Ps the running servers of the process
+// hold: their loops, each in its epoll_wait, and the Ps their engines'
+// threads hold in C calls. A P is spare when GOMAXPROCS is above it: two
+// servers of one loop each in a process of two Ps have none, and nudged
+// loops would then keep both Ps in epoll_wait out of sysmon's reach while
+// goroutines wait for one (every token of a test's second server waited
+// for the next nudge, 9 ms).
+var reservedProcs atomic.Int32
 
 // epoch is the zero of monoNow.
 var epoch = time.Now()
@@ -161,7 +171,7 @@ func (l *loop) keepAwake() {
 		return
 	}
 	if now-l.spareAt >= int64(spareRecheck) || l.spareAt == 0 {
-		l.spare, l.spareAt = runtime.GOMAXPROCS(0) > l.srv.reserve, now
+		l.spare, l.spareAt = runtime.GOMAXPROCS(0) > int(reservedProcs.Load()), now
 	}
 	if !l.spare {
 		return

@@ -208,10 +208,10 @@ type Server struct {
 	inflight atomic.Int64
 	idle     chan struct{} // signalled when inflight drops to 0
 
-	// The nudge timers (nudge.go): reserve is the number of Ps below
-	// which no P is spare (the loops plus the Ps an engine's threads hold
-	// in C calls), nudges counts the timers' firings, timers their
-	// descriptors (under bellMu).
+	// The nudge timers (nudge.go): reserve is the number of Ps this
+	// server's loops and its engine's threads (in C calls) hold, counted
+	// in reservedProcs while it runs; nudges counts the timers' firings,
+	// timers their descriptors (under bellMu).
 	reserve int
 	nudges  atomic.Uint64
 	timers  []int
@@ -340,7 +340,9 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
+	reservedProcs.Add(int32(s.reserve))
 	go func() {
+		defer reservedProcs.Add(-int32(s.reserve))
 		opts := []gnet.Option{
 			gnet.WithNumEventLoop(loops),
 			gnet.WithReusePort(false),
