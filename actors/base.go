@@ -70,6 +70,20 @@ type actorBase struct {
 	name spawnName
 }
 
+// send queues p on conn, leaving the wake of its event loop to the
+// worker running the actor when it can (see DeferredSender). Actor-only.
+func (b *actorBase) send(conn Conn, p []byte) {
+	if w := b.mb.wakes(); w != nil {
+		if d, ok := conn.(DeferredSender); ok {
+			if k := d.SendDeferred(p); k != nil {
+				w.add(k)
+			}
+			return
+		}
+	}
+	conn.Send(p)
+}
+
 // sessionActor is what a session kind adds to actorBase. Every method runs
 // in the actor, called by serve.
 type sessionActor interface {

@@ -39,8 +39,12 @@ type mailbox struct {
 
 	scheduled atomic.Bool // true while queued on or run by a worker
 	suspended bool
-	invoker   actor.MessageInvoker
-	pool      *WorkerPool
+	// worker is the pool worker running the mailbox now, plus one (0: it
+	// runs on some other goroutine); read only by the actor it runs, for
+	// its worker's deferred wakes (Wakes).
+	worker  uint16
+	invoker actor.MessageInvoker
+	pool    *WorkerPool
 }
 
 // ring is a FIFO of messages that grows by doubling and is reused.
@@ -136,11 +140,25 @@ func (m *mailbox) pending() bool {
 	return m.system.size > 0 || (!m.suspended && m.user.size > 0)
 }
 
+// wakes returns the deferred wakes of the worker running m, or nil when m
+// runs on no worker of its pool. Actor-only (the actor m runs).
+func (m *mailbox) wakes() *Wakes {
+	if m.worker == 0 {
+		return nil
+	}
+	return &m.pool.workers[m.worker-1].wakes
+}
+
 // run processes messages until the mailbox is empty (or suspended), then
-// goes idle, rescheduling itself if a message raced in.
-func (m *mailbox) run() {
+// goes idle, rescheduling itself if a message raced in. worker is the
+// running worker's index plus one (0: no worker).
+func (m *mailbox) run(worker uint16) {
 	for {
+		// worker is m's while it is scheduled: cleared before another
+		// worker may take m (the Store below).
+		m.worker = worker
 		m.drain()
+		m.worker = 0
 		m.scheduled.Store(false)
 		if !m.pending() || !m.scheduled.CompareAndSwap(false, true) {
 			return
@@ -190,6 +208,62 @@ type WorkerPool struct {
 	n       int
 	stopped atomic.Bool
 	wg      sync.WaitGroup
+	workers []worker
+}
+
+// worker is one goroutine of a WorkerPool: the wakes its mailboxes
+// deferred.
+type worker struct {
+	wakes Wakes
+	_     [64]byte // the workers' wakes on cache lines of their own
+}
+
+// Waker wakes what writes a connection: its event loop (netio's loop).
+type Waker interface{ Wake() }
+
+// DeferredSender is a Conn that can leave waking its writer to the caller:
+// SendDeferred queues p as Send does and returns the Waker to call, or nil
+// when no wake is owed (the writer is already to be woken, or the exchange
+// ended). Sessions running on their worker pool defer the wakes of their
+// frames: each worker wakes every event loop its sessions wrote to once
+// when its batch of woken mailboxes ends (its queue empty, or after
+// maxDeferredRuns mailboxes), so that an engine step's frames for many
+// sessions wake each loop once instead of once per session (a loop
+// sharing a CPU with the workers' thread would otherwise take the CPU at
+// each session's ring and wake several times per step).
+type DeferredSender interface {
+	SendDeferred(p []byte) Waker
+}
+
+// Wakes are the wakes a worker's sessions deferred, each Waker once.
+// Worker-only.
+type Wakes struct {
+	list []Waker
+	runs int // mailboxes run since the last flush
+}
+
+// maxDeferredRuns bounds how many woken mailboxes a worker runs before it
+// wakes the loops they wrote to: a step of thousands of sessions gets its
+// loops writing while the worker goes on, not after it.
+const maxDeferredRuns = 32
+
+// add records k, unless it is recorded.
+func (w *Wakes) add(k Waker) {
+	for _, x := range w.list {
+		if x == k {
+			return
+		}
+	}
+	w.list = append(w.list, k)
+}
+
+// flush wakes every recorded Waker and forgets them.
+func (w *Wakes) flush() {
+	for i, k := range w.list {
+		k.Wake()
+		w.list[i] = nil
+	}
+	w.list, w.runs = w.list[:0], 0
 }
 
 // workerQueue bounds the number of mailboxes waiting for a worker. A
@@ -202,20 +276,30 @@ func NewWorkerPool(n int) *WorkerPool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &WorkerPool{queue: make(chan *mailbox, workerQueue), n: n}
+	n = min(n, 1<<16-1) // a mailbox names its worker in a uint16
+	p := &WorkerPool{queue: make(chan *mailbox, workerQueue), n: n, workers: make([]worker, n)}
 	p.wg.Add(n)
 	for i := 0; i < n; i++ {
-		go func() {
-			defer p.wg.Done()
-			for m := range p.queue {
-				if m == nil {
-					return
-				}
-				m.run()
-			}
-		}()
+		go p.work(i)
 	}
 	return p
+}
+
+// work is worker i's loop: it runs woken mailboxes, and wakes the loops
+// they deferred before it waits for more (or after maxDeferredRuns).
+func (p *WorkerPool) work(i int) {
+	defer p.wg.Done()
+	w := &p.workers[i].wakes
+	for m := range p.queue {
+		if m == nil {
+			w.flush()
+			return
+		}
+		m.run(uint16(i + 1))
+		if w.runs++; len(w.list) > 0 && (w.runs >= maxDeferredRuns || len(p.queue) == 0) {
+			w.flush()
+		}
+	}
 }
 
 // submit hands a woken mailbox to a worker. Once the pool stopped, the
@@ -242,7 +326,7 @@ func (p *WorkerPool) runQueued() {
 				p.queue <- nil
 				continue
 			}
-			m.run()
+			m.run(0)
 		default:
 			return
 		}

@@ -92,13 +92,13 @@ func TestMailboxOrderAndGrowth(t *testing.T) {
 	for i := range 3 {
 		m.PostUserMessage(i)
 	}
-	m.run() // takes 0..2; the ring's head is now at 3
+	m.run(0) // takes 0..2; the ring's head is now at 3
 	m.scheduled.Store(true)
 	for i := 3; i < 20; i++ { // wraps, then grows past mailboxRing
 		m.PostUserMessage(i)
 	}
 	m.PostSystemMessage("stop")
-	m.run()
+	m.run(0)
 	got := v.snapshot()
 	want := []string{"0", "1", "2", "sys:stop"}
 	for i := 3; i < 20; i++ {
@@ -135,7 +135,7 @@ func TestMailboxPanicEscalatesAndGoesOn(t *testing.T) {
 	m.PostUserMessage("a")
 	m.PostUserMessage("bad")
 	m.PostUserMessage("c")
-	m.run()
+	m.run(0)
 	if fmt.Sprint(v.failed) != "[bad]" {
 		t.Fatalf("escalated %v, want [bad]", v.failed)
 	}
@@ -239,5 +239,72 @@ func TestWorkerPoolStopRacingSubmit(t *testing.T) {
 	case <-stopped:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Stop never returned: the worker's end was lost")
+	}
+}
+
+// countWaker counts its wakes.
+type countWaker struct{ n atomic.Int32 }
+
+func (w *countWaker) Wake() { w.n.Add(1) }
+
+// deferInvoker defers k's wake from every user message of its mailbox,
+// as a session's send does; a message that is a channel is waited on
+// first (it holds the worker).
+type deferInvoker struct {
+	mb  *mailbox
+	k   Waker
+	ran chan struct{}
+}
+
+func (v *deferInvoker) InvokeSystemMessage(any) {}
+func (v *deferInvoker) InvokeUserMessage(m any) {
+	if c, ok := m.(chan struct{}); ok {
+		<-c
+	}
+	if w := v.mb.wakes(); w != nil {
+		w.add(v.k)
+	}
+	v.ran <- struct{}{}
+}
+func (v *deferInvoker) EscalateFailure(any, any) {}
+
+// TestWorkerDefersWakes: mailboxes run back to back by one worker wake
+// each Waker their actors deferred once, when the worker's queue is empty,
+// and at least every maxDeferredRuns mailboxes when it is not; a mailbox
+// run off the pool's workers has no deferred wakes.
+func TestWorkerDefersWakes(t *testing.T) {
+	p := NewWorkerPool(1)
+	defer p.Stop()
+	k := new(countWaker)
+	const n = maxDeferredRuns + 8
+	ran := make(chan struct{}, n+1)
+	boxes := make([]*mailbox, n+1)
+	for i := range boxes {
+		m := new(mailbox)
+		p.initMailbox(m)
+		m.RegisterHandlers(&deferInvoker{mb: m, k: k, ran: ran}, nil)
+		boxes[i] = m
+	}
+	// The first mailbox holds the worker while the others queue.
+	hold := make(chan struct{})
+	boxes[0].PostUserMessage(hold)
+	for _, m := range boxes[1:] {
+		m.PostUserMessage("frames")
+	}
+	close(hold)
+	for range boxes {
+		<-ran
+	}
+	// n+1 mailboxes: a flush after maxDeferredRuns, one at the end.
+	eventually.True(t, "the worker wakes the loop it deferred", func() bool { return k.n.Load() >= 2 })
+	if got := k.n.Load(); got != 2 {
+		t.Fatalf("%d wakes for %d mailboxes run back to back, want 2 (every %d and at the end)", got, n+1, maxDeferredRuns)
+	}
+
+	m := new(mailbox)
+	m.RegisterHandlers(&deferInvoker{mb: m, k: k, ran: ran}, nil)
+	m.pool = p
+	if m.wakes() != nil {
+		t.Fatal("a mailbox off the workers has deferred wakes")
 	}
 }

@@ -328,7 +328,7 @@ func (ss *session) forward(ctx actor.Context) {
 	}
 	if final == nil || !ss.streaming {
 		if len(ss.out) > 0 {
-			ss.conn.Send(ss.out)
+			ss.send(ss.conn, ss.out)
 			if ss.watch != nil {
 				ss.watch.sent(ss.out)
 			}

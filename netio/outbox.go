@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/vajra-go/vajra/actors"
 	"github.com/vajra-go/vajra/httpparse"
 )
 
@@ -111,18 +112,30 @@ func (l *loop) putParser(p *httpparse.Parser) {
 // ready puts c on the loop's ready list unless it is already there, and rings
 // the doorbell if nobody has. Safe for concurrent use.
 func (l *loop) ready(c *conn) {
+	if l.enqueue(c) {
+		l.wake()
+	}
+}
+
+// enqueue puts c on the loop's ready list unless it is already there, and
+// reports whether it did: the caller then owes the loop a wake (the one
+// who queued it before rang, or will). Safe for concurrent use.
+func (l *loop) enqueue(c *conn) bool {
 	if !c.queued.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	for {
 		old := l.head.Load()
 		c.nextReady = old
 		if l.head.CompareAndSwap(old, c) {
-			break
+			return true
 		}
 	}
-	l.wake()
 }
+
+// Wake implements actors.Waker: a session's worker wakes the loop once
+// for the frames its sessions queued (exchange.SendDeferred).
+func (l *loop) Wake() { l.wake() }
 
 // wake rings the loop's doorbell unless it is rung and not yet answered.
 // Safe for concurrent use.
@@ -335,6 +348,21 @@ func (x *exchange) Send(p []byte) {
 		o.pending = append(o.pending, p...)
 		x.unlock(o, endNone)
 	}
+}
+
+// SendDeferred implements actors.DeferredSender: Send, with the loop's
+// wake returned to the caller (nil when none is owed) instead of rung.
+func (x *exchange) SendDeferred(p []byte) actors.Waker {
+	o := x.lock()
+	if o == nil {
+		return nil
+	}
+	o.pending = append(o.pending, p...)
+	o.mu.Unlock()
+	if l := x.c.loop; l.enqueue(x.c) {
+		return l
+	}
+	return nil
 }
 
 // Respond implements actors.Conn.

@@ -66,6 +66,9 @@ func (t *tracked) StartStream(contentType string, headers []byte) bool {
 // Send implements actors.Conn.
 func (t *tracked) Send(p []byte) { t.x.Send(p) }
 
+// SendDeferred implements actors.DeferredSender.
+func (t *tracked) SendDeferred(p []byte) actors.Waker { return t.x.SendDeferred(p) }
+
 // EndStream implements actors.Conn.
 func (t *tracked) EndStream(last []byte) {
 	t.end()

@@ -38,7 +38,8 @@
 # every run is bounded (-duration, -max-time). Environment overrides:
 #   SIDES ("A B C D1 D2") CONCURRENCY ("1 8 32") ROUNDS (2) WARMUP (3s)
 #   DURATION (10s) MAX_TOKENS (64) PROMPT_TOKENS (32) PIN (1)
-#   BURST_GAP_MS (1) SUMMARY_ONLY (0)
+#   BURST_GAP_MS (1) SUMMARY_ONLY (0) PYSPY (a py-spy binary: dump the
+#   engine core's threads mid-window, see dumps)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -46,6 +47,7 @@ SIDES=${SIDES:-A B C D1 D2}
 CONCURRENCY=${CONCURRENCY:-1 8 32}
 BURST_GAP_MS=${BURST_GAP_MS:-1}
 SUMMARY_ONLY=${SUMMARY_ONLY:-0}
+PYSPY=${PYSPY:-}
 ROUNDS=${ROUNDS:-2}
 WARMUP=${WARMUP:-3s}
 DURATION=${DURATION:-10s}
@@ -134,11 +136,27 @@ cleanup() {
 	vpid='' jpid=''
 }
 trap cleanup EXIT
+# dumps OUT: with PYSPY (a py-spy binary), three dumps of every thread of
+# the engine core's scheduler process (VLLM::EngineCore) a second apart in
+# the middle of the measured window, into OUT.pyspy: where its busy loop
+# and its output thread are when a round delivers in bursts.
+dumps() {
+	local o=$1 pid
+	: >"$o.pyspy"
+	pid=$(ps -o pid=,comm= -g "$vpid" | awk '$2 ~ /^VLLM::EngineCor/ {print $1; exit}')
+	[[ -n $pid ]] || return 0
+	sleep "$(python3 -c "d=lambda s: float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]); print(1 + d('$WARMUP') + d('$DURATION')/2)")"
+	for _ in 1 2 3; do
+		"$PYSPY" dump --pid "$pid" >>"$o.pyspy" 2>&1 || true
+		sleep 1
+	done
+}
 # measure TAG URL C: one vajra bench run; prints its summary line.
 measure() {
 	local tag=$1 u=$2 c=$3 o="$out/$1-c$3-r$r"
 	local c0 c1 toks
 	read -r f0 e0 j0 < <(cpu "$vpid" "$jpid")
+	[[ -n $PYSPY ]] && dumps "$o" &
 	"${client[@]}" GOMAXPROCS=1 bin/vajra bench -url "$u" -model tiny -c "$c" -warmup "$WARMUP" -duration "$DURATION" -ramp 1s -no-drain \
 		-max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" -max-time 3m -quiet -out "$o.json" >"$o.txt" || true
 	read -r f1 e1 j1 < <(cpu "$vpid" "$jpid")
