@@ -26,9 +26,11 @@ import (
 // ready list and writes each connection's pending bytes with one write each.
 // However many sessions produce in one engine step, each connection gets one
 // write(2) per wake, and a loop wakes once per step when the loop and the
-// sessions take turns on one P. With the spare P (internal/spareproc) on one core, the OS
-// alternates the loop's thread and the sessions', and a step can take
-// several wakes (vajra_event_loop_wakes_total; bench/RESULTS.md).
+// sessions take turns on one P. With the spare P (internal/spareproc) on
+// one core, the OS alternates the loop's thread and the sessions': a
+// session's stream frames therefore leave the ring to its mailbox worker
+// (SendDeferred), which rings each loop once per batch of sessions
+// (vajra_event_loop_wakes_total; bench/RESULTS.md).
 //
 // Nothing here allocates in steady state: the ready list is intrusive, the
 // pending buffers are swapped, not reallocated, and the doorbell is a byte
