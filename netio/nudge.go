@@ -180,14 +180,3 @@ func (l *loop) keepAwake() {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(nudgeAfter))}
 	_ = unix.TimerfdSettime(l.timer, 0, &spec, nil)
 }
-
-// closeTimers closes the nudge timers' descriptors. Call only after the
-// gnet engine stopped.
-func (s *Server) closeTimers() {
-	s.bellMu.Lock()
-	defer s.bellMu.Unlock()
-	for _, fd := range s.timers {
-		_ = unix.Close(fd)
-	}
-	s.timers = nil
-}

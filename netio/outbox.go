@@ -220,15 +220,16 @@ func (d *doorbell) answer(gc gnet.Conn) {
 // closed disarms the doorbell (the engine is stopping). Loop-only.
 func (d *doorbell) closed() { d.l.bell.Store(-1) }
 
-// closeBells closes the writer ends of the doorbells. Call only after the
-// gnet engine stopped and no session can ring any more.
+// closeBells closes the writer ends of the doorbells and the nudge
+// timers (nudge.go). Call only after the gnet engine stopped and no
+// session can ring any more.
 func (s *Server) closeBells() {
 	s.bellMu.Lock()
 	defer s.bellMu.Unlock()
-	for _, fd := range s.bells {
+	for _, fd := range append(s.bells, s.timers...) {
 		_ = unix.Close(fd)
 	}
-	s.bells = nil
+	s.bells, s.timers = nil, nil
 }
 
 // Run answers the doorbell on the event loop: it writes every ready

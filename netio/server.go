@@ -418,10 +418,7 @@ func (s *Server) waitControl() {
 
 // Release frees what outlives the gnet engine (the doorbells' writer ends,
 // the nudge timers). Call after Stop, once no session can send any more.
-func (s *Server) Release() {
-	s.closeBells()
-	s.closeTimers()
-}
+func (s *Server) Release() { s.closeBells() }
 
 // Done is closed when the network engine stopped, by Stop or on its own
 // (gnet ending on an error of its own; accept errors are not among them,
