@@ -396,7 +396,16 @@ func frontend(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail("the engines did not register", err)
 	}
-	defer f.Close()
+	defer func() {
+		f.Close()
+		// Each engine's reader detaches it after Close returned: wait
+		// (bounded) for them, so that their "engine closed" is logged
+		// before the process exits.
+		select {
+		case <-gone:
+		case <-time.After(5 * time.Second):
+		}
+	}()
 	go func() {
 		left.Wait()
 		goneOnce.Do(func() { close(gone) })
