@@ -38,14 +38,17 @@ func TestTimingModel(t *testing.T) {
 	if res.FirstToken < 190*time.Millisecond || res.FirstToken > 2*time.Second { // the upper bound: a stall detector, 10x
 		t.Fatalf("prefill of 2000 tokens at 10k/s took %s", res.FirstToken)
 	}
-	uncached := res.FirstToken
 	// The same prompt again is served from the prefix cache: only its last
-	// partial block (16 tokens, 1.6ms) is prefilled. Compared with the
-	// uncached run, not with a wall-clock bound.
+	// partial block (16 tokens) is prefilled. What is asserted is what was
+	// prefilled, from the engine's counters, not how long it took: the
+	// first token's time is only checked for a stall.
 	req = &engine.Request{PromptTokens: make([]int32, 2000), Sampling: engine.Sampling{MaxTokens: 2}}
 	res, _, _ = run(t, e2, req, false)
-	if res.Usage.CachedTokens != 1984 || res.FirstToken > uncached/2 {
-		t.Fatalf("cached %d tokens, first token after %s (uncached: %s)", res.Usage.CachedTokens, res.FirstToken, uncached)
+	if res.Usage.CachedTokens != 1984 || res.FirstToken > 2*time.Second {
+		t.Fatalf("cached %d tokens, first token after %s", res.Usage.CachedTokens, res.FirstToken)
+	}
+	if st := e2.Stats(); st.PromptTokens != 4000 || st.PrefixHits != 1984 {
+		t.Fatalf("prompt tokens %d, prefix hits %d: want 4000 and 1984 (16 of the second prompt prefilled)", st.PromptTokens, st.PrefixHits)
 	}
 }
 
