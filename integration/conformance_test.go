@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -273,23 +272,17 @@ func confStream(t *testing.T, s *confServer, path string, body map[string]any, e
 		json.NewDecoder(res.Body).Decode(&out)
 		return res.StatusCode, out
 	}
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
+	err = sseEvents(res.Body, func(_, data string) bool {
 		var ev map[string]any
 		if data != "[DONE]" {
 			if err := json.Unmarshal([]byte(data), &ev); err != nil {
 				t.Fatalf("event %q: %v", data, err)
 			}
 		}
-		if !each(ev) {
-			return res.StatusCode, nil
-		}
+		return each(ev)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return res.StatusCode, nil
 }

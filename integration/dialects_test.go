@@ -765,11 +765,9 @@ func TestReturnTokenIDsBatch(t *testing.T) {
 	defer resp.Body.Close()
 	prompt := map[int][][]int{}
 	ids := map[int][]int{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok || data == "[DONE]" {
-			continue
+	err = sseEvents(resp.Body, func(_, data string) bool {
+		if data == "[DONE]" {
+			return true
 		}
 		var ch struct {
 			Choices []struct {
@@ -787,6 +785,10 @@ func TestReturnTokenIDsBatch(t *testing.T) {
 				prompt[c.Index] = append(prompt[c.Index], c.PromptTokenIDs)
 			}
 		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i := range 4 {
 		if len(prompt[i]) != 1 || !slices.Equal(prompt[i][0], want(i)) || !slices.Equal(ids[i], res.Choices[i].TokenIDs) {

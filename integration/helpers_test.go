@@ -14,6 +14,7 @@ var (
 	startBlocker = wiretest.StartBlocker
 	rawStream    = wiretest.RawStream
 	readEvents   = wiretest.ReadEvents
+	sseEvents    = wiretest.SSEEvents
 	readResponse = wiretest.ReadResponse
 	get          = wiretest.Get
 	scrape       = wiretest.Scrape

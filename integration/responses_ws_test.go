@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -358,12 +357,12 @@ func goldenSSEData(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	var data []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			data = append(data, d)
-		}
+	err = sseEvents(bytes.NewReader(b), func(_, d string) bool {
+		data = append(data, d)
+		return true
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	if len(data) < 5 {
 		t.Fatalf("%s: %d events", path, len(data))

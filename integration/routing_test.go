@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -337,14 +336,7 @@ func streamCall(base string, msgs []msg, maxTokens int, first chan<- struct{}) s
 		return stream{err: fmt.Errorf("status %d: %s", resp.StatusCode, b)}
 	}
 	s := stream{worker: resp.Header.Get("X-Vajra-Worker")}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
+	err = sseEvents(resp.Body, func(_, data string) bool {
 		switch {
 		case data == "[DONE]":
 			s.done = true
@@ -356,8 +348,9 @@ func streamCall(base string, msgs []msg, maxTokens int, first chan<- struct{}) s
 			}
 			s.tokens++
 		}
-	}
-	if err := sc.Err(); err != nil && s.err == nil {
+		return true
+	})
+	if err != nil && s.err == nil {
 		s.err = err
 	}
 	return s

@@ -1,7 +1,7 @@
 // Package sse reads text/event-stream bodies (WHATWG HTML §9.2.6)
 // incrementally, as bytes arrive: the one SSE reader of the tree, used by
-// the load generator (bench) and by the llama-server client
-// (engine/remote/llamaserver).
+// the load generator (bench), by the llama-server client
+// (engine/remote/llamaserver) and by the tests' wiretest.SSEEvents.
 package sse
 
 import (

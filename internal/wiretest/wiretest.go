@@ -7,6 +7,7 @@ package wiretest
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vajra-go/vajra/internal/sse"
 )
 
 // RawExchange sends raw request bytes on a new connection and returns the
@@ -281,4 +284,49 @@ func WaitQueued(t testing.TB, addr string, want int) {
 			return
 		}
 	}
+}
+
+// SSEEvents reads a text/event-stream body (an http.Response's, already
+// de-chunked) with internal/sse, the tree's one SSE reader, and calls each
+// with every event's name and data in order until each returns false or
+// the body ends. It returns the body's read error (nil at its end), the
+// reader's, or an error for an event cut off by the body's end.
+func SSEEvents(body io.Reader, each func(name, data string) bool) error {
+	var (
+		r    sse.Reader
+		h    sseCollect
+		buf  = make([]byte, 32<<10)
+		stop bool
+	)
+	for !stop {
+		n, err := body.Read(buf)
+		if ferr := r.Feed(buf[:n], &h); ferr != nil {
+			return ferr
+		}
+		for _, ev := range h.events {
+			if !each(ev[0], ev[1]) {
+				stop = true
+				break
+			}
+		}
+		h.events = h.events[:0]
+		if err == io.EOF {
+			if !stop && r.Pending() {
+				return errors.New("the stream ended inside an event")
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sseCollect keeps the events of one Feed as strings (the reader's slices
+// are valid only during OnEvent).
+type sseCollect struct{ events [][2]string }
+
+func (c *sseCollect) OnEvent(name, data []byte) {
+	c.events = append(c.events, [2]string{string(name), string(data)})
 }
