@@ -277,6 +277,7 @@ var chatRequests = sync.Pool{New: func() any { return new(chatDecoded) }}
 func (d *chatDialect) stream(ss *session) engine.Formatter {
 	o := d.dec.req.ChatStreamOptions()
 	o.Framing = ss.framing
+	o.NoTokenData = o.NoReasoning && ss.owner.parsesOutput
 	si := &ss.ereq.StreamInfo
 	si.Dialect, si.ID, si.Created = engine.DialectChat, d.id, d.created
 	si.IncludeUsage, si.ContinuousUsage = o.IncludeUsage, o.IncludeUsage && o.ContinuousUsage
@@ -286,7 +287,8 @@ func (d *chatDialect) stream(ss *session) engine.Formatter {
 
 func (d *chatDialect) appendResponse(dst []byte, ss *session, res *engine.Result) []byte {
 	m := openai.ChatCompletionMeta{ID: d.id, Model: ss.ereq.Model, Created: d.created, Logprobs: ss.ereq.Sampling.Logprobs,
-		TokenIDs: ss.ereq.ReturnTokenIDs, NoReasoning: ss.ereq.HideReasoning}
+		TokenIDs: ss.ereq.ReturnTokenIDs, NoReasoning: ss.ereq.HideReasoning,
+		NoTokenData: ss.ereq.HideReasoning && ss.owner.parsesOutput}
 	return openai.AppendChatCompletion(dst, &m, res)
 }
 

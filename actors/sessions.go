@@ -88,6 +88,10 @@ type Sessions struct {
 	// direct: a session posts its own notices (frames ready, stop) to its
 	// mailbox instead of through its address (see session.post).
 	direct bool
+	// parsesOutput: the engine parses its model's output
+	// (engine.ParsesOutput): include_reasoning false then hides the
+	// generated tokens' ids and logprobs too, as vLLM's does.
+	parsesOutput bool
 }
 
 // NewSessions sets up session supervision.
@@ -106,6 +110,8 @@ func NewSessions(cfg Config) (*Sessions, error) {
 		models: map[string]bool{},
 		idle:   make(chan struct{}, 1),
 		bg:     map[*session]*actor.PID{},
+
+		parsesOutput: engine.ParsesOutput(cfg.Engine),
 	}
 	s.cfg.Store = cfg.Store.WithDefaults()
 	for _, m := range cfg.Models {

@@ -116,3 +116,22 @@ func CheckRank(req *Request, ranks int) error {
 	}
 	return &Error{Kind: KindInvalid, Param: "X-data-parallel-rank", Message: msg}
 }
+
+// OutputParser is an Engine that says whether it parses its model's
+// output into reasoning, answer and tool calls: a reasoning or tool-call
+// parser is set (--reasoning-parser, --tool-call-parser), or its model
+// reasons as the simulator's does. vLLM then hides, for a request with
+// include_reasoning false, not only the reasoning but every generated
+// token's ids and logprobs (they would show the reasoning's tokens), in
+// the stream and in the answer; without a parser it shows them. An Engine
+// that wraps another forwards it.
+type OutputParser interface {
+	ParsesOutput() bool
+}
+
+// ParsesOutput reports whether e parses its model's output (false when e
+// does not implement OutputParser).
+func ParsesOutput(e Engine) bool {
+	p, ok := e.(OutputParser)
+	return ok && p.ParsesOutput()
+}

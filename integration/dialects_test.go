@@ -323,6 +323,52 @@ func TestChatResponseFormatAndReasoning(t *testing.T) {
 	if strings.Contains(whole.RawJSON(), "reasoning_content") || whole.Choices[0].Message.Content != content.String() {
 		t.Errorf("include_reasoning false: %s", whole.RawJSON())
 	}
+
+	// With return_token_ids and logprobs, include_reasoning false hides
+	// the generated tokens' ids and logprobs too (they would show the
+	// reasoning), streamed and not, as vLLM does behind a parser; the
+	// prompt's ids stay. Shown, they are there (the same request without
+	// include_reasoning false).
+	meta := []option.RequestOption{option.WithJSONSet("return_token_ids", true)}
+	p.Logprobs = openai.Bool(true)
+	for _, hideIt := range []bool{false, true} {
+		opts := meta
+		if hideIt {
+			opts = append(slices.Clone(meta), hide)
+		}
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		s3 := client.Chat.Completions.NewStreaming(context.Background(), p, opts...)
+		var ids, lps, prompt int
+		for s3.Next() {
+			chunk := s3.Current()
+			if _, ok := chunk.JSON.ExtraFields["prompt_token_ids"]; ok {
+				prompt++
+			}
+			for _, c := range chunk.Choices {
+				if f, ok := c.JSON.ExtraFields["token_ids"]; ok && f.Raw() != "[]" {
+					ids++
+				}
+				lps += len(c.Logprobs.Content)
+			}
+		}
+		if err := s3.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if prompt != 1 || (!hideIt && (ids == 0 || lps == 0)) || (hideIt && (ids > 0 || lps > 0)) {
+			t.Errorf("include_reasoning hidden %v, streamed: %d chunks with prompt_token_ids, %d with token_ids, %d logprobs", hideIt, prompt, ids, lps)
+		}
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+		body, err := client.Chat.Completions.New(context.Background(), p, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, hasIDs := body.Choices[0].JSON.ExtraFields["token_ids"]
+		_, hasPrompt := body.JSON.ExtraFields["prompt_token_ids"]
+		if !hasPrompt || hasIDs == hideIt || (len(body.Choices[0].Logprobs.Content) == 0) == !hideIt ||
+			body.Choices[0].Message.Content != content.String() {
+			t.Errorf("include_reasoning hidden %v: %s", hideIt, body.RawJSON())
+		}
+	}
 }
 
 func TestChatCachedTokens(t *testing.T) {

@@ -31,6 +31,10 @@ func (o *observed) Start(req *engine.Request, sink engine.Sink) (engine.Session,
 	return o.Engine.Start(req, &observedSink{sink, o.finals})
 }
 
+// ParsesOutput forwards the engine's engine.OutputParser (the embedded
+// interface hides it).
+func (o *observed) ParsesOutput() bool { return engine.ParsesOutput(o.Engine) }
+
 type observedSink struct {
 	engine.Sink
 	finals chan *engine.Result

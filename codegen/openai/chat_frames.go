@@ -20,6 +20,12 @@ type ChatStreamOptions struct {
 	// NoReasoning (vLLM's include_reasoning false) writes no reasoning
 	// delta.
 	NoReasoning bool
+	// NoTokenData writes no generated token's ids or logprobs (every
+	// chunk's "logprobs" null, no "token_ids"; the prompt's ids stay): what
+	// vLLM does with include_reasoning false when the server parses its
+	// model's output (engine.ParsesOutput), so that the hidden reasoning's
+	// tokens do not show through them.
+	NoTokenData bool
 	// Framing wraps each SSE event (one HTTP chunk per event by default).
 	Framing codegen.Framing
 }
@@ -152,7 +158,7 @@ func (f *ChatFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		dst = codegen.AppendJSONString(dst, d.Text)
 	}
 	dst = append(dst, `},"logprobs":`...)
-	if len(d.Logprobs) > 0 {
+	if len(d.Logprobs) > 0 && !f.opts.NoTokenData {
 		dst = appendChatLogprobs(dst, d.Logprobs)
 	} else {
 		dst = append(dst, "null"...)
@@ -201,7 +207,7 @@ func (f *ChatFormatter) AppendError(dst []byte, err *engine.Error) []byte {
 
 // appendTokenIDs ends a chunk's choice, with its "token_ids" when asked.
 func (f *ChatFormatter) appendTokenIDs(dst []byte, ids []int) []byte {
-	if f.opts.TokenIDs {
+	if f.opts.TokenIDs && !f.opts.NoTokenData {
 		dst = append(dst, `,"token_ids":`...)
 		dst = codegen.AppendIntArray(dst, ids)
 	}

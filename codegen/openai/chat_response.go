@@ -23,6 +23,10 @@ type ChatCompletionMeta struct {
 	// NoReasoning (vLLM's include_reasoning false) leaves out the
 	// reasoning_content.
 	NoReasoning bool
+	// NoTokenData leaves out the generated tokens' ids and logprobs
+	// (ChatStreamOptions.NoTokenData): "logprobs" is null, "token_ids"
+	// absent; "prompt_token_ids" stays.
+	NoTokenData bool
 }
 
 // AppendChatCompletion appends the non-streaming body of a chat completion:
@@ -93,7 +97,7 @@ func appendChatChoice(dst []byte, c *engine.Choice, m *ChatCompletionMeta) []byt
 		dst = append(dst, ']')
 	}
 	dst = append(dst, `},"logprobs":`...)
-	if m.Logprobs || len(c.Logprobs) > 0 {
+	if (m.Logprobs || len(c.Logprobs) > 0) && !m.NoTokenData {
 		dst = appendChatLogprobs(dst, c.Logprobs)
 	} else {
 		dst = append(dst, "null"...)
@@ -106,7 +110,7 @@ func appendChatChoice(dst []byte, c *engine.Choice, m *ChatCompletionMeta) []byt
 	dst = appendFinishReason(dst, fr)
 	dst = append(dst, `,"stop_reason":`...)
 	dst = appendStopReason(dst, c.StopString, c.StopTokenID)
-	if m.TokenIDs {
+	if m.TokenIDs && !m.NoTokenData {
 		dst = append(dst, `,"token_ids":`...)
 		dst = codegen.AppendIntArray(dst, c.TokenIDs)
 	}

@@ -98,3 +98,8 @@ func (m prepModel) CheckGrammar(g string) error {
 func invalid(param, msg string) error {
 	return &engine.Error{Kind: engine.KindInvalid, Param: param, Message: msg}
 }
+
+// ParsesOutput implements engine.OutputParser.
+func (e *Engine) ParsesOutput() bool {
+	return e.cfg.ReasoningParser != "" || e.cfg.ToolCallParser != ""
+}

@@ -168,3 +168,8 @@ func (e *Engine) unavailableFor(q *Query) error {
 func invalid(param, msg string) error {
 	return &engine.Error{Kind: engine.KindInvalid, Param: param, Message: msg}
 }
+
+// ParsesOutput implements engine.OutputParser.
+func (e *Engine) ParsesOutput() bool {
+	return e.cfg.ReasoningParser != "" || e.cfg.ToolCallParser != ""
+}

@@ -422,3 +422,8 @@ var _ engine.Lacker = (*Engine)(nil)
 func invalid(param, msg string) error {
 	return &engine.Error{Kind: engine.KindInvalid, Param: param, Message: msg}
 }
+
+// ParsesOutput implements engine.OutputParser: the simulated model
+// reasons and calls tools in output the engine splits itself, as a model
+// behind a reasoning parser.
+func (e *Engine) ParsesOutput() bool { return true }
