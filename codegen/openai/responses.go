@@ -31,8 +31,11 @@ type ResponsesRequest struct {
 	ParallelToolCalls opt.Bool            `json:"parallel_tool_calls"`
 	Reasoning         *ResponsesReasoning `json:"reasoning"`
 	MaxOutputTokens   opt.Int             `json:"max_output_tokens"`
-	Temperature       opt.Float64         `json:"temperature"`
-	TopP              opt.Float64         `json:"top_p"`
+	// MaxToolCalls bounds the calls to built-in tools (which this server
+	// refuses): checked and echoed, as vLLM echoes it.
+	MaxToolCalls opt.Int     `json:"max_tool_calls"`
+	Temperature  opt.Float64 `json:"temperature"`
+	TopP         opt.Float64 `json:"top_p"`
 	// TopLogprobs (0..20) asks for output token logprobs with that many
 	// alternatives, as does include "message.output_text.logprobs".
 	TopLogprobs opt.Int           `json:"top_logprobs"`
@@ -394,6 +397,7 @@ type ResponseObject struct {
 	IncompleteDetails  *ResponseIncompleteDetails `json:"incomplete_details"`
 	Instructions       opt.String                 `json:"instructions"`
 	MaxOutputTokens    opt.Int                    `json:"max_output_tokens"`
+	MaxToolCalls       opt.Int                    `json:"max_tool_calls"`
 	Model              string                     `json:"model"`
 	Output             []ResponseItem             `json:"output"`
 	ParallelToolCalls  bool                       `json:"parallel_tool_calls"`

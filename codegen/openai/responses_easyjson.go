@@ -710,6 +710,12 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			} else {
 				(out.MaxOutputTokens).UnmarshalEasyJSON(in)
 			}
+		case "max_tool_calls":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.MaxToolCalls).UnmarshalEasyJSON(in)
+			}
 		case "temperature":
 			if in.IsNull() {
 				in.Skip()
@@ -1044,6 +1050,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 		const prefix string = ",\"max_output_tokens\":"
 		out.RawString(prefix)
 		(in.MaxOutputTokens).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"max_tool_calls\":"
+		out.RawString(prefix)
+		(in.MaxToolCalls).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"temperature\":"
@@ -1886,6 +1897,12 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai14(in *jlexer.Lexer
 			} else {
 				(out.MaxOutputTokens).UnmarshalEasyJSON(in)
 			}
+		case "max_tool_calls":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.MaxToolCalls).UnmarshalEasyJSON(in)
+			}
 		case "model":
 			if in.IsNull() {
 				in.Skip()
@@ -2105,6 +2122,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai14(out *jwriter.Wri
 		const prefix string = ",\"max_output_tokens\":"
 		out.RawString(prefix)
 		(in.MaxOutputTokens).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"max_tool_calls\":"
+		out.RawString(prefix)
+		(in.MaxToolCalls).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"model\":"

@@ -122,6 +122,9 @@ func (r *ResponsesRequest) validateSampling(s *engine.Sampling) *ParamError {
 		}
 		s.MaxTokens = r.MaxOutputTokens.V
 	}
+	if r.MaxToolCalls.Defined && r.MaxToolCalls.V < 0 {
+		return rangeError("max_tool_calls", "at least 0", strconv.Itoa(r.MaxToolCalls.V))
+	}
 	if r.TopLogprobs.Defined {
 		if n := r.TopLogprobs.V; n < 0 || n > engine.MaxTopLogprobs {
 			return rangeError("top_logprobs", "an integer from 0 to 20", strconv.Itoa(n))

@@ -55,6 +55,7 @@ type ResponseMeta struct {
 	Temperature       float64
 	TopP              float64
 	MaxOutputTokens   int // 0 renders null
+	MaxToolCalls      opt.Int
 	TopLogprobs       int
 	ReasoningEffort   string
 	ReasoningSummary  string
@@ -73,7 +74,7 @@ func (r *ResponsesRequest) Meta(id string, createdAt int64) ResponseMeta {
 		Store: r.StoreEnabled(), Background: r.Background, ToolChoice: r.ToolChoice,
 		ParallelToolCalls: r.ParallelToolCalls.Get(true),
 		Temperature:       r.Temperature.Get(1), TopP: r.TopP.Get(1),
-		MaxOutputTokens: r.MaxOutputTokens.V, TopLogprobs: r.TopLogprobs.V, Truncation: r.Truncation,
+		MaxOutputTokens: r.MaxOutputTokens.V, MaxToolCalls: r.MaxToolCalls, TopLogprobs: r.TopLogprobs.V, Truncation: r.Truncation,
 		User: r.User, Metadata: r.Metadata, Format: ResponseFormatEcho{Type: "text"},
 	}
 	if m.Truncation == "" {
@@ -129,6 +130,7 @@ func BuildResponse(meta *ResponseMeta, res *engine.Result) *ResponseObject {
 	if meta.MaxOutputTokens > 0 {
 		r.MaxOutputTokens = opt.OInt(meta.MaxOutputTokens)
 	}
+	r.MaxToolCalls = meta.MaxToolCalls
 	if meta.ReasoningEffort != "" {
 		r.Reasoning.Effort = opt.OString(meta.ReasoningEffort)
 	}

@@ -149,6 +149,7 @@ func TestResponsesValidation(t *testing.T) {
 	f(`{"input":"x","temperature":3}`, "temperature", CodeInvalidValue, "between 0 and 2")
 	f(`{"input":"x","top_p":-1}`, "top_p", CodeInvalidValue, "between 0 and 1")
 	f(`{"input":"x","max_output_tokens":0}`, "max_output_tokens", CodeInvalidValue, "at least 1")
+	f(`{"input":"x","max_tool_calls":-1}`, "max_tool_calls", CodeInvalidValue, "at least 0")
 	f(`{"input":"x","top_logprobs":21}`, "top_logprobs", CodeInvalidValue, "0 to 20")
 	f(`{"input":"x","truncation":"middle"}`, "truncation", CodeInvalidValue, `"middle"`)
 	f(`{"input":"x","metadata":{"a":1}}`, "metadata", CodeInvalidType, "strings")
@@ -256,6 +257,14 @@ func TestBuildResponseSDK(t *testing.T) {
 		fc := r.Output[1].AsFunctionCall()
 		return len(r.Output) == 2 && r.Output[0].Type == "reasoning" && r.Output[0].ID == "rs_0123abc_0" &&
 			fc.ID == "fc_0123abc_1" && fc.CallID == "call_0123abc_1" && fc.Arguments == `{"a":1}` && fc.Name == "w"
+	})
+	// max_tool_calls is echoed as given, null when not.
+	f(engine.Result{Choices: []engine.Choice{{Text: "hi", FinishReason: engine.FinishStop}}}, func(r *responses.Response) bool {
+		return r.JSON.MaxToolCalls.Raw() == "null"
+	})
+	meta = decodeResponses(t, `{"model":"m","input":"x","max_tool_calls":3,"instructions":"Be brief."}`).Meta("resp_0123abc", 1767225600)
+	f(engine.Result{Choices: []engine.Choice{{Text: "hi", FinishReason: engine.FinishStop}}}, func(r *responses.Response) bool {
+		return r.MaxToolCalls == 3
 	})
 }
 
