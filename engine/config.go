@@ -50,6 +50,11 @@ type Config struct {
 	StreamInterval int
 }
 
+// HasParsers reports whether c sets an output parser (ReasoningParser or
+// ToolCallParser): an engine built with it parses its model's output
+// (OutputParser).
+func (c *Config) HasParsers() bool { return c.ReasoningParser != "" || c.ToolCallParser != "" }
+
 // ErrUnsupportedSetting is the error of an engine built with a Config
 // setting it cannot honour (errors.Is).
 var ErrUnsupportedSetting = errors.New("engine: setting not supported by this engine")

@@ -55,6 +55,9 @@ func (r *ResponsesRequest) ToEngine(dst *engine.Request, history []engine.Messag
 	if err := r.validateMetadata(); err != nil {
 		return err
 	}
+	if r.MaxToolCalls.Defined && r.MaxToolCalls.V < 0 {
+		return rangeError("max_tool_calls", "at least 0", strconv.Itoa(r.MaxToolCalls.V))
+	}
 	switch r.Truncation {
 	case "", "auto", "disabled":
 	default:
@@ -121,9 +124,6 @@ func (r *ResponsesRequest) validateSampling(s *engine.Sampling) *ParamError {
 			return rangeError("max_output_tokens", "at least 1", strconv.Itoa(r.MaxOutputTokens.V))
 		}
 		s.MaxTokens = r.MaxOutputTokens.V
-	}
-	if r.MaxToolCalls.Defined && r.MaxToolCalls.V < 0 {
-		return rangeError("max_tool_calls", "at least 0", strconv.Itoa(r.MaxToolCalls.V))
 	}
 	if r.TopLogprobs.Defined {
 		if n := r.TopLogprobs.V; n < 0 || n > engine.MaxTopLogprobs {

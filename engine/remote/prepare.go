@@ -170,6 +170,4 @@ func invalid(param, msg string) error {
 }
 
 // ParsesOutput implements engine.OutputParser.
-func (e *Engine) ParsesOutput() bool {
-	return e.cfg.ReasoningParser != "" || e.cfg.ToolCallParser != ""
-}
+func (e *Engine) ParsesOutput() bool { return e.cfg.HasParsers() }
