@@ -8,7 +8,10 @@
 //	defer srv.Stop(context.Background())
 //
 // Config.Engine plugs in any engine.Engine (a wrapper around another, a
-// remote engine); Config.Driver opens an engine a program links by
+// remote engine); a wrapper that embeds the engine.Engine interface
+// implements engine.Wrapper (Unwrap) so that what the engine it wraps
+// declares beyond that interface (embeddings, its context length, its
+// output parsing, ...) is still found. Config.Driver opens an engine a program links by
 // importing its package, as database/sql drivers: with
 // github.com/vajra-go/vajra/engine/llama imported, Driver "llama" and a
 // llama.Config serve a GGUF model with llama.cpp in process. Remote

@@ -345,7 +345,7 @@ func New(cfg Config) (*Server, error) {
 // reload): new ones are dialed, removed ones drain. It fails when the
 // server does not run the remote engine, or a new worker does not dial.
 func (s *Server) SetWorkers(urls []string) error {
-	re, ok := s.eng.(*remote.Engine)
+	re, ok := engine.As[*remote.Engine](s.eng)
 	if !ok {
 		return errors.New("vajra: the server runs no remote engine (--worker)")
 	}
@@ -355,7 +355,7 @@ func (s *Server) SetWorkers(urls []string) error {
 // workersJSON renders GET /workers for a routed remote engine (nil
 // otherwise: 404).
 func workersJSON(rt *route.Router, eng engine.Engine) func() []byte {
-	re, ok := eng.(*remote.Engine)
+	re, ok := engine.As[*remote.Engine](eng)
 	if rt == nil || !ok {
 		return nil
 	}
@@ -365,7 +365,7 @@ func workersJSON(rt *route.Router, eng engine.Engine) func() []byte {
 // engineControl is the remote engine's control calls for vLLM's control
 // endpoints (netio.EngineControl), nil for other engines (404).
 func engineControl(eng engine.Engine) netio.EngineControl {
-	if re, ok := eng.(*remote.Engine); ok {
+	if re, ok := engine.As[*remote.Engine](eng); ok {
 		return remoteControl{re}
 	}
 	return nil
@@ -448,7 +448,7 @@ func engineStats(eng engine.Engine) metrics.EngineStats {
 		PrefixQueries: st.PrefixQueries, PrefixHits: st.PrefixHits, Preemptions: st.Preemptions,
 		PromptTokens: st.PromptTokens, GenerationTokens: st.GenerationTokens,
 	}
-	if c, ok := eng.(interface{ ComputeCPU() time.Duration }); ok {
+	if c, ok := engine.As[interface{ ComputeCPU() time.Duration }](eng); ok {
 		ms.ComputeCPU = c.ComputeCPU()
 	}
 	return ms
@@ -488,7 +488,7 @@ func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 // engine's own when it reports one, else EngineConfig's, else the
 // simulated engine's default.
 func maxModelLen(cfg Config, eng engine.Engine) int {
-	if m, ok := eng.(interface{ MaxModelLen() int }); ok {
+	if m, ok := engine.As[interface{ MaxModelLen() int }](eng); ok {
 		return m.MaxModelLen()
 	}
 	if cfg.EngineConfig.MaxModelLen > 0 {

@@ -40,7 +40,7 @@ func (d *embeddingsDialect) decode(ss *session) *apiError {
 	if !ss.owner.servesModel(d.req.Model) {
 		return modelNotFound(d.req.Model)
 	}
-	emb, ok := ss.owner.cfg.Engine.(engine.Embedder)
+	emb, ok := engine.As[engine.Embedder](ss.owner.cfg.Engine)
 	if !ok {
 		return &apiError{Status: 400, Type: "invalid_request_error", Code: openai.CodeUnsupported, Param: "model",
 			Message: "The model " + quote(d.req.Model) + " does not support the embeddings API (its engine computes no embeddings)."}

@@ -34,10 +34,10 @@ type Lacker interface {
 	Lacks() Capability
 }
 
-// Lacks returns the capabilities e declares it lacks (none when e does
-// not implement Lacker).
+// Lacks returns the capabilities e declares it lacks (none when neither e
+// nor an engine it wraps implements Lacker).
 func Lacks(e Engine) Capability {
-	if l, ok := e.(Lacker); ok {
+	if l, ok := As[Lacker](e); ok {
 		return l.Lacks()
 	}
 	return 0
@@ -123,15 +123,14 @@ func CheckRank(req *Request, ranks int) error {
 // reasons as the simulator's does. vLLM then hides, for a request with
 // include_reasoning false, not only the reasoning but every generated
 // token's ids and logprobs (they would show the reasoning's tokens), in
-// the stream and in the answer; without a parser it shows them. An Engine
-// that wraps another forwards it.
+// the stream and in the answer; without a parser it shows them.
 type OutputParser interface {
 	ParsesOutput() bool
 }
 
-// ParsesOutput reports whether e parses its model's output (false when e
-// does not implement OutputParser).
+// ParsesOutput reports whether e parses its model's output (false when
+// neither e nor an engine it wraps implements OutputParser).
 func ParsesOutput(e Engine) bool {
-	p, ok := e.(OutputParser)
+	p, ok := As[OutputParser](e)
 	return ok && p.ParsesOutput()
 }

@@ -31,9 +31,10 @@ func (o *observed) Start(req *engine.Request, sink engine.Sink) (engine.Session,
 	return o.Engine.Start(req, &observedSink{sink, o.finals})
 }
 
-// ParsesOutput forwards the engine's engine.OutputParser (the embedded
-// interface hides it).
-func (o *observed) ParsesOutput() bool { return engine.ParsesOutput(o.Engine) }
+// Unwrap implements engine.Wrapper: what the engine declares beyond the
+// Engine interface (engine.OutputParser, engine.Embedder, ...), which the
+// embedded interface hides, is found through it.
+func (o *observed) Unwrap() engine.Engine { return o.Engine }
 
 type observedSink struct {
 	engine.Sink

@@ -17,7 +17,7 @@ import (
 // describeModel sets m's root and meta from eng, when eng describes its
 // model; m is left alone otherwise (the simulated engine).
 func describeModel(m *openai.Model, eng engine.Engine) {
-	d, ok := eng.(engine.Describer)
+	d, ok := engine.As[engine.Describer](eng)
 	if !ok {
 		return
 	}
@@ -34,7 +34,7 @@ func describeModel(m *openai.Model, eng engine.Engine) {
 // model_alias, modalities, chat_template, bos_token, eos_token,
 // build_info), or nil when eng does not describe its model.
 func renderProps(eng engine.Engine, models []string) []byte {
-	d, ok := eng.(engine.Describer)
+	d, ok := engine.As[engine.Describer](eng)
 	if !ok {
 		return nil
 	}

@@ -326,7 +326,7 @@ func (s *Server) Start() error {
 		s.ringLoops.Store(int32(loops)) // a loop's ring is set up with its first connection
 	}
 	held := 0
-	if h, ok := s.opts.Engine.(engine.ProcHolder); ok {
+	if h, ok := engine.As[engine.ProcHolder](s.opts.Engine); ok {
 		held = h.HeldProcs()
 	}
 	if !s.opts.KeepGOMAXPROCS {

@@ -32,11 +32,15 @@ import (
 // briefEngine wraps another engine: every chat request gets a system
 // message first, and requests are counted. Prepare runs before the 200 (or
 // before an in-process request's first output), so what it changes is what
-// the engine sees.
+// the engine sees. Unwrap (engine.Wrapper) lets the server find what the
+// wrapped engine implements beyond engine.Engine, which embedding the
+// interface hides: its embeddings, context length, output parsing.
 type briefEngine struct {
 	engine.Engine
 	requests atomic.Int64
 }
+
+func (e *briefEngine) Unwrap() engine.Engine { return e.Engine }
 
 const systemPrompt = "Answer briefly."
 
