@@ -8,6 +8,8 @@
 #      --worker vllm-core://` and `vllm serve --headless`)
 #   D2 Vajra on the engine core, launched by vLLM as its front end
 #      (VLLM_USE_RUST_FRONTEND=1 VLLM_RUST_FRONTEND_PATH=bin/vajra)
+#   D0 D1 with another Vajra binary, BASE_BIN (a build of an earlier
+#      commit: a change measured against its parent in one run)
 # Same vLLM (0.32.0), same tiny model (engine/remote/vllm/tinymodel.py:
 # 2 layers, width 128, the real Llama 3 tokenizer, float32), same
 # workload: `vajra bench` streaming chat, MAX_TOKENS tokens per request
@@ -38,7 +40,7 @@
 # every run is bounded (-duration, -max-time). Environment overrides:
 #   SIDES ("A B C D1 D2") CONCURRENCY ("1 8 32") ROUNDS (2) WARMUP (3s)
 #   DURATION (10s) MAX_TOKENS (64) PROMPT_TOKENS (32) PIN (1)
-#   BURST_GAP_MS (1) SUMMARY_ONLY (0) PYSPY (a py-spy binary: dump the
+#   BURST_GAP_MS (1) SUMMARY_ONLY (0) BASE_BIN (for D0) PYSPY (a py-spy binary: dump the
 #   engine core's threads mid-window, see dumps)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -186,13 +188,15 @@ for r in $(seq 1 "$ROUNDS"); do
 			[[ $side == D2 ]] && fe=$root/bin/vajra
 			VLLM_USE_RUST_FRONTEND=1 VLLM_RUST_FRONTEND_PATH=$fe setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$p" "${vargs[@]}" >"$out/vllm-$side.log" 2>&1 &
 			vpid=$! ;;
-		D1)
+		D0 | D1)
 			q=$(freeport)
-			bin/vajra serve --host 127.0.0.1 --port "$p" --worker "vllm-core://127.0.0.1:$q" --tokenizer "$model" --served-model-name tiny \
-				--max-model-len 2048 >"$out/vajra-D1.log" 2>&1 &
+			vbin=bin/vajra
+			[[ $side == D0 ]] && vbin=${BASE_BIN:?D0 needs BASE_BIN}
+			"$vbin" serve --host 127.0.0.1 --port "$p" --worker "vllm-core://127.0.0.1:$q" --tokenizer "$model" --served-model-name tiny \
+				--max-model-len 2048 >"$out/vajra-$side.log" 2>&1 &
 			jpid=$!
 			setsid "$bin/vllm" serve "$model" --headless --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$q" \
-				--data-parallel-size 1 --data-parallel-size-local 1 "${vargs[@]}" >"$out/vllm-D1.log" 2>&1 &
+				--data-parallel-size 1 --data-parallel-size-local 1 "${vargs[@]}" >"$out/vllm-$side.log" 2>&1 &
 			vpid=$! ;;
 		*) echo "unknown side $side" >&2; exit 1 ;;
 		esac
