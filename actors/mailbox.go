@@ -39,6 +39,11 @@ type mailbox struct {
 
 	scheduled atomic.Bool // true while queued on or run by a worker
 	suspended bool
+	// foreign: not a session's mailbox but one of Producer's (the
+	// response store's actor, an embedding program's actors), whose runs
+	// may take any time; a worker wakes the loops its sessions deferred
+	// before it runs one.
+	foreign bool
 	// worker is the pool worker running the mailbox now, plus one (0: it
 	// runs on some other goroutine); read only by the actor it runs, for
 	// its worker's deferred wakes (Wakes).
@@ -295,6 +300,11 @@ func (p *WorkerPool) work(i int) {
 			w.flush()
 			return
 		}
+		if m.foreign && len(w.list) > 0 {
+			// The sessions run before it have waited for their loops
+			// long enough: an embedder's actor may block.
+			w.flush()
+		}
 		m.run(uint16(i + 1))
 		if w.runs++; len(w.list) > 0 && (w.runs >= maxDeferredRuns || len(p.queue) == 0) {
 			w.flush()
@@ -337,7 +347,7 @@ func (p *WorkerPool) runQueued() {
 // this pool.
 func (p *WorkerPool) Producer() actor.MailboxProducer {
 	return func() actor.Mailbox {
-		m := new(mailbox)
+		m := &mailbox{foreign: true}
 		p.initMailbox(m)
 		return m
 	}

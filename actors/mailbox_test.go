@@ -308,3 +308,42 @@ func TestWorkerDefersWakes(t *testing.T) {
 		t.Fatal("a mailbox off the workers has deferred wakes")
 	}
 }
+
+// TestWorkerWakesBeforeForeignActor: the loops a worker's sessions
+// deferred are woken before the worker runs an actor that is not a
+// session (a mailbox of Producer's: the response store's, an embedding
+// program's), which may block: a stream must not wait on it.
+func TestWorkerWakesBeforeForeignActor(t *testing.T) {
+	p := NewWorkerPool(1)
+	defer p.Stop()
+	k := new(countWaker)
+	ran := make(chan struct{}, 4)
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	defer release() // before Stop, which waits for the worker
+	session := new(mailbox)
+	p.initMailbox(session)
+	session.RegisterHandlers(&deferInvoker{mb: session, k: k, ran: ran}, nil)
+	blocker := p.Producer()().(*mailbox)
+	blocker.RegisterHandlers(&deferInvoker{mb: blocker, k: k, ran: ran}, nil)
+
+	// Hold the worker so that both queue behind it, session first.
+	first := new(mailbox)
+	p.initMailbox(first)
+	gate := make(chan struct{})
+	first.RegisterHandlers(&deferInvoker{mb: first, k: k, ran: ran}, nil)
+	first.PostUserMessage(gate)
+	session.PostUserMessage("frames")
+	blocker.PostUserMessage(hold) // blocks the worker until released
+	close(gate)
+	eventually.True(t, "the session's loop is woken while the foreign actor blocks the worker",
+		func() bool { return k.n.Load() == 1 })
+	if len(ran) != 2 {
+		t.Fatalf("%d runs before the blocker, want 2", len(ran))
+	}
+	release()
+	for range 3 {
+		<-ran
+	}
+}
