@@ -21,39 +21,42 @@ import (
 
 var payload = make([]byte, 120)
 
-// push connects a PUSH (our ZMTP) to endpoint and sends n messages.
-func push(b *testing.B, endpoint string, n int) { go push1(endpoint, n) }
-
-func push1(endpoint string, n int) {
-	network, addr, _ := zmtp.Split(endpoint)
-	var nc net.Conn
-	var err error
-	for i := 0; i < 100; i++ {
-		if nc, err = net.Dial(network, addr); err == nil {
-			break
+// push connects a PUSH (our ZMTP) to endpoint, which is bound already, and
+// sends n messages, on a goroutine of its own.
+func push(b *testing.B, endpoint string, n int) {
+	go func() {
+		network, addr, _ := zmtp.Split(endpoint)
+		nc, err := net.Dial(network, addr)
+		if err != nil {
+			b.Error(err)
+			return
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err != nil {
-		panic(err)
-	}
-	c, err := zmtp.Client(nc, "PUSH", nil, 5*time.Second)
-	if err != nil {
-		panic(err)
-	}
-	for i := 0; i < n; i++ {
-		if err := c.WriteMsg(payload); err != nil {
-			panic(err)
+		c, err := zmtp.Client(nc, "PUSH", nil, 5*time.Second)
+		if err != nil {
+			b.Error(err)
+			return
 		}
-	}
+		for i := 0; i < n; i++ {
+			if err := c.WriteMsg(payload); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
 }
 
 func BenchmarkOwnZMTP(b *testing.B) {
 	ep := "ipc://" + b.TempDir() + "/own"
-	ln, _ := zmtp.Listen(ep)
+	ln, err := zmtp.Listen(ep)
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer ln.Close()
 	push(b, ep, b.N+1)
-	nc, _ := ln.Accept()
+	nc, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
 	c, err := zmtp.Server(nc, "PULL", 5*time.Second)
 	if err != nil {
 		b.Fatal(err)
@@ -88,7 +91,10 @@ func BenchmarkGoZeromq(b *testing.B) {
 
 func BenchmarkPebbeLibzmq(b *testing.B) {
 	ep := "ipc://" + b.TempDir() + "/pz"
-	s, _ := pz.NewSocket(pz.PULL)
+	s, err := pz.NewSocket(pz.PULL)
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer s.Close()
 	if err := s.Bind(ep); err != nil {
 		b.Fatal(err)
