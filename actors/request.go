@@ -85,6 +85,13 @@ type Request struct {
 	// RankBad says the header was not an integer.
 	Rank             int
 	RankSet, RankBad bool
+	// Priority is vLLM's X-Vllm-Priority header (SetPriority): with
+	// PrioritySet it replaces the body's priority, as in vLLM's front end.
+	Priority    int
+	PrioritySet bool
+	// SessionID is vLLM's X-Session-ID header: the request's session
+	// when its body names none (engine.VLLMExtensions.SessionID).
+	SessionID string
 	// ClientRequestID says RequestID is the client's X-Request-Id (not
 	// one the server made up): vLLM names the response by it.
 	ClientRequestID bool
@@ -152,6 +159,25 @@ func (r *Request) SetRank(v []byte) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(v)))
 	r.RankSet, r.RankBad, r.Rank = err == nil, err != nil, n
+}
+
+// SetPriority records an X-Vllm-Priority header's value (nil when the
+// request has none). vLLM's front end reads it with Python's int and
+// ignores a value that is not an integer: the body's priority then holds.
+func (r *Request) SetPriority(v []byte) {
+	if v == nil {
+		return
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil {
+		r.Priority, r.PrioritySet = n, true
+	}
+}
+
+// SetSessionID records an X-Session-ID header's value (nil or empty: none).
+func (r *Request) SetSessionID(v []byte) {
+	if len(v) > 0 {
+		r.SessionID = string(v)
+	}
 }
 
 // InitRequest is NewRequest into r, for a caller that keeps the Request

@@ -140,7 +140,7 @@ func (ss *session) proceed(ctx actor.Context) {
 		ss.fail(ctx, modelNotFound(ss.ereq.Model))
 		return
 	}
-	if err := ss.pinRank(); err != nil {
+	if err := ss.vllmHeaders(); err != nil {
 		ss.fail(ctx, ss.d.engineError(err, &ss.ereq))
 		return
 	}
@@ -152,21 +152,32 @@ func (ss *session) proceed(ctx actor.Context) {
 	ss.prepared(ctx, ss.owner.cfg.Engine.Prepare(&ss.ereq))
 }
 
-// pinRank pins the request to the data-parallel rank its
-// X-data-parallel-rank header names (the engine checks the rank), or
-// refuses a header that names none.
-func (ss *session) pinRank() *engine.Error {
-	switch {
-	case ss.req.RankBad:
+// vllmHeaders applies vLLM's request headers to the decoded request, as
+// vLLM's front end does: X-data-parallel-rank pins the request to that
+// data-parallel rank (the engine checks it; a header that names none is
+// refused), X-Vllm-Priority replaces the body's priority, X-Session-ID is
+// the session when the body's session_id names none.
+func (ss *session) vllmHeaders() *engine.Error {
+	r := ss.req
+	if r.RankBad {
 		return &engine.Error{Kind: engine.KindInvalid, Param: "X-data-parallel-rank",
 			Message: "X-data-parallel-rank must be an integer: the data-parallel rank of the engine to run the request on"}
-	case !ss.req.RankSet:
-		return nil
 	}
-	if ss.ereq.VLLM == nil {
-		ss.ereq.VLLM = new(engine.VLLMExtensions)
+	ext := func() *engine.VLLMExtensions {
+		if ss.ereq.VLLM == nil {
+			ss.ereq.VLLM = new(engine.VLLMExtensions)
+		}
+		return ss.ereq.VLLM
 	}
-	ss.ereq.VLLM.PinRank, ss.ereq.VLLM.DataParallelRank = true, ss.req.Rank
+	if r.RankSet {
+		ext().PinRank, ext().DataParallelRank = true, r.Rank
+	}
+	if r.PrioritySet && (r.Priority != 0 || ss.ereq.VLLM != nil) {
+		ext().Priority = r.Priority
+	}
+	if r.SessionID != "" && (ss.ereq.VLLM == nil || ss.ereq.VLLM.SessionID == "") {
+		ext().SessionID = r.SessionID
+	}
 	return nil
 }
 

@@ -220,6 +220,12 @@ type VLLMExtensions struct {
 	// CacheSalt (cache_salt) isolates the request's prefix cache: only
 	// requests with the same salt share cached blocks ("" = none).
 	CacheSalt string
+	// SessionID (session_id, or the X-Session-ID header) names the
+	// conversation or agent session the request belongs to: vLLM's engine
+	// core puts it on the KV cache events of the request's blocks, for a
+	// router that follows sessions. It changes nothing in the answer; the
+	// engines that publish no such events ignore it ("" = none).
+	SessionID string
 }
 
 // Reasoning asks for reasoning tokens before the answer.

@@ -204,6 +204,8 @@ func (c *conn) dispatch(req *httpparse.Request) (closeAfter bool) {
 		r.Chunked = t.x.chunked
 		r.Arrival = t.start
 		r.SetRank(req.Header("x-data-parallel-rank"))
+		r.SetPriority(req.Header("x-vllm-priority"))
+		r.SetSessionID(req.Header("x-session-id"))
 		r.ClientRequestID = saneRequestID(req.Header("x-request-id"))
 		return r
 	}

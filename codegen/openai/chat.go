@@ -90,6 +90,9 @@ type ChatRequest struct {
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
 	CacheSalt         opt.String         `json:"cache_salt"`
+	// SessionID (vLLM's session_id) names the conversation or agent
+	// session the request belongs to, for the engine's KV cache events.
+	SessionID opt.String `json:"session_id"`
 	// ReturnTokenIDs puts the prompt's and the answer's token ids in the
 	// response.
 	ReturnTokenIDs bool `json:"return_token_ids"`

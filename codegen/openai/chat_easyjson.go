@@ -935,6 +935,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.CacheSalt).UnmarshalEasyJSON(in)
 			}
+		case "session_id":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SessionID).UnmarshalEasyJSON(in)
+			}
 		case "return_token_ids":
 			if in.IsNull() {
 				in.Skip()
@@ -1347,6 +1353,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"cache_salt\":"
 		out.RawString(prefix)
 		(in.CacheSalt).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"session_id\":"
+		out.RawString(prefix)
+		(in.SessionID).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"return_token_ids\":"

@@ -60,6 +60,8 @@ type CompletionRequest struct {
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
 	CacheSalt         opt.String         `json:"cache_salt"`
+	// SessionID is vLLM's session_id, as chat's.
+	SessionID opt.String `json:"session_id"`
 	// ResponseFormat (vLLM: as chat's) constrains the completion to JSON.
 	ResponseFormat ChatResponseFormat `json:"response_format"`
 	// ReturnTokenIDs puts the prompt's and the answer's token ids in the

@@ -296,6 +296,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.CacheSalt).UnmarshalEasyJSON(in)
 			}
+		case "session_id":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SessionID).UnmarshalEasyJSON(in)
+			}
 		case "response_format":
 			if in.IsNull() {
 				in.Skip()
@@ -619,6 +625,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"cache_salt\":"
 		out.RawString(prefix)
 		(in.CacheSalt).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"session_id\":"
+		out.RawString(prefix)
+		(in.SessionID).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"response_format\":"

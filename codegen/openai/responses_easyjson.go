@@ -942,6 +942,12 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			} else {
 				(out.CacheSalt).UnmarshalEasyJSON(in)
 			}
+		case "session_id":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.SessionID).UnmarshalEasyJSON(in)
+			}
 		case "chat_template_kwargs":
 			if in.IsNull() {
 				in.Skip()
@@ -1225,6 +1231,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 		const prefix string = ",\"cache_salt\":"
 		out.RawString(prefix)
 		(in.CacheSalt).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"session_id\":"
+		out.RawString(prefix)
+		(in.SessionID).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"chat_template_kwargs\":"

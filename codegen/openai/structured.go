@@ -43,6 +43,7 @@ type vllmSampling struct {
 	priority   opt.Int
 	structured *StructuredOutputs
 	cacheSalt  opt.String
+	sessionID  opt.String
 }
 
 // maxCacheSalt is vLLM's longest cache_salt.
@@ -79,6 +80,9 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 				Message: "Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\\\', or NUL."}
 		}
 		ext().CacheSalt = s.V
+	}
+	if s := v.sessionID; s.Defined && s.V != "" {
+		ext().SessionID = s.V // vLLM's: an empty one is none
 	}
 	so := v.structured
 	if so == nil {

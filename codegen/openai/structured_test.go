@@ -78,6 +78,9 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		bad(`"cache_salt":""`, "cache_salt")
 		bad(`"cache_salt":"a/b"`, "cache_salt")
 		bad(`"cache_salt":"`+strings.Repeat("s", 129)+`"`, "cache_salt")
+		ok(`"session_id":"conv-42"`, func(q *engine.Request) bool { return q.VLLM != nil && q.VLLM.SessionID == "conv-42" })
+		ok(`"session_id":""`, func(q *engine.Request) bool { return q.VLLM == nil }) // vLLM's: none
+		ok(`"session_id":null`, func(q *engine.Request) bool { return q.VLLM == nil })
 		// What this server does not do is refused, not ignored.
 		bad(`"use_beam_search":true`, "use_beam_search")
 		ok(`"return_token_ids":true`, func(q *engine.Request) bool { return q.ReturnTokenIDs })

@@ -363,3 +363,20 @@ func TestRetryBeforeFirstToken(t *testing.T) {
 		return e.Stats().Running == 0 && e.Workers()[0].InFlight() == 0 && e.Workers()[1].InFlight() == 0
 	})
 }
+
+// TestSessionIDReachesWorker: the request's session (vLLM's session_id)
+// is the worker's to use (vLLM's engine core names it in its KV events);
+// it is no capability to declare, so every worker takes it.
+func TestSessionIDReachesWorker(t *testing.T) {
+	e, f := newFake(t, Config{}, false)
+	req := chat("hi", 2)
+	req.VLLM = &engine.VLLMExtensions{SessionID: "conv-9"}
+	r, _, c := start(t, e, f, req)
+	if c.g.SessionID != "conv-9" {
+		t.Fatalf("the worker got session %q, want conv-9", c.g.SessionID)
+	}
+	c.end(&End{Choices: []ChoiceEnd{{FinishReason: "stop"}}})
+	if res := r.wait(t); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+}

@@ -111,6 +111,10 @@ type Generate struct {
 	AllowedTokenIDs []int
 	Priority        int
 	CacheSalt       string
+	// SessionID is the request's session (engine.VLLMExtensions): vLLM's
+	// engine core names it in its KV cache events; workers that publish
+	// none ignore it.
+	SessionID string
 }
 
 // ConstraintKind says what a Constraint's Value holds.

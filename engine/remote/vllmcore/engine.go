@@ -274,6 +274,7 @@ func (e *Engine) Generate(ctx context.Context, g *remote.Generate, rx remote.Rec
 		DataParallelRank: e.rank,
 		Priority:         g.Priority,
 		CacheSalt:        g.CacheSalt,
+		SessionID:        g.SessionID,
 	}
 	if !g.CachePrompt {
 		sp.SkipReadingPrefixCache = true

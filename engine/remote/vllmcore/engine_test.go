@@ -168,9 +168,9 @@ func TestGenerateThroughFakeEngine(t *testing.T) {
 }
 
 // TestVLLMExtensionsReachEngine: bad words (as token sequences),
-// allowed token ids, priority and a grammar constraint are in the
-// EngineCoreRequest where vLLM's front end puts them, and the engine
-// declares it has them.
+// allowed token ids, priority, the session id and a grammar constraint
+// are in the EngineCoreRequest where vLLM's front end puts them, and the
+// engine declares it has them.
 func TestVLLMExtensionsReachEngine(t *testing.T) {
 	f := listen(t, Options{})
 	fe, e := attach(t, f, 0)
@@ -182,6 +182,7 @@ func TestVLLMExtensionsReachEngine(t *testing.T) {
 	g.AllowedTokenIDs = []int{5, 6}
 	g.BadWords = [][]int32{{40}, {41, 42}}
 	g.Priority = -2
+	g.SessionID = "conv-42"
 	g.Constraint = remote.Constraint{Kind: remote.ConstraintGrammar, Value: `root ::= "a"`, EBNF: `root ::= "a"`}
 	if _, err := e.Generate(context.Background(), g, newRecorder(1)); err != nil {
 		t.Fatal(err)
@@ -190,6 +191,9 @@ func TestVLLMExtensionsReachEngine(t *testing.T) {
 	req := v.([]any)
 	if p := field(t, req, 13); toInt(p) != -2 {
 		t.Fatalf("priority %v in %v", p, req)
+	}
+	if s := field(t, req, 20); s != "conv-42" {
+		t.Fatalf("session_id %v in %v", s, req)
 	}
 	sp := req[3].(map[string]any)
 	if a, _ := sp["allowed_token_ids"].([]any); len(a) != 2 || toInt(a[0]) != 5 || toInt(a[1]) != 6 {

@@ -26,6 +26,9 @@ type Request struct {
 	// ExternalID is the user-facing request id ("" = none: the engine
 	// reports ID).
 	ExternalID string
+	// SessionID names the request's session in the engine's KV cache
+	// events ("" = none).
+	SessionID string
 }
 
 // Structured-output kinds, one per StructuredOutputsParams field.
@@ -100,6 +103,8 @@ func NewSampling() Sampling {
 func AppendRequest(b []byte, r *Request) []byte {
 	n := 9
 	switch {
+	case r.SessionID != "":
+		n = 21
 	case r.ExternalID != "":
 		n = 17
 	case r.Priority != 0:
@@ -149,7 +154,18 @@ func AppendRequest(b []byte, r *Request) []byte {
 	}
 	b = msgp.AppendNil(b)         // trace_headers
 	b = msgp.AppendBool(b, false) // resumable
-	return msgp.AppendString(b, r.ExternalID)
+	if r.ExternalID != "" {
+		b = msgp.AppendString(b, r.ExternalID)
+	} else {
+		b = msgp.AppendNil(b)
+	}
+	if n == 17 {
+		return b
+	}
+	b = msgp.AppendNil(b)         // reasoning_ended
+	b = msgp.AppendNil(b)         // reasoning_parser_kwargs
+	b = msgp.AppendBool(b, false) // abort_immediately
+	return msgp.AppendString(b, r.SessionID)
 }
 
 // AppendSampling writes s as SamplingParams: the fields that differ from

@@ -20,7 +20,8 @@ import (
 // decoded by vLLM 0.32's own msgspec decoder (testdata/decode_requests.py
 // in .vllm's Python), hold every field as set: the sampling parameters
 // with their defaults left out, the private fields the front end fills,
-// each structured-output kind, priority, the rank, the external id.
+// each structured-output kind, priority, the rank, the external id, the
+// session id.
 // Skips without .vllm (make vllm); fails with VAJRA_REQUIRE_VLLM set.
 func TestRequestsDecodedByVLLM(t *testing.T) {
 	if testing.Short() {
@@ -51,6 +52,7 @@ func TestRequestsDecodedByVLLM(t *testing.T) {
 		{ID: "full", Prompt: []int32{128000, 9906}, Sampling: &full, ArrivalTime: 1e9, CacheSalt: "salt",
 			DataParallelRank: 1, ClientIndex: 2, CurrentWave: 3, Priority: -2, ExternalID: "ext"},
 		{ID: "priority", Prompt: []int32{7}, Sampling: &greedy, DataParallelRank: 0, Priority: 5},
+		{ID: "session", Prompt: []int32{7}, Sampling: &greedy, DataParallelRank: -1, SessionID: "conv-42"},
 		{ID: "regex", Prompt: []int32{7}, Sampling: kind(StructRegex, `\d+`, nil), DataParallelRank: -1},
 		{ID: "choice", Prompt: []int32{7}, Sampling: kind(StructChoice, "", []string{"yes", "no"}), DataParallelRank: -1},
 		{ID: "json", Prompt: []int32{7}, Sampling: kind(StructJSON, `{"type":"object"}`, nil), DataParallelRank: -1},
@@ -93,7 +95,7 @@ func TestRequestsDecodedByVLLM(t *testing.T) {
 		"max_tokens": 16.0, "min_tokens": 0.0, "logprobs": nil, "prompt_logprobs": nil, "eos_token_id": nil,
 		"all_stop_token_ids": []any{}, "logit_bias": map[string]any{}, "allowed_token_ids": nil, "bad_words_token_ids": nil,
 		"skip_reading_prefix_cache": false, "structured_outputs": nil, "cache_salt": nil, "client_index": 0.0,
-		"current_wave": 0.0, "priority": 0.0, "external_req_id": nil}
+		"current_wave": 0.0, "priority": 0.0, "external_req_id": nil, "abort_immediately": false, "session_id": nil}
 	so := func(k, v string, choice []any) map[string]any {
 		m := map[string]any{"json": nil, "regex": nil, "choice": nil, "grammar": nil, "json_object": nil, "structural_tag": nil, "backend": "xgrammar"}
 		switch {
@@ -118,6 +120,8 @@ func TestRequestsDecodedByVLLM(t *testing.T) {
 			"allowed_token_ids": []any{5.0, 6.0, 7.0}, "bad_words_token_ids": []any{[]any{60704.0}, []any{15339.0, 1917.0}},
 			"skip_reading_prefix_cache": true, "structured_outputs": so("grammar", `root ::= "a" | "b"`, nil)},
 		{"request_id": "priority", "prompt_token_ids": []any{7.0}, "arrival_time": 0.0, "data_parallel_rank": 0.0, "priority": 5.0,
+			"temperature": 0.0, "max_tokens": 5.0, "eos_token_id": 2.0, "all_stop_token_ids": []any{2.0}},
+		{"request_id": "session", "session_id": "conv-42",
 			"temperature": 0.0, "max_tokens": 5.0, "eos_token_id": 2.0, "all_stop_token_ids": []any{2.0}},
 		{"request_id": "regex", "structured_outputs": so("regex", `\d+`, nil)},
 		{"request_id": "choice", "structured_outputs": so("choice", "", []any{"yes", "no"})},

@@ -25,6 +25,8 @@ for path in sys.argv[1:]:
         "current_wave": r.current_wave,
         "priority": r.priority,
         "external_req_id": r.external_req_id,
+        "abort_immediately": r.abort_immediately,
+        "session_id": r.session_id,
         "n": sp.n,
         "presence_penalty": sp.presence_penalty,
         "frequency_penalty": sp.frequency_penalty,
