@@ -29,7 +29,15 @@
 # VLLM::EngineCore scheduler, the front door, the load generator) to the
 # others. (The scheduler and the model process on one CPU wait on each
 # other's spin: 126 ms between tokens.) Its OpenMP threads are bound there
-# by vLLM's own VLLM_CPU_OMP_THREADS_BIND.
+# by vLLM's own VLLM_CPU_OMP_THREADS_BIND. The front doors that size their
+# threads by the CPUs they see (vllm-rs's tokio workers, Vajra's event
+# loops and Ps) are started on the front CPUs, as in a container's
+# cpuset, rather than moved there once started (with 2 CPUs seen and 1
+# given, each runs twice the threads it has CPUs for): Vajra under
+# taskset, vllm-rs and `vajra frontend` through a wrapper that vLLM's
+# launcher runs (exec taskset ... "$@", the handed descriptors kept).
+# vLLM's Python API server (A, and the servicer of B) is the launcher
+# itself and is moved as before.
 #
 # A round where a side delivers whole requests in one burst (its gap p50
 # under BURST_GAP_MS: the tokens came together; see bench/RESULTS.md) is
@@ -69,6 +77,16 @@ out=bench/out/vllm
 mkdir -p "$out"
 ((SUMMARY_ONLY)) || : >"$out/summary.txt"
 
+# fe_wrap SIDE BINARY: the path vLLM's launcher is given for its Rust
+# front end: BINARY itself, or with PIN a wrapper that starts it on the
+# front CPUs.
+fe_wrap() {
+	((PIN)) || { echo "$2"; return; }
+	local w=$root/$out/fe-$1.sh
+	printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$front" "$2" >"$w"
+	chmod +x "$w"
+	echo "$w"
+}
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # cpu PGID [PID]: CPU seconds (utime+stime, children reaped included) of
 # the front (every process in the group but vLLM's engine processes, plus
@@ -125,8 +143,10 @@ waitup() { # URL
 export VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
 vargs=(--served-model-name tiny --max-model-len 2048 --dtype float32 --enforce-eager --max-num-seqs 16)
 client=(env)
+startpin=()
 if ((PIN)); then
 	client=(taskset -c "$front" env)
+	startpin=(taskset -c "$front")
 	# The model process's OpenMP threads: one, bound to the last CPU (two
 	# threads spinning at a barrier on one CPU wait out each other's slices).
 	export VLLM_CPU_OMP_THREADS_BIND=$last
@@ -181,18 +201,19 @@ for r in $(seq 1 "$ROUNDS"); do
 			q=$(freeport)
 			setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$q" "${vargs[@]}" --grpc >"$out/vllm-B.log" 2>&1 &
 			vpid=$!
-			bin/vajra serve --host 127.0.0.1 --port "$p" --worker "vllm://127.0.0.1:$q" --served-model-name tiny >"$out/vajra-B.log" 2>&1 &
+			"${startpin[@]}" bin/vajra serve --host 127.0.0.1 --port "$p" --worker "vllm://127.0.0.1:$q" --served-model-name tiny >"$out/vajra-B.log" 2>&1 &
 			jpid=$! ;;
 		C | D2)
 			fe=$root/$bin/vllm-rs
 			[[ $side == D2 ]] && fe=$root/bin/vajra
+			fe=$(fe_wrap "$side" "$fe")
 			VLLM_USE_RUST_FRONTEND=1 VLLM_RUST_FRONTEND_PATH=$fe setsid "$bin/vllm" serve "$model" --host 127.0.0.1 --port "$p" "${vargs[@]}" >"$out/vllm-$side.log" 2>&1 &
 			vpid=$! ;;
 		D0 | D1)
 			q=$(freeport)
 			vbin=bin/vajra
 			[[ $side == D0 ]] && vbin=${BASE_BIN:?D0 needs BASE_BIN}
-			"$vbin" serve --host 127.0.0.1 --port "$p" --worker "vllm-core://127.0.0.1:$q" --tokenizer "$model" --served-model-name tiny \
+			"${startpin[@]}" "$vbin" serve --host 127.0.0.1 --port "$p" --worker "vllm-core://127.0.0.1:$q" --tokenizer "$model" --served-model-name tiny \
 				--max-model-len 2048 >"$out/vajra-$side.log" 2>&1 &
 			jpid=$!
 			setsid "$bin/vllm" serve "$model" --headless --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$q" \
