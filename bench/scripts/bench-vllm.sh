@@ -48,7 +48,8 @@
 # every run is bounded (-duration, -max-time). Environment overrides:
 #   SIDES ("A B C D1 D2") CONCURRENCY ("1 8 32") ROUNDS (2) WARMUP (3s)
 #   DURATION (10s) MAX_TOKENS (64) PROMPT_TOKENS (32) PIN (1)
-#   BURST_GAP_MS (1) SUMMARY_ONLY (0) BASE_BIN (for D0) PYSPY (a py-spy binary: dump the
+#   BURST_GAP_MS (1) SUMMARY_ONLY (0) BASE_BIN (for D0) CLIENT_PROCS (2:
+#   the load generator's GOMAXPROCS) PYSPY (a py-spy binary: dump the
 #   engine core's threads mid-window, see dumps)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -143,6 +144,13 @@ waitup() { # URL
 export VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
 vargs=(--served-model-name tiny --max-model-len 2048 --dtype float32 --enforce-eager --max-num-seqs 16)
 client=(env)
+# The load generator runs with two Ps: with one, on the CPU where the
+# engine core's busy loop spins, it read nothing for a whole request (the
+# front door had written every token at its step, its loop woke once per
+# token, the bytes sat in the client's socket) and the round counted as a
+# burst; with two, or on the other CPU, the same server streamed
+# (bench/RESULTS.md, "The burst rounds: the load generator").
+CLIENT_PROCS=${CLIENT_PROCS:-2}
 startpin=()
 if ((PIN)); then
 	client=(taskset -c "$front" env)
@@ -179,7 +187,7 @@ measure() {
 	local c0 c1 toks
 	read -r f0 e0 j0 < <(cpu "$vpid" "$jpid")
 	[[ -n $PYSPY ]] && dumps "$o" &
-	"${client[@]}" GOMAXPROCS=1 bin/vajra bench -url "$u" -model tiny -c "$c" -warmup "$WARMUP" -duration "$DURATION" -ramp 1s -no-drain \
+	"${client[@]}" GOMAXPROCS="$CLIENT_PROCS" bin/vajra bench -url "$u" -model tiny -c "$c" -warmup "$WARMUP" -duration "$DURATION" -ramp 1s -no-drain \
 		-max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" -max-time 3m -quiet -out "$o.json" >"$o.txt" || true
 	read -r f1 e1 j1 < <(cpu "$vpid" "$jpid")
 	awk -v tag="$tag" -v c="$c" -v r="$r" -v fcpu="$(python3 -c "print($f1-$f0)")" -v ecpu="$(python3 -c "print($e1-$e0)")" -v jcpu="$(python3 -c "print($j1-$j0)")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
@@ -230,7 +238,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		done
 		((PIN)) && pin "$vpid" "$jpid"
 		# Warm: the first requests compile and fill caches.
-		"${client[@]}" GOMAXPROCS=1 bin/vajra bench -url "$url" -model tiny -c 4 -warmup 0s -duration 3s -max-tokens 16 -quiet -max-time 1m >/dev/null 2>&1 || true
+		"${client[@]}" GOMAXPROCS="$CLIENT_PROCS" bin/vajra bench -url "$url" -model tiny -c 4 -warmup 0s -duration 3s -max-tokens 16 -quiet -max-time 1m >/dev/null 2>&1 || true
 		for c in $CONCURRENCY; do
 			measure "$side" "$url" "$c"
 		done
