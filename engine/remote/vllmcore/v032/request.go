@@ -125,11 +125,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	b = msgp.AppendNil(b) // pooling_params
 	b = msgp.AppendFloat64(b, r.ArrivalTime)
 	b = msgp.AppendNil(b) // lora_request
-	if r.CacheSalt != "" {
-		b = msgp.AppendString(b, r.CacheSalt)
-	} else {
-		b = msgp.AppendNil(b)
-	}
+	b = appendOptString(b, r.CacheSalt)
 	if r.DataParallelRank >= 0 {
 		b = appendInt(b, int64(r.DataParallelRank))
 	} else {
@@ -154,11 +150,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	}
 	b = msgp.AppendNil(b)         // trace_headers
 	b = msgp.AppendBool(b, false) // resumable
-	if r.ExternalID != "" {
-		b = msgp.AppendString(b, r.ExternalID)
-	} else {
-		b = msgp.AppendNil(b)
-	}
+	b = appendOptString(b, r.ExternalID)
 	if n == 17 {
 		return b
 	}
@@ -166,6 +158,14 @@ func AppendRequest(b []byte, r *Request) []byte {
 	b = msgp.AppendNil(b)         // reasoning_parser_kwargs
 	b = msgp.AppendBool(b, false) // abort_immediately
 	return msgp.AppendString(b, r.SessionID)
+}
+
+// appendOptString writes an optional string field: nil for "" (None).
+func appendOptString(b []byte, s string) []byte {
+	if s == "" {
+		return msgp.AppendNil(b)
+	}
+	return msgp.AppendString(b, s)
 }
 
 // AppendSampling writes s as SamplingParams: the fields that differ from
