@@ -39,6 +39,18 @@
 # vLLM's Python API server (A, and the servicer of B) is the launcher
 # itself and is moved as before.
 #
+# The kernel's autogroups (kernel.sched_autogroup_enabled) share a CPU
+# between sessions before tasks: the load generator (this script's
+# session) and vLLM's spinning scheduler (the session `setsid vllm serve`
+# starts, which also holds the front door vLLM's launcher starts: C and
+# D2) then take turns on the front CPU as two groups, and in some rounds
+# the load generator read nothing until the engine went idle (whole
+# requests in one burst, dial timeouts; bench/RESULTS.md, "The burst
+# rounds: autogroups"). With AUTOGROUP=0 (the default when this script may
+# write /proc/sys/kernel/sched_autogroup_enabled) autogrouping is off for
+# the run and set back at its end, so every task of the front CPU is
+# scheduled on its own, whichever session started it.
+#
 # A round where a side delivers whole requests in one burst (its gap p50
 # under BURST_GAP_MS: the tokens came together; see bench/RESULTS.md) is
 # counted apart in the summary, not in the medians. SUMMARY_ONLY=1 prints
@@ -50,7 +62,8 @@
 #   DURATION (10s) MAX_TOKENS (64) PROMPT_TOKENS (32) PIN (1)
 #   BURST_GAP_MS (1) SUMMARY_ONLY (0) BASE_BIN (for D0) CLIENT_PROCS (2:
 #   the load generator's GOMAXPROCS) PYSPY (a py-spy binary: dump the
-#   engine core's threads mid-window, see dumps)
+#   engine core's threads mid-window, see dumps) AUTOGROUP (0: off for
+#   the run, as said above; keep: leave the kernel's setting)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -165,7 +178,18 @@ cleanup() {
 	[[ -n $jpid ]] && kill "$jpid" 2>/dev/null || true
 	vpid='' jpid=''
 }
-trap cleanup EXIT
+AUTOGROUP=${AUTOGROUP:-0}
+ag=/proc/sys/kernel/sched_autogroup_enabled
+ag_was=''
+if [[ $AUTOGROUP == 0 && -r $ag ]] && ((!SUMMARY_ONLY)); then
+	ag_was=$(cat "$ag")
+	if [[ $ag_was != 0 ]] && ! echo 0 2>/dev/null >"$ag"; then
+		echo "warning: cannot turn autogroups off ($ag; AUTOGROUP=keep to silence): rounds may burst" >&2
+		ag_was=''
+	fi
+fi
+restore_ag() { [[ -n $ag_was && $ag_was != 0 ]] && echo "$ag_was" >"$ag" || true; }
+trap 'cleanup; restore_ag' EXIT
 # dumps OUT: with PYSPY (a py-spy binary), three dumps of every thread of
 # the engine core's scheduler process (VLLM::EngineCore) a second apart in
 # the middle of the measured window, into OUT.pyspy: where its busy loop
