@@ -175,8 +175,8 @@ func (ss *session) vllmHeaders() *engine.Error {
 	if r.PrioritySet && (r.Priority != 0 || ss.ereq.VLLM != nil) {
 		ext().Priority = r.Priority
 	}
-	if r.SessionID != "" && (ss.ereq.VLLM == nil || ss.ereq.VLLM.SessionID == "") {
-		ext().SessionID = r.SessionID
+	if r.SessionID != "" && (ss.ereq.VLLM == nil || ss.ereq.VLLM.SessionID == "" || ss.ereq.VLLM.SessionFromXArgs) {
+		ext().SessionID, ext().SessionFromXArgs = r.SessionID, false
 	}
 	return nil
 }

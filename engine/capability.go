@@ -25,6 +25,9 @@ const (
 	CapPriority
 	// CapCacheSalt: vLLM's cache_salt, a prefix cache per salt.
 	CapCacheSalt
+	// CapExtraArgs: vLLM's vllm_xargs, passed to the engine's custom
+	// extensions (SamplingParams.extra_args).
+	CapExtraArgs
 )
 
 // Lacker is an Engine that declares the capabilities it lacks. Lacks may
@@ -66,6 +69,9 @@ func Needs(req *Request) Capability {
 		if v.CacheSalt != "" {
 			c |= CapCacheSalt
 		}
+		if len(v.ExtraArgs) > 0 {
+			c |= CapExtraArgs
+		}
 	}
 	return c
 }
@@ -96,6 +102,7 @@ var capabilities = [...]struct {
 	{CapAllowedTokenIDs, "allowed_token_ids", "do not restrict the output to given tokens (allowed_token_ids)"},
 	{CapPriority, "priority", "do not schedule by priority (priority must be 0)"},
 	{CapCacheSalt, "cache_salt", "do not salt the prefix cache (cache_salt)"},
+	{CapExtraArgs, "vllm_xargs", "run no custom extensions to pass vllm_xargs to (vllm_xargs)"},
 }
 
 // CheckRank refuses a request pinned to a data-parallel rank outside

@@ -225,7 +225,17 @@ type VLLMExtensions struct {
 	// core puts it on the KV cache events of the request's blocks, for a
 	// router that follows sessions. It changes nothing in the answer; the
 	// engines that publish no such events ignore it ("" = none).
-	SessionID string
+	// SessionFromXArgs: SessionID came from vllm_xargs.session_id, the
+	// weakest of vLLM's three spellings (an X-Session-ID header replaces
+	// it).
+	SessionID        string
+	SessionFromXArgs bool
+	// ExtraArgs (vllm_xargs) are extra arguments for a vLLM engine's
+	// custom extensions (its logits processors read them from
+	// SamplingParams.extra_args): a JSON object of strings, numbers and
+	// lists of them, nil when none. Only an engine that passes them on
+	// takes the request (engine.CapExtraArgs).
+	ExtraArgs []byte
 }
 
 // Reasoning asks for reasoning tokens before the answer.

@@ -771,9 +771,9 @@ func confGrammarOutputs(t *testing.T, e *confEngine, s *confServer, _ confFront)
 	}
 }
 
-// confVLLMExtensions: vLLM's bad_words, allowed_token_ids, priority and
-// cache_salt are refused with a 400 naming each by an engine that declares it
-// lacks them; an engine that has them answers.
+// confVLLMExtensions: vLLM's bad_words, allowed_token_ids, priority,
+// cache_salt and vllm_xargs are refused with a 400 naming each by an engine
+// that declares it lacks them; an engine that has them answers.
 func confVLLMExtensions(t *testing.T, _ *confEngine, s *confServer, _ confFront) {
 	lacks := engine.Lacks(s.eng)
 	for _, c := range []struct {
@@ -781,7 +781,7 @@ func confVLLMExtensions(t *testing.T, _ *confEngine, s *confServer, _ confFront)
 		value any
 		c     engine.Capability
 	}{{"bad_words", []string{"sea"}, engine.CapBadWords}, {"allowed_token_ids", []int{1, 2}, engine.CapAllowedTokenIDs}, {"priority", 2, engine.CapPriority},
-		{"cache_salt", "tenant-a", engine.CapCacheSalt}} {
+		{"cache_salt", "tenant-a", engine.CapCacheSalt}, {"vllm_xargs", map[string]any{"mode": "strict", "k": 3}, engine.CapExtraArgs}} {
 		body := chatBody(s, question, 4)
 		body[c.param] = c.value
 		st, res := confPost(t, s, "/v1/chat/completions", body)

@@ -59,6 +59,16 @@ func TestVLLMRequestHeaders(t *testing.T) {
 	if st, b, v := post(`,"session_id":"conv-b"`, "X-Session-ID", "conv-h"); st != 200 || v.SessionID != "conv-b" {
 		t.Fatalf("session_id and X-Session-ID: %d %s, the engine got session %q, want the body's", st, b, v.SessionID)
 	}
+	// vllm_xargs.session_id is the session only when neither the body's
+	// field nor the header names one (the simulator runs no extension, so
+	// the request itself is a 400 naming vllm_xargs, after the session is
+	// settled).
+	if st, b, v := post(`,"vllm_xargs":{"session_id":"conv-x"}`, "X-Session-ID", "conv-h"); st != 400 || !strings.Contains(b, `"param":"vllm_xargs"`) || v.SessionID != "conv-h" {
+		t.Fatalf("vllm_xargs.session_id and X-Session-ID: %d %s, the engine got session %q, want the header's and a 400 naming vllm_xargs", st, b, v.SessionID)
+	}
+	if st, b, v := post(`,"vllm_xargs":{"session_id":"conv-x"}`); st != 400 || v.SessionID != "conv-x" {
+		t.Fatalf("vllm_xargs.session_id alone: %d %s, the engine got session %q", st, b, v.SessionID)
+	}
 	if st, b, v := post("", "X-Vllm-Priority", "3"); st != 400 || !strings.Contains(b, `"param":"priority"`) || v.Priority != 3 {
 		t.Fatalf("X-Vllm-Priority 3 on an engine without priorities: %d %s (engine got %d), want a 400 naming priority", st, b, v.Priority)
 	}

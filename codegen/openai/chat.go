@@ -93,6 +93,10 @@ type ChatRequest struct {
 	// SessionID (vLLM's session_id) names the conversation or agent
 	// session the request belongs to, for the engine's KV cache events.
 	SessionID opt.String `json:"session_id"`
+	// VLLMXArgs (vLLM's vllm_xargs) are extra arguments for the engine's
+	// custom extensions (its logits processors' SamplingParams.extra_args):
+	// an object of strings, numbers and lists of them.
+	VLLMXArgs RawJSON `json:"vllm_xargs"`
 	// ReturnTokenIDs puts the prompt's and the answer's token ids in the
 	// response.
 	ReturnTokenIDs bool `json:"return_token_ids"`

@@ -941,6 +941,12 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 			} else {
 				(out.SessionID).UnmarshalEasyJSON(in)
 			}
+		case "vllm_xargs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.VLLMXArgs).UnmarshalEasyJSON(in)
+			}
 		case "return_token_ids":
 			if in.IsNull() {
 				in.Skip()
@@ -1030,12 +1036,6 @@ func easyjson9b8f5552DecodeGithubComVajraGoVajraCodegenOpenai7(in *jlexer.Lexer,
 				in.Skip()
 			} else {
 				(out.RepetitionDetection).UnmarshalEasyJSON(in)
-			}
-		case "vllm_xargs":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				(out.VLLMXArgs).UnmarshalEasyJSON(in)
 			}
 		case "kv_transfer_params":
 			if in.IsNull() {
@@ -1360,6 +1360,11 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		(in.SessionID).MarshalEasyJSON(out)
 	}
 	{
+		const prefix string = ",\"vllm_xargs\":"
+		out.RawString(prefix)
+		(in.VLLMXArgs).MarshalEasyJSON(out)
+	}
+	{
 		const prefix string = ",\"return_token_ids\":"
 		out.RawString(prefix)
 		out.Bool(bool(in.ReturnTokenIDs))
@@ -1433,11 +1438,6 @@ func easyjson9b8f5552EncodeGithubComVajraGoVajraCodegenOpenai7(out *jwriter.Writ
 		const prefix string = ",\"repetition_detection\":"
 		out.RawString(prefix)
 		(in.RepetitionDetection).MarshalEasyJSON(out)
-	}
-	{
-		const prefix string = ",\"vllm_xargs\":"
-		out.RawString(prefix)
-		(in.VLLMXArgs).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"kv_transfer_params\":"

@@ -76,7 +76,7 @@ func (r *ChatRequest) ToEngine(dst *engine.Request) *ParamError {
 	if err := r.toEngineTools(dst); err != nil {
 		return err
 	}
-	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs, r.CacheSalt, r.SessionID}
+	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs, r.CacheSalt, r.SessionID, r.VLLMXArgs}
 	if err := v.toEngine(dst); err != nil {
 		return err
 	}

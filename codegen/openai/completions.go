@@ -60,8 +60,10 @@ type CompletionRequest struct {
 	Priority          opt.Int            `json:"priority"`
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs"`
 	CacheSalt         opt.String         `json:"cache_salt"`
-	// SessionID is vLLM's session_id, as chat's.
+	// SessionID is vLLM's session_id, as chat's; VLLMXArgs its
+	// vllm_xargs, as chat's.
 	SessionID opt.String `json:"session_id"`
+	VLLMXArgs RawJSON    `json:"vllm_xargs"`
 	// ResponseFormat (vLLM: as chat's) constrains the completion to JSON.
 	ResponseFormat ChatResponseFormat `json:"response_format"`
 	// ReturnTokenIDs puts the prompt's and the answer's token ids in the

@@ -302,6 +302,12 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 			} else {
 				(out.SessionID).UnmarshalEasyJSON(in)
 			}
+		case "vllm_xargs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.VLLMXArgs).UnmarshalEasyJSON(in)
+			}
 		case "response_format":
 			if in.IsNull() {
 				in.Skip()
@@ -379,12 +385,6 @@ func easyjsonF315a57DecodeGithubComVajraGoVajraCodegenOpenai(in *jlexer.Lexer, o
 				in.Skip()
 			} else {
 				(out.RepetitionDetection).UnmarshalEasyJSON(in)
-			}
-		case "vllm_xargs":
-			if in.IsNull() {
-				in.Skip()
-			} else {
-				(out.VLLMXArgs).UnmarshalEasyJSON(in)
 			}
 		case "kv_transfer_params":
 			if in.IsNull() {
@@ -632,6 +632,11 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		(in.SessionID).MarshalEasyJSON(out)
 	}
 	{
+		const prefix string = ",\"vllm_xargs\":"
+		out.RawString(prefix)
+		(in.VLLMXArgs).MarshalEasyJSON(out)
+	}
+	{
 		const prefix string = ",\"response_format\":"
 		out.RawString(prefix)
 		(in.ResponseFormat).MarshalEasyJSON(out)
@@ -695,11 +700,6 @@ func easyjsonF315a57EncodeGithubComVajraGoVajraCodegenOpenai(out *jwriter.Writer
 		const prefix string = ",\"repetition_detection\":"
 		out.RawString(prefix)
 		(in.RepetitionDetection).MarshalEasyJSON(out)
-	}
-	{
-		const prefix string = ",\"vllm_xargs\":"
-		out.RawString(prefix)
-		(in.VLLMXArgs).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"kv_transfer_params\":"

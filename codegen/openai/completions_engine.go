@@ -137,7 +137,7 @@ func (r *CompletionRequest) ToEngine(dst *engine.Request) *ParamError {
 			dst.PromptLogprobs = -1
 		}
 	}
-	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs, r.CacheSalt, r.SessionID}
+	v := vllmSampling{r.BadWords, r.AllowedTokenIDs, r.Priority, r.StructuredOutputs, r.CacheSalt, r.SessionID, r.VLLMXArgs}
 	if err := v.toEngine(dst); err != nil {
 		return err
 	}

@@ -74,6 +74,7 @@ type ResponsesRequest struct {
 	StructuredOutputs      *StructuredOutputs `json:"structured_outputs"`
 	CacheSalt              opt.String         `json:"cache_salt"`
 	SessionID              opt.String         `json:"session_id"` // vLLM's, as chat's
+	VLLMXArgs              RawJSON            `json:"vllm_xargs"` // vLLM's, as chat's
 	ChatTemplateKwargs     RawJSON            `json:"chat_template_kwargs"`
 
 	// Accepted and not used.

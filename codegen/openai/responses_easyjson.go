@@ -948,6 +948,12 @@ func easyjson559270aeDecodeGithubComVajraGoVajraCodegenOpenai6(in *jlexer.Lexer,
 			} else {
 				(out.SessionID).UnmarshalEasyJSON(in)
 			}
+		case "vllm_xargs":
+			if in.IsNull() {
+				in.Skip()
+			} else {
+				(out.VLLMXArgs).UnmarshalEasyJSON(in)
+			}
 		case "chat_template_kwargs":
 			if in.IsNull() {
 				in.Skip()
@@ -1236,6 +1242,11 @@ func easyjson559270aeEncodeGithubComVajraGoVajraCodegenOpenai6(out *jwriter.Writ
 		const prefix string = ",\"session_id\":"
 		out.RawString(prefix)
 		(in.SessionID).MarshalEasyJSON(out)
+	}
+	{
+		const prefix string = ",\"vllm_xargs\":"
+		out.RawString(prefix)
+		(in.VLLMXArgs).MarshalEasyJSON(out)
 	}
 	{
 		const prefix string = ",\"chat_template_kwargs\":"

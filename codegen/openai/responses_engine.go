@@ -87,7 +87,7 @@ func (r *ResponsesRequest) toEngineVLLM(dst *engine.Request) *ParamError {
 		return &ParamError{Param: "structured_outputs", Code: CodeInvalidValue,
 			Message: "Cannot specify both structured_outputs and text.format"}
 	}
-	v := vllmSampling{priority: r.Priority, structured: r.StructuredOutputs, cacheSalt: r.CacheSalt, sessionID: r.SessionID}
+	v := vllmSampling{priority: r.Priority, structured: r.StructuredOutputs, cacheSalt: r.CacheSalt, sessionID: r.SessionID, xargs: r.VLLMXArgs}
 	if err := v.toEngine(dst); err != nil {
 		return err
 	}

@@ -195,6 +195,7 @@ func TestResponsesValidation(t *testing.T) {
 	f(`{"input":"x","structured_outputs":{"regex":"a","choice":["b"]}}`, "structured_outputs", CodeInvalidValue, "one kind")
 	f(`{"input":"x","structured_outputs":{"choice":["a"]},"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`, "structured_outputs", CodeInvalidValue, "not both")
 	f(`{"input":"x","chat_template_kwargs":[1]}`, "chat_template_kwargs", CodeInvalidType, "object")
+	f(`{"input":"x","vllm_xargs":{"a":{"b":1}}}`, "vllm_xargs", CodeInvalidValue, "strings, numbers")
 }
 
 // TestResponsesVLLMExtensions: vLLM's Responses extensions reach the
@@ -203,7 +204,7 @@ func TestResponsesVLLMExtensions(t *testing.T) {
 	req := responsesToEngine(t, `{"input":"x","top_k":5,"min_p":0.1,"repetition_penalty":1.2,"presence_penalty":0.5,
 		"frequency_penalty":-0.5,"logit_bias":{"7":-100},"seed":42,"stop":["END",""],"stop_token_ids":[9],"ignore_eos":true,
 		"include_stop_str_in_output":true,"skip_special_tokens":false,"priority":-3,"structured_outputs":{"choice":["yes","no"]},
-		"session_id":"conv-7","chat_template_kwargs":{"enable_thinking":false}}`, nil)
+		"session_id":"conv-7","chat_template_kwargs":{"enable_thinking":false},"vllm_xargs":{"mode":"strict","ids":[1,2]}}`, nil)
 	s := req.Sampling
 	if s.TopK != 5 || s.MinP != 0.1 || s.RepetitionPenalty != 1.2 || s.PresencePenalty != 0.5 || s.FrequencyPenalty != -0.5 ||
 		len(s.LogitBias) != 1 || s.LogitBias[0].TokenID != 7 || !s.HasSeed || s.Seed != 42 ||
@@ -214,7 +215,8 @@ func TestResponsesVLLMExtensions(t *testing.T) {
 		s.Unset&engine.FieldTemperature == 0 {
 		t.Errorf("unset %b", s.Unset)
 	}
-	if req.VLLM == nil || req.VLLM.Priority != -3 || req.VLLM.SessionID != "conv-7" || !slices.Equal(req.VLLM.Choices, []string{"yes", "no"}) || req.ResponseFormat.Type != engine.FormatChoice {
+	if req.VLLM == nil || req.VLLM.Priority != -3 || req.VLLM.SessionID != "conv-7" || !slices.Equal(req.VLLM.Choices, []string{"yes", "no"}) || req.ResponseFormat.Type != engine.FormatChoice ||
+		string(req.VLLM.ExtraArgs) != `{"mode":"strict","ids":[1,2]}` {
 		t.Errorf("vllm %+v, format %v", req.VLLM, req.ResponseFormat.Type)
 	}
 	if string(req.ChatTemplateKwargs) != `{"enable_thinking":false}` {

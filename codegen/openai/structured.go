@@ -44,6 +44,7 @@ type vllmSampling struct {
 	structured *StructuredOutputs
 	cacheSalt  opt.String
 	sessionID  opt.String
+	xargs      RawJSON
 }
 
 // maxCacheSalt is vLLM's longest cache_salt.
@@ -83,6 +84,21 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 	}
 	if s := v.sessionID; s.Defined && s.V != "" {
 		ext().SessionID = s.V // vLLM's: an empty one is none
+	}
+	if x := v.xargs; len(x) > 0 && string(x) != "null" {
+		if err := checkXArgs(x); err != nil {
+			return err
+		}
+		if string(x) != "{}" {
+			ext().ExtraArgs = x
+		}
+		if ext().SessionID == "" {
+			// vLLM's session id falls back to vllm_xargs.session_id (a
+			// non-empty string) after the field and the header.
+			if s := xargsSessionID(x); s != "" {
+				ext().SessionID, ext().SessionFromXArgs = s, true
+			}
+		}
 	}
 	so := v.structured
 	if so == nil {
@@ -170,7 +186,6 @@ type VLLMUnsupported struct {
 	PromptLogprobs         Ignored  `json:"prompt_logprobs"`
 	LogprobTokenIDs        Ignored  `json:"logprob_token_ids"`
 	RepetitionDetection    Ignored  `json:"repetition_detection"`
-	VLLMXArgs              Ignored  `json:"vllm_xargs"`
 	KVTransferParams       Ignored  `json:"kv_transfer_params"`
 	ECTransferParams       Ignored  `json:"ec_transfer_params"`
 	Watermarking           opt.Bool `json:"watermarking"`
@@ -188,7 +203,6 @@ func (u *VLLMUnsupported) check() *ParamError {
 		{u.PromptLogprobs.Set, "prompt_logprobs", "on /v1/completions ask for echo with logprobs, whose first tokens are the prompt's"},
 		{u.LogprobTokenIDs.Set, "logprob_token_ids", "ask for top_logprobs"},
 		{u.RepetitionDetection.Set, "repetition_detection", "use repetition_penalty or stop strings"},
-		{u.VLLMXArgs.Set, "vllm_xargs", "it runs no custom logits processors"},
 		{u.KVTransferParams.Set, "kv_transfer_params", "it does not hand KV caches between engines"},
 		{u.ECTransferParams.Set, "ec_transfer_params", "it does not hand encoder caches between engines"},
 		{u.Watermarking.V, "watermarking", "its answers carry no watermark"},
@@ -247,4 +261,55 @@ func checkRequestID(id string) *ParamError {
 			Message: "'request_id' is at most " + strconv.Itoa(maxRequestIDLen) + " bytes (got " + strconv.Itoa(len(id)) + ")."}
 	}
 	return nil
+}
+
+// checkXArgs checks vllm_xargs as vLLM types it: an object whose values
+// are strings, numbers, or lists of strings and numbers.
+func checkXArgs(x RawJSON) *ParamError {
+	bad := &ParamError{Param: "vllm_xargs", Code: CodeInvalidValue,
+		Message: "'vllm_xargs' must be an object whose values are strings, numbers, or lists of strings and numbers."}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(x, &m) != nil {
+		return bad
+	}
+	scalar := func(v json.RawMessage) bool {
+		if len(v) == 0 {
+			return false
+		}
+		switch c := v[0]; {
+		case c == '"':
+			return true
+		case c == '-' || c >= '0' && c <= '9':
+			return true
+		}
+		return false
+	}
+	for _, v := range m {
+		if scalar(v) {
+			continue
+		}
+		var list []json.RawMessage
+		if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &list) != nil {
+			return bad
+		}
+		for _, e := range list {
+			if !scalar(e) {
+				return bad
+			}
+		}
+	}
+	return nil
+}
+
+// xargsSessionID is vllm_xargs's "session_id" when it is a non-empty
+// string, else "".
+func xargsSessionID(x RawJSON) string {
+	var m struct {
+		SessionID json.RawMessage `json:"session_id"`
+	}
+	var s string
+	if json.Unmarshal(x, &m) != nil || json.Unmarshal(m.SessionID, &s) != nil {
+		return ""
+	}
+	return s
 }

@@ -93,12 +93,28 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 		ok(`"add_special_tokens":false`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensNone })
 		ok(`"add_special_tokens":null`, func(q *engine.Request) bool { return q.SpecialTokens == engine.SpecialTokensDefault })
 		bad(`"truncate_prompt_tokens":8`, "truncate_prompt_tokens")
+		// vLLM's vllm_xargs: an object of strings, numbers and lists of
+		// them, passed on as the engine's extra_args; its session_id is the
+		// request's session when none is given otherwise.
+		ok(`"vllm_xargs":{"mode":"strict","k":3,"ids":[1,"two",2.5]}`, func(q *engine.Request) bool {
+			return q.VLLM != nil && string(q.VLLM.ExtraArgs) == `{"mode":"strict","k":3,"ids":[1,"two",2.5]}` && q.VLLM.SessionID == ""
+		})
+		ok(`"vllm_xargs":{"session_id":"conv-7"}`, func(q *engine.Request) bool {
+			return q.VLLM != nil && q.VLLM.SessionID == "conv-7"
+		})
+		ok(`"session_id":"given","vllm_xargs":{"session_id":"conv-7"}`, func(q *engine.Request) bool {
+			return q.VLLM != nil && q.VLLM.SessionID == "given"
+		})
+		ok(`"vllm_xargs":{}`, func(q *engine.Request) bool { return q.VLLM == nil || q.VLLM.ExtraArgs == nil })
+		ok(`"vllm_xargs":null`, func(q *engine.Request) bool { return q.VLLM == nil || q.VLLM.ExtraArgs == nil })
+		for _, x := range []string{`[1]`, `"a"`, `{"a":true}`, `{"a":null}`, `{"a":{"b":1}}`, `{"a":[[1]]}`, `{"a":[null]}`} {
+			bad(`"vllm_xargs":`+x, "vllm_xargs")
+		}
 		for _, c := range []struct{ set, unset string }{
 			{`"thinking_token_budget":64`, `"thinking_token_budget":null`},
 			{`"prompt_logprobs":1`, `"prompt_logprobs":null`},
 			{`"logprob_token_ids":[3]`, `"logprob_token_ids":null`},
 			{`"repetition_detection":{"max_pattern_size":8}`, `"repetition_detection":null`},
-			{`"vllm_xargs":{"a":1}`, `"vllm_xargs":null`},
 			{`"kv_transfer_params":{"do_remote_decode":true}`, `"kv_transfer_params":null`},
 			{`"ec_transfer_params":{}`, `"ec_transfer_params":null`},
 			{`"watermarking":true`, `"watermarking":false`},

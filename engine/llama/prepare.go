@@ -79,7 +79,7 @@ func (m prepModel) Tokenize(dst []int32, s string, bos bool) ([]int32, error) {
 // (engine.Lacker): vLLM's bad words, allowed token ids and priority
 // scheduling.
 func (e *Engine) Lacks() engine.Capability {
-	return engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt
+	return engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt | engine.CapExtraArgs
 }
 
 var _ engine.Lacker = (*Engine)(nil)

@@ -76,7 +76,7 @@ func (e *Engine) Lacks() engine.Capability {
 
 // lacks is what the workers do not return.
 func (m *model) lacks() engine.Capability {
-	c := (engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt) &^ m.supports
+	c := (engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt | engine.CapExtraArgs) &^ m.supports
 	if !m.promptLogprobs {
 		c |= engine.CapPromptLogprobs
 	}

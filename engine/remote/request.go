@@ -96,7 +96,7 @@ func (e *Engine) Start(req *engine.Request, sink engine.Sink) (engine.Session, e
 	}
 	if v := req.VLLM; v != nil {
 		r.g.AllowedTokenIDs, r.g.Priority, r.g.CacheSalt = v.AllowedTokenIDs, v.Priority, v.CacheSalt
-		r.g.SessionID = v.SessionID
+		r.g.SessionID, r.g.ExtraArgs = v.SessionID, v.ExtraArgs
 	}
 	r.q = Query{Prompt: p.Prompt, N: r.out.Choices(), Salt: r.g.CacheSalt}
 	if v := req.VLLM; v != nil && v.PinRank {

@@ -115,6 +115,9 @@ type Generate struct {
 	// engine core names it in its KV cache events; workers that publish
 	// none ignore it.
 	SessionID string
+	// ExtraArgs are the request's vllm_xargs (engine.VLLMExtensions), a
+	// JSON object, for a worker whose Info.Supports engine.CapExtraArgs.
+	ExtraArgs []byte
 }
 
 // ConstraintKind says what a Constraint's Value holds.

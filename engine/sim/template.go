@@ -414,7 +414,7 @@ func (e *Engine) validate(req *engine.Request) error {
 // regex, choice and grammar constraints, vLLM's bad words, allowed token
 // ids and priority scheduling.
 func (e *Engine) Lacks() engine.Capability {
-	return engine.CapGrammar | engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt
+	return engine.CapGrammar | engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt | engine.CapExtraArgs
 }
 
 var _ engine.Lacker = (*Engine)(nil)

@@ -379,6 +379,7 @@ func (e *Engine) sampling(g *remote.Generate) v032.Sampling {
 			sp.AllowedTokenIDs[i] = int32(id)
 		}
 	}
+	sp.ExtraArgs = g.ExtraArgs
 	if len(g.BadWords) > 0 {
 		sp.BadWordsTokenIDs = g.BadWords
 	}
@@ -416,7 +417,7 @@ func (e *Engine) Info(context.Context) (*remote.Info, error) {
 		// Priority as vLLM's own front end: sent, and ordering the queue
 		// when the engine runs --scheduling-policy priority; the cache
 		// salt goes into the engine's block hashes.
-		Supports: engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt,
+		Supports: engine.CapBadWords | engine.CapAllowedTokenIDs | engine.CapPriority | engine.CapCacheSalt | engine.CapExtraArgs,
 		Slots:    e.ready.MaxNumSeqs,
 	}, nil
 }

@@ -168,14 +168,15 @@ func TestGenerateThroughFakeEngine(t *testing.T) {
 }
 
 // TestVLLMExtensionsReachEngine: bad words (as token sequences),
-// allowed token ids, priority, the session id and a grammar constraint
+// allowed token ids, priority, the session id, vllm_xargs (as
+// extra_args) and a grammar constraint
 // are in the EngineCoreRequest where vLLM's front end puts them, and the
 // engine declares it has them.
 func TestVLLMExtensionsReachEngine(t *testing.T) {
 	f := listen(t, Options{})
 	fe, e := attach(t, f, 0)
 	info, err := e.Info(context.Background())
-	if err != nil || info.Supports != engine.CapBadWords|engine.CapAllowedTokenIDs|engine.CapPriority|engine.CapCacheSalt {
+	if err != nil || info.Supports != engine.CapBadWords|engine.CapAllowedTokenIDs|engine.CapPriority|engine.CapCacheSalt|engine.CapExtraArgs {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 	g := greedy("req-x", 1)
@@ -183,6 +184,7 @@ func TestVLLMExtensionsReachEngine(t *testing.T) {
 	g.BadWords = [][]int32{{40}, {41, 42}}
 	g.Priority = -2
 	g.SessionID = "conv-42"
+	g.ExtraArgs = []byte(`{"mode":"strict","ids":[1,"two"]}`)
 	g.Constraint = remote.Constraint{Kind: remote.ConstraintGrammar, Value: `root ::= "a"`, EBNF: `root ::= "a"`}
 	if _, err := e.Generate(context.Background(), g, newRecorder(1)); err != nil {
 		t.Fatal(err)
@@ -196,6 +198,9 @@ func TestVLLMExtensionsReachEngine(t *testing.T) {
 		t.Fatalf("session_id %v in %v", s, req)
 	}
 	sp := req[3].(map[string]any)
+	if x, _ := sp["extra_args"].(map[string]any); len(x) != 2 || x["mode"] != "strict" || len(x["ids"].([]any)) != 2 || toInt(x["ids"].([]any)[0]) != 1 || x["ids"].([]any)[1] != "two" {
+		t.Fatalf("extra_args %#v", sp["extra_args"])
+	}
 	if a, _ := sp["allowed_token_ids"].([]any); len(a) != 2 || toInt(a[0]) != 5 || toInt(a[1]) != 6 {
 		t.Fatalf("allowed_token_ids %v", sp["allowed_token_ids"])
 	}

@@ -1,6 +1,11 @@
 package v032
 
-import "github.com/tinylib/msgp/msgp"
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/tinylib/msgp/msgp"
+)
 
 // Request is one EngineCoreRequest (vllm/v1/engine/__init__.py), the
 // payload of TypeAdd. Only what a token-in front end fills is here;
@@ -90,6 +95,10 @@ type Sampling struct {
 	// SkipReadingPrefixCache keeps the request from reading the prefix
 	// cache.
 	SkipReadingPrefixCache bool
+	// ExtraArgs is extra_args, for the engine's custom logits processors:
+	// a JSON object of strings, numbers and lists of them (vllm_xargs,
+	// checked by the dialect), written as a msgpack map; nil: none.
+	ExtraArgs []byte
 }
 
 // NewSampling returns SamplingParams at vLLM's defaults.
@@ -194,6 +203,7 @@ func AppendSampling(b []byte, s *Sampling) []byte {
 		s.AllowedTokenIDs != nil,
 		s.BadWordsTokenIDs != nil,
 		s.SkipReadingPrefixCache,
+		len(s.ExtraArgs) > 0,
 	}
 	n := 0
 	for _, on := range fields {
@@ -279,7 +289,75 @@ func AppendSampling(b []byte, s *Sampling) []byte {
 	if next() {
 		b = msgp.AppendBool(msgp.AppendString(b, "skip_reading_prefix_cache"), true)
 	}
+	if next() {
+		b = appendJSON(msgp.AppendString(b, "extra_args"), s.ExtraArgs)
+	}
 	return b
+}
+
+// appendJSON writes the JSON value js as msgpack, in its own order:
+// objects as maps, arrays as arrays, numbers as integers when they are
+// whole and fit 64 bits (else floats), strings, booleans and null. js
+// must be valid JSON (the dialect checked it); what does not parse ends
+// the value as null.
+func appendJSON(b []byte, js []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(js))
+	d.UseNumber()
+	b, _ = appendJSONValue(b, d)
+	return b
+}
+
+func appendJSONValue(b []byte, d *json.Decoder) ([]byte, error) {
+	t, err := d.Token()
+	if err != nil {
+		return msgp.AppendNil(b), err
+	}
+	switch v := t.(type) {
+	case json.Delim:
+		var items []json.RawMessage
+		var keys []string
+		for d.More() {
+			if v == '{' {
+				k, err := d.Token()
+				if err != nil {
+					return msgp.AppendNil(b), err
+				}
+				ks, _ := k.(string)
+				keys = append(keys, ks)
+			}
+			var raw json.RawMessage
+			if err := d.Decode(&raw); err != nil {
+				return msgp.AppendNil(b), err
+			}
+			items = append(items, raw)
+		}
+		if _, err := d.Token(); err != nil { // the closing delimiter
+			return msgp.AppendNil(b), err
+		}
+		if v == '{' {
+			b = msgp.AppendMapHeader(b, uint32(len(items)))
+		} else {
+			b = msgp.AppendArrayHeader(b, uint32(len(items)))
+		}
+		for i, raw := range items {
+			if v == '{' {
+				b = msgp.AppendString(b, keys[i])
+			}
+			b = appendJSON(b, raw)
+		}
+		return b, nil
+	case string:
+		return msgp.AppendString(b, v), nil
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return appendInt(b, i), nil
+		}
+		f, err := v.Float64()
+		return msgp.AppendFloat64(b, f), err
+	case bool:
+		return msgp.AppendBool(b, v), nil
+	}
+	return msgp.AppendNil(b), nil
 }
 
 func appendInts(b []byte, ids []int32) []byte {

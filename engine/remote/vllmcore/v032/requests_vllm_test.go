@@ -47,12 +47,16 @@ func TestRequestsDecodedByVLLM(t *testing.T) {
 		s.StructKind, s.StructValue, s.StructChoices, s.StructBackend = k, v, choices, "xgrammar"
 		return &s
 	}
+	xargs := kind(StructNone, "", nil)
+	xargs.StructBackend = ""
+	xargs.ExtraArgs = []byte(`{"mode":"strict","k":3,"w":-0.5,"big":12345678901,"ids":[1,"two",3.25],"e":1e3}`)
 	reqs := []Request{
 		{ID: "greedy", Prompt: []int32{1, 2, 3}, Sampling: &greedy, ArrivalTime: 1.5, DataParallelRank: -1},
 		{ID: "full", Prompt: []int32{128000, 9906}, Sampling: &full, ArrivalTime: 1e9, CacheSalt: "salt",
 			DataParallelRank: 1, ClientIndex: 2, CurrentWave: 3, Priority: -2, ExternalID: "ext"},
 		{ID: "priority", Prompt: []int32{7}, Sampling: &greedy, DataParallelRank: 0, Priority: 5},
 		{ID: "session", Prompt: []int32{7}, Sampling: &greedy, DataParallelRank: -1, SessionID: "conv-42"},
+		{ID: "xargs", Prompt: []int32{7}, Sampling: xargs, DataParallelRank: -1},
 		{ID: "regex", Prompt: []int32{7}, Sampling: kind(StructRegex, `\d+`, nil), DataParallelRank: -1},
 		{ID: "choice", Prompt: []int32{7}, Sampling: kind(StructChoice, "", []string{"yes", "no"}), DataParallelRank: -1},
 		{ID: "json", Prompt: []int32{7}, Sampling: kind(StructJSON, `{"type":"object"}`, nil), DataParallelRank: -1},
@@ -94,7 +98,7 @@ func TestRequestsDecodedByVLLM(t *testing.T) {
 		"temperature": 1.0, "top_p": 1.0, "top_k": 0.0, "min_p": 0.0, "seed": nil, "stop_token_ids": []any{}, "ignore_eos": false,
 		"max_tokens": 16.0, "min_tokens": 0.0, "logprobs": nil, "prompt_logprobs": nil, "eos_token_id": nil,
 		"all_stop_token_ids": []any{}, "logit_bias": map[string]any{}, "allowed_token_ids": nil, "bad_words_token_ids": nil,
-		"skip_reading_prefix_cache": false, "structured_outputs": nil, "cache_salt": nil, "client_index": 0.0,
+		"skip_reading_prefix_cache": false, "extra_args": nil, "structured_outputs": nil, "cache_salt": nil, "client_index": 0.0,
 		"current_wave": 0.0, "priority": 0.0, "external_req_id": nil, "abort_immediately": false, "session_id": nil}
 	so := func(k, v string, choice []any) map[string]any {
 		m := map[string]any{"json": nil, "regex": nil, "choice": nil, "grammar": nil, "json_object": nil, "structural_tag": nil, "backend": "xgrammar"}
@@ -123,6 +127,8 @@ func TestRequestsDecodedByVLLM(t *testing.T) {
 			"temperature": 0.0, "max_tokens": 5.0, "eos_token_id": 2.0, "all_stop_token_ids": []any{2.0}},
 		{"request_id": "session", "session_id": "conv-42",
 			"temperature": 0.0, "max_tokens": 5.0, "eos_token_id": 2.0, "all_stop_token_ids": []any{2.0}},
+		{"request_id": "xargs", "extra_args": map[string]any{"mode": "strict", "k": 3.0, "w": -0.5, "big": 12345678901.0,
+			"ids": []any{1.0, "two", 3.25}, "e": 1000.0}},
 		{"request_id": "regex", "structured_outputs": so("regex", `\d+`, nil)},
 		{"request_id": "choice", "structured_outputs": so("choice", "", []any{"yes", "no"})},
 		{"request_id": "json", "structured_outputs": so("json", `{"type":"object"}`, nil)},

@@ -48,6 +48,7 @@ for path in sys.argv[1:]:
         "allowed_token_ids": sp.allowed_token_ids,
         "bad_words_token_ids": sp.bad_words_token_ids,
         "skip_reading_prefix_cache": sp.skip_reading_prefix_cache,
+        "extra_args": sp.extra_args,
         "structured_outputs": None if so is None else {
             "json": so.json, "regex": so.regex, "choice": so.choice, "grammar": so.grammar,
             "json_object": so.json_object, "structural_tag": so.structural_tag, "backend": so._backend,
