@@ -85,11 +85,12 @@ func (v *vllmSampling) toEngine(dst *engine.Request) *ParamError {
 	if s := v.sessionID; s.Defined && s.V != "" {
 		ext().SessionID = s.V // vLLM's: an empty one is none
 	}
-	if x := v.xargs; len(x) > 0 && string(x) != "null" {
-		if err := checkXArgs(x); err != nil {
+	if x := v.xargs; len(x) > 0 {
+		n, err := checkXArgs(x)
+		if err != nil {
 			return err
 		}
-		if string(x) != "{}" {
+		if n > 0 { // an empty object is none, as in vLLM
 			ext().ExtraArgs = x
 		}
 		if ext().SessionID == "" {
@@ -264,13 +265,14 @@ func checkRequestID(id string) *ParamError {
 }
 
 // checkXArgs checks vllm_xargs as vLLM types it: an object whose values
-// are strings, numbers, or lists of strings and numbers.
-func checkXArgs(x RawJSON) *ParamError {
+// are strings, numbers, or lists of strings and numbers. n is its number
+// of keys.
+func checkXArgs(x RawJSON) (n int, _ *ParamError) {
 	bad := &ParamError{Param: "vllm_xargs", Code: CodeInvalidValue,
 		Message: "'vllm_xargs' must be an object whose values are strings, numbers, or lists of strings and numbers."}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(x, &m) != nil {
-		return bad
+	if json.Unmarshal(x, &m) != nil || m == nil {
+		return 0, bad
 	}
 	scalar := func(v json.RawMessage) bool {
 		if len(v) == 0 {
@@ -290,15 +292,15 @@ func checkXArgs(x RawJSON) *ParamError {
 		}
 		var list []json.RawMessage
 		if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &list) != nil {
-			return bad
+			return 0, bad
 		}
 		for _, e := range list {
 			if !scalar(e) {
-				return bad
+				return 0, bad
 			}
 		}
 	}
-	return nil
+	return len(m), nil
 }
 
 // xargsSessionID is vllm_xargs's "session_id" when it is a non-empty

@@ -106,6 +106,7 @@ func TestStructuredOutputsAndVLLMSampling(t *testing.T) {
 			return q.VLLM != nil && q.VLLM.SessionID == "given"
 		})
 		ok(`"vllm_xargs":{}`, func(q *engine.Request) bool { return q.VLLM == nil || q.VLLM.ExtraArgs == nil })
+		ok(`"vllm_xargs":{ }`, func(q *engine.Request) bool { return q.VLLM == nil || q.VLLM.ExtraArgs == nil })
 		ok(`"vllm_xargs":null`, func(q *engine.Request) bool { return q.VLLM == nil || q.VLLM.ExtraArgs == nil })
 		for _, x := range []string{`[1]`, `"a"`, `{"a":true}`, `{"a":null}`, `{"a":{"b":1}}`, `{"a":[[1]]}`, `{"a":[null]}`} {
 			bad(`"vllm_xargs":`+x, "vllm_xargs")
