@@ -142,6 +142,14 @@ type Config struct {
 	// Logger gets start and stop lines only; nil means none.
 	Logger *zap.Logger
 
+	// shortLen > 0 splits the KV cache in two llama.cpp contexts:
+	// MaxNumSeqs streams of shortLen tokens, for the sequences that fit
+	// one, and a unified pool of the rest of KVCacheTokens (at least
+	// MaxModelLen) for the longer ones. Set by normalize (see splitKV).
+	shortLen int
+	// budgetTokens, when not 0, is the default KV budget in tokens in
+	// place of kvBudget()'s bytes (tests).
+	budgetTokens int
 	// autoThreads: Threads was not given, the engine follows the free
 	// cores (see threadTuner).
 	autoThreads bool
@@ -234,10 +242,14 @@ func (c *Config) normalize(trainCtx, kvBytes int) error {
 		}
 	}
 	if c.KVCacheTokens <= 0 {
-		budget := kvBudget() / max(kvBytes, 1)
+		budget := c.budgetTokens
+		if budget <= 0 {
+			budget = kvBudget() / max(kvBytes, 1)
+		}
 		switch slots := budget / c.MaxModelLen; {
 		case c.MaxNumSeqs <= slots:
 			c.KVCacheTokens = c.MaxNumSeqs * c.MaxModelLen
+		case !seqsGiven && c.splitKV(budget):
 		case !seqsGiven && slots >= minStreamSlots:
 			c.MaxNumSeqs = slots
 			c.KVCacheTokens = slots * c.MaxModelLen
@@ -397,8 +409,44 @@ func (c *Config) threadsBatch(n int) int {
 }
 
 // unified reports whether the KV cache is one pool shared by the
-// sequences, rather than a stream per sequence.
-func (c *Config) unified() bool { return c.KVCacheTokens < c.MaxNumSeqs*c.MaxModelLen }
+// sequences, rather than a stream per sequence (with short streams: the
+// long pool is unified, this reports on the whole).
+func (c *Config) unified() bool {
+	return c.shortLen == 0 && c.KVCacheTokens < c.MaxNumSeqs*c.MaxModelLen
+}
+
+// Short streams bounds (splitKV).
+const (
+	// minShortLen is the shortest stream worth a layout of short streams:
+	// a chat's template and a short question with its answer.
+	minShortLen = 512
+	// shortShare is the part of the budget the short streams may take:
+	// the rest, at least one whole context, is the long pool's.
+	shortShare = 0.75
+)
+
+// splitKV lays the default KV budget (in tokens) out as short streams
+// and a long pool when it cannot give each of MaxNumSeqs sequences a
+// whole context: MaxNumSeqs streams of the longest length, a multiple of
+// 256 of at most half the context, within shortShare of the budget, and
+// a unified pool of the rest for the sequences longer than that. So the
+// default runs as many short sequences together as it would with whole
+// contexts (64 streams of 1,024 tokens of SmolLM2-135M in 2 GiB, as
+// llama-server's -np 64 -c 65536, where whole contexts of 8,192 tokens
+// give 11) and still serves whole-context prompts. It reports false, the
+// layout unchanged, when the streams would be shorter than minShortLen or
+// the long pool smaller than a context.
+func (c *Config) splitKV(budget int) bool {
+	l := int(float64(budget)*shortShare) / c.MaxNumSeqs / 256 * 256
+	l = min(l, c.MaxModelLen/2/256*256)
+	long := budget - c.MaxNumSeqs*l
+	if l < minShortLen || long < c.MaxModelLen {
+		return false
+	}
+	c.shortLen = l
+	c.KVCacheTokens = c.MaxNumSeqs*l + long
+	return true
+}
 
 // kvBudget is the default KV cache memory: DefaultKVBudget, at most a
 // quarter of the machine's memory.

@@ -25,7 +25,9 @@ import (
 type Engine struct {
 	cfg   Config
 	model *capi.Model
-	ctx   *capi.Context
+	// ctxs are the KV pools' contexts (see scheduler): one, or the short
+	// streams' and the long pool's.
+	ctxs []*capi.Context
 	// adapters[i-1] is the LoRA adapter of index i (a group's adapter; 0
 	// is the base model), adapterIdx maps served names to indexes. Both
 	// read-only after New.
@@ -73,7 +75,7 @@ type Engine struct {
 	st struct { // published once per step, read by Stats
 		running, kvUsed           atomic.Int64
 		prefixQueries, prefixHits atomic.Uint64
-		preemptions               atomic.Uint64
+		preemptions, moves        atomic.Uint64
 		promptTokens, genTokens   atomic.Uint64
 		compute                   atomic.Int64
 	}
@@ -133,49 +135,26 @@ func New(cfg Config) (*Engine, error) {
 		m.Free()
 		return nil, err
 	}
-	// A unified pool has twice the sequence ids: the other half name the
-	// finished sequences kept for their prefix. With a stream per
-	// sequence those keep their stream (as llama-server's idle slots).
-	unified := cfg.unified()
-	seqMax := min(capi.MaxParallelSequences(), 2*cfg.MaxNumSeqs)
-	if !unified {
-		seqMax = min(capi.MaxParallelSequences(), cfg.MaxNumSeqs)
-	}
-	if seqMax < cfg.MaxNumSeqs {
-		m.Free()
-		return nil, fmt.Errorf("--max-num-seqs %d is more than llama.cpp's %d sequences", cfg.MaxNumSeqs, seqMax)
-	}
-	// Checked by normalize: these cannot fail here.
-	fa, _ := cfg.flashAttn()
-	typeK, _ := cacheType("--cache-type-k", cfg.CacheTypeK)
-	typeV, _ := cacheType("--cache-type-v", cfg.CacheTypeV)
-	c, err := capi.NewContext(m, capi.ContextParams{
-		Ctx:          cfg.KVCacheTokens,
-		Batch:        cfg.MaxNumBatchedTokens,
-		UBatch:       min(512, cfg.MaxNumBatchedTokens),
-		SeqMax:       seqMax,
-		Threads:      cfg.Threads,
-		ThreadsBatch: cfg.threadsBatch(cfg.Threads),
-		FlashAttn:    fa,
-		TypeK:        typeK,
-		TypeV:        typeV,
-		KVUnified:    unified,
-		OffloadKQV:   true,
-	})
+	ctxs, err := newContexts(m, &cfg)
 	if err != nil {
 		m.Free()
 		return nil, err
 	}
+	freeCtxs := func() {
+		for _, c := range ctxs {
+			c.Free()
+		}
+	}
 	adapters, err := loadAdapters(m, cfg.Adapters)
 	if err != nil {
-		c.Free()
+		freeCtxs()
 		m.Free()
 		return nil, err
 	}
 	e := &Engine{
 		cfg:        cfg,
 		model:      m,
-		ctx:        c,
+		ctxs:       ctxs,
 		adapters:   adapters,
 		adapterIdx: map[string]int{},
 		wakeCh:     make(chan struct{}, 1),
@@ -185,16 +164,18 @@ func New(cfg Config) (*Engine, error) {
 	for i, a := range cfg.Adapters {
 		e.adapterIdx[a.Name] = i + 1
 	}
-	e.kvCells = c.Size()
+	for _, c := range ctxs {
+		e.kvCells += c.Size()
+	}
 	e.gate.init()
 	e.loadVocab()
 	if err := e.loadTemplate(); err != nil {
-		c.Free()
+		freeCtxs()
 		m.Free()
 		return nil, err
 	}
 	e.entropy.Store(uint64(time.Now().UnixNano()) ^ uint64(cfg.Seed))
-	e.sched.init(e, seqMax)
+	e.sched.init(e)
 	go e.run()
 	cfg.Logger.Info("llama engine started",
 		zap.String("model", cfg.ModelPath),
@@ -205,8 +186,9 @@ func New(cfg Config) (*Engine, error) {
 		zap.Int("max_model_len", cfg.MaxModelLen),
 		zap.Int("max_num_seqs", cfg.MaxNumSeqs),
 		zap.Int("max_num_batched_tokens", cfg.MaxNumBatchedTokens),
-		zap.Int("kv_cache_tokens", c.Size()),
-		zap.Bool("kv_unified", unified),
+		zap.Int("kv_cache_tokens", e.kvCells),
+		zap.Bool("kv_unified", cfg.unified()),
+		zap.Int("kv_short_len", cfg.shortLen),
 		zap.Int("threads", cfg.Threads),
 		zap.Int("threads_batch", cfg.threadsBatch(cfg.Threads)),
 		zap.String("flash_attn", cfg.FlashAttn),
@@ -216,6 +198,60 @@ func New(cfg Config) (*Engine, error) {
 		zap.Bool("prefix_caching", cfg.PrefixCaching),
 		zap.Int("lora_adapters", len(adapters)))
 	return e, nil
+}
+
+// newContexts makes the KV pools' llama.cpp contexts over m: one (a
+// stream per sequence, or a unified pool), or with cfg.shortLen the short
+// streams' and the long pool's.
+func newContexts(m *capi.Model, cfg *Config) ([]*capi.Context, error) {
+	// Checked by normalize: these cannot fail here.
+	fa, _ := cfg.flashAttn()
+	typeK, _ := cacheType("--cache-type-k", cfg.CacheTypeK)
+	typeV, _ := cacheType("--cache-type-v", cfg.CacheTypeV)
+	mk := func(tokens, seqs int, unified bool) (*capi.Context, error) {
+		// A unified pool has twice the sequence ids: the other half name
+		// the finished sequences kept for their prefix. With a stream per
+		// sequence those keep their stream (as llama-server's idle slots).
+		seqMax := seqs
+		if unified {
+			seqMax = 2 * seqs
+		}
+		seqMax = min(capi.MaxParallelSequences(), seqMax)
+		if seqMax < seqs {
+			return nil, fmt.Errorf("--max-num-seqs %d is more than llama.cpp's %d sequences", seqs, seqMax)
+		}
+		return capi.NewContext(m, capi.ContextParams{
+			Ctx:          tokens,
+			Batch:        cfg.MaxNumBatchedTokens,
+			UBatch:       min(512, cfg.MaxNumBatchedTokens),
+			SeqMax:       seqMax,
+			Threads:      cfg.Threads,
+			ThreadsBatch: cfg.threadsBatch(cfg.Threads),
+			FlashAttn:    fa,
+			TypeK:        typeK,
+			TypeV:        typeV,
+			KVUnified:    unified,
+			OffloadKQV:   true,
+		})
+	}
+	if cfg.shortLen == 0 {
+		c, err := mk(cfg.KVCacheTokens, cfg.MaxNumSeqs, cfg.unified())
+		if err != nil {
+			return nil, err
+		}
+		return []*capi.Context{c}, nil
+	}
+	short := cfg.MaxNumSeqs * cfg.shortLen
+	cs, err := mk(short, cfg.MaxNumSeqs, false)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := mk(cfg.KVCacheTokens-short, cfg.MaxNumSeqs, true)
+	if err != nil {
+		cs.Free()
+		return nil, err
+	}
+	return []*capi.Context{cs, cl}, nil
 }
 
 // loadVocab builds the piece table and the end-of-generation set.
@@ -382,7 +418,9 @@ func (e *Engine) Close() error {
 	e.wake()
 	<-e.done
 	if first {
-		e.ctx.Free()
+		for _, c := range e.ctxs {
+			c.Free()
+		}
 		e.emb.close()
 		for _, a := range e.adapters {
 			a.Free()
@@ -391,7 +429,8 @@ func (e *Engine) Close() error {
 		e.cfg.Logger.Info("llama engine stopped",
 			zap.Uint64("prompt_tokens", e.st.promptTokens.Load()),
 			zap.Uint64("generation_tokens", e.st.genTokens.Load()),
-			zap.Uint64("preemptions", e.st.preemptions.Load()))
+			zap.Uint64("preemptions", e.st.preemptions.Load()),
+			zap.Uint64("moved_to_long_pool", e.st.moves.Load()))
 	}
 	return nil
 }

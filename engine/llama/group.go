@@ -30,7 +30,9 @@ type group struct {
 
 	aborting atomic.Bool
 
-	state    groupState
+	state groupState
+	// pool is the KV pool g runs in; nil while it waits.
+	pool     *pool
 	admit    time.Time
 	admitted bool
 	// adapter is the LoRA adapter the request generates with (the index

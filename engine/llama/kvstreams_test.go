@@ -17,14 +17,14 @@ import (
 // holds a whole context per sequence, as llama-server's slots.
 func TestDefaultsGiveEachSequenceAStream(t *testing.T) {
 	e := newTestEngine(t, Config{}, tinymodel.Config{})
-	if e.ctx.Unified() {
+	if e.ctxs[0].Unified() {
 		t.Fatalf("unified KV cache with the defaults (kv %d, seqs %d, len %d)", e.cfg.KVCacheTokens, e.cfg.MaxNumSeqs, e.cfg.MaxModelLen)
 	}
-	if e.cfg.MaxNumSeqs != DefaultMaxNumSeqs || e.ctx.SeqMax() != e.cfg.MaxNumSeqs {
-		t.Fatalf("max_num_seqs %d, sequence ids %d", e.cfg.MaxNumSeqs, e.ctx.SeqMax())
+	if e.cfg.MaxNumSeqs != DefaultMaxNumSeqs || e.ctxs[0].SeqMax() != e.cfg.MaxNumSeqs {
+		t.Fatalf("max_num_seqs %d, sequence ids %d", e.cfg.MaxNumSeqs, e.ctxs[0].SeqMax())
 	}
 	small := newTestEngine(t, Config{Config: engine.Config{MaxNumSeqs: 8, MaxModelLen: 256, KVCacheTokens: 300}}, tinymodel.Config{})
-	if !small.ctx.Unified() {
+	if !small.ctxs[0].Unified() {
 		t.Fatal("a KV cache smaller than max-num-seqs whole contexts is not one unified pool")
 	}
 }
@@ -228,7 +228,7 @@ func BenchmarkDraw(b *testing.B) {
 // is what fits in max(decode step, minStretch) at the measured time per
 // prefill token, never below minChunk.
 func TestChunkFollowsTheStepCost(t *testing.T) {
-	var s scheduler
+	var s pool
 	s.chunk = initialChunk
 	step := func(decodes, prefill int, dt time.Duration) {
 		s.stepDecodes, s.stepPrefill = decodes, prefill

@@ -13,7 +13,7 @@ import (
 // its logprob, then the request's output (pipeline.Out: the end checks,
 // the text through the choice's parser, the frames). A choice that ends
 // frees its sequence; the request ends with its last choice.
-func (s *scheduler) accept(q *seq, tok int32, idx int) {
+func (s *pool) accept(q *seq, tok int32, idx int) {
 	g := q.g
 	o := &g.out
 	sp := &g.req.Sampling
@@ -31,7 +31,7 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 		// The token's and its alternatives' strings go into the choice's
 		// arenas (pipeline.Out.Logprob): nothing allocated per token once
 		// they have grown.
-		l := s.e.ctx.Logits(idx)
+		l := s.ctx.Logits(idx)
 		lse := logSumExp(l)
 		s.lp = o.Logprob(q.index, tok, l[tok]-lse, s.topTokens(l, lse, sp.TopLogprobs), sp.TopLogprobs)
 		lp = &s.lp
@@ -48,7 +48,7 @@ func (s *scheduler) accept(q *seq, tok int32, idx int) {
 
 // endSeq frees the sequence of q, whose choice ended (its KV stays in
 // the prefix cache); the request ends with its last choice.
-func (s *scheduler) endSeq(q *seq) {
+func (s *pool) endSeq(q *seq) {
 	q.done = true
 	s.release(q, true)
 	if q.g.out.Live() == 0 {
@@ -70,15 +70,20 @@ func (s *scheduler) finishGroup(g *group, cause pipeline.Cause, err *engine.Erro
 			s.e.waitingN.Add(-1)
 		}
 	}
-	if i := slices.Index(s.running, g); i >= 0 {
-		s.running = slices.Delete(s.running, i, i+1)
+	p := g.pool
+	if p != nil {
+		if i := slices.Index(p.running, g); i >= 0 {
+			p.running = slices.Delete(p.running, i, i+1)
+		}
 	}
 	g.state = stateDone
 	frames, res := g.out.Finish(cause, err)
 	for i := range g.seqs {
 		if q := &g.seqs[i]; !q.done {
 			q.done = true
-			s.release(q, false)
+			if p != nil {
+				p.release(q, false)
+			}
 		}
 	}
 	g.free()
@@ -145,7 +150,7 @@ func logSumExp(l []float32) float32 {
 
 // promptLogprobs records, for the prompt positions [start, start+n) just
 // run from batch index at, the logprob of each next prompt token.
-func (s *scheduler) promptLogprobs(g *group, at, start, n int) {
+func (s *pool) promptLogprobs(g *group, at, start, n int) {
 	e := s.e
 	prompt := g.prep.prompt
 	top := max(g.req.PromptLogprobs, 0)
@@ -157,7 +162,7 @@ func (s *scheduler) promptLogprobs(g *group, at, start, n int) {
 		if p >= len(prompt) {
 			break
 		}
-		l := e.ctx.Logits(at + j)
+		l := s.ctx.Logits(at + j)
 		lse := logSumExp(l)
 		t := prompt[p]
 		lp := engine.TokenLogprob{TokenID: int(t), Token: e.tokenString(t), Logprob: l[t] - lse}

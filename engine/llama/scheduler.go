@@ -25,19 +25,54 @@ import (
 // micro-batches of consecutive sequence ids); each sequence whose chunk
 // reached its end samples its next token.
 //
-// Admission is first come first served while sequence ids and KV room
-// allow. A sequence takes the idle id (llama-server's slot) whose kept KV
-// shares the longest prefix with its prompt, trimmed to that prefix; a
-// running sequence sharing more is copied instead where the copy is
-// cheaper than the prefill it saves. When llama.cpp finds no KV room for
-// a step (a unified pool only: a stream holds a whole context), cached
-// prefixes are dropped first, then the most recently admitted request is
-// preempted (its KV freed, recomputed when it is admitted again).
+// The KV cache is one pool, or two (Config.shortLen; each a llama.cpp
+// context of its own over the one model, stepped one after the other in a
+// loop pass): streams of a short length for the sequences that fit one,
+// and a unified pool for the longer ones, so that many short sequences
+// run together without a whole context each, and long prompts still run.
+// A sequence that outgrows its short stream moves to the long pool (its
+// KV recomputed there, as a preempted request's).
+//
+// Admission is first come first served per pool while sequence ids and
+// KV room allow. A sequence takes the idle id (llama-server's slot) whose
+// kept KV shares the longest prefix with its prompt, trimmed to that
+// prefix; a running sequence sharing more is copied instead where the
+// copy is cheaper than the prefill it saves. When llama.cpp finds no KV
+// room for a step (a unified pool only: a stream holds a whole sequence),
+// cached prefixes are dropped first, then the most recently admitted
+// request is preempted (its KV freed, recomputed when it is admitted
+// again).
 type scheduler struct {
-	e       *Engine
-	batch   *capi.Batch
-	cand    *capi.Candidates
+	e    *Engine
+	cand *capi.Candidates
+	// pools are the KV caches: the short streams first when there are two.
+	pools   []*pool
 	waiting []*group
+
+	lp                                                              engine.TokenLogprob // accept's scratch
+	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
+	// moves counts the requests moved from a short stream to the long
+	// pool.
+	moves  uint64
+	topIdx []int32 // topTokens' scratch
+	tops   []pipeline.TopLogprob
+	// threads follows the free cores (nil with --threads given).
+	threads *threadTuner
+	// compute is the scheduler thread's CPU time in llama_decode and in
+	// llama.cpp's samplers.
+	compute time.Duration
+	// stepAt is when this step's llama_decode returned: every token of the
+	// step is stamped with it, for the requests' inter-token gaps (one
+	// clock read per step).
+	stepAt time.Time
+}
+
+// pool is one KV cache (a llama.cpp context) and the sequences running in
+// it. Loop-only.
+type pool struct {
+	*scheduler
+	ctx     *capi.Context
+	batch   *capi.Batch
 	running []*group
 	freeIDs []int
 	// slots[id] is the running sequence holding id, or nil.
@@ -51,11 +86,10 @@ type scheduler struct {
 	// prefixes counted once per sequence, so it errs high).
 	kvUsed int
 	tick   uint64
+	// maxLen is the longest sequence (prompt and output) the pool holds:
+	// a stream's cells, at most MaxModelLen.
+	maxLen int
 
-	lp                                                              engine.TokenLogprob // accept's scratch
-	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
-	topIdx                                                          []int32 // topTokens' scratch
-	tops                                                            []pipeline.TopLogprob
 	// The chunk tuner's state (see tuneChunk): the step's decode and
 	// prefill tokens, the decode-only step time and the prefill time per
 	// token (moving averages), and the prefill budget of a step that also
@@ -65,15 +99,6 @@ type scheduler struct {
 	chunk                    int
 	// copyCost is the time a whole-stream KV copy is taken to cost.
 	copyCost time.Duration
-	// threads follows the free cores (nil with --threads given).
-	threads *threadTuner
-	// compute is the scheduler thread's CPU time in llama_decode and in
-	// llama.cpp's samplers.
-	compute time.Duration
-	// stepAt is when this step's llama_decode returned: every token of the
-	// step is stamped with it, for the requests' inter-token gaps (one
-	// clock read per step).
-	stepAt time.Time
 	// stepAdapter is the LoRA adapter (0: the base model) of the step
 	// being built: llama.cpp applies adapters per context, to a whole
 	// llama_decode, so a step holds one adapter's requests only, and the
@@ -92,25 +117,47 @@ type cached struct {
 	adapter int
 }
 
-func (s *scheduler) init(e *Engine, seqMax int) {
+func (s *scheduler) init(e *Engine) {
 	s.e = e
+	s.cand = capi.NewCandidates(e.model)
+	for _, c := range e.ctxs {
+		p := &pool{scheduler: s}
+		p.init(c)
+		s.pools = append(s.pools, p)
+	}
+	if e.cfg.autoThreads {
+		if s.threads = newThreadTuner(e.cfg.Threads); s.threads != nil {
+			s.setThreads(1)
+		}
+	}
+}
+
+// setThreads gives every context n compute threads.
+func (s *scheduler) setThreads(n int) {
+	for _, p := range s.pools {
+		p.ctx.SetThreads(n, s.e.cfg.threadsBatch(n))
+	}
+}
+
+func (s *pool) init(c *capi.Context) {
+	e := s.e
+	s.ctx = c
 	// llama.cpp clamps n_batch to the context size and asserts (aborting
 	// the process) on a larger batch: the batch holds what it accepts.
-	s.batch = capi.NewBatch(min(e.cfg.MaxNumBatchedTokens, e.ctx.BatchSize()))
-	s.cand = capi.NewCandidates(e.model)
+	s.batch = capi.NewBatch(min(e.cfg.MaxNumBatchedTokens, c.BatchSize()))
+	seqMax := c.SeqMax()
 	for id := seqMax - 1; id >= 0; id-- {
 		s.freeIDs = append(s.freeIDs, id)
 	}
 	s.slots = make([]*seq, seqMax)
-	if e.cfg.autoThreads {
-		if s.threads = newThreadTuner(e.cfg.Threads); s.threads != nil {
-			e.ctx.SetThreads(1, e.cfg.threadsBatch(1))
-		}
-	}
 	s.chunk = initialChunk
+	s.maxLen = e.cfg.MaxModelLen
+	if !c.Unified() {
+		s.maxLen = min(s.maxLen, c.Size()/max(seqMax, 1))
+	}
 	// A stream copy moves the whole stream (its cells rounded up to 256,
 	// llama.cpp's padding) at a memory bandwidth taken as 4 GB/s.
-	cells := (e.ctx.Size()/max(e.ctx.SeqMax(), 1) + 255) / 256 * 256
+	cells := (c.Size()/max(seqMax, 1) + 255) / 256 * 256
 	s.copyCost = time.Duration(float64(cells) * float64(e.model.KVBytesPerToken()) / 4e9 * float64(time.Second))
 }
 
@@ -131,7 +178,11 @@ func (e *Engine) run() {
 	// thread, on this one) is measured by the thread's CPU clock.
 	runtime.LockOSThread()
 	defer close(e.done)
-	defer s.batch.Free()
+	defer func() {
+		for _, p := range s.pools {
+			p.batch.Free()
+		}
+	}()
 	defer s.cand.Free()
 	defer s.threads.close()
 	for {
@@ -144,59 +195,136 @@ func (e *Engine) run() {
 			s.finishGroup(g, pipeline.Aborted, nil)
 		}
 		if closing {
-			for _, g := range slices.Concat(s.running, s.waiting) {
+			all := slices.Clone(s.waiting)
+			for _, p := range s.pools {
+				all = append(all, p.running...)
+			}
+			for _, g := range all {
 				s.finishGroup(g, pipeline.Failed, &engine.Error{Kind: engine.KindAborted, Message: "engine is shut down"})
 			}
 			s.publish()
 			return
 		}
-		if len(s.running) == 0 && len(s.waiting) == 0 {
+		if s.runningSeqs() == 0 && len(s.waiting) == 0 {
 			s.publish()
 			<-e.wakeCh
 			continue
 		}
+		for _, p := range s.pools {
+			p.moveOutgrown()
+		}
 		s.admit()
-		if len(s.running) > 0 {
-			s.step()
+		stepped := false
+		for _, p := range s.pools {
+			if len(p.running) > 0 {
+				p.step()
+				stepped = true
+			}
+		}
+		if stepped {
 			if n := s.threads.check(s.stepAt); n > 0 {
-				e.ctx.SetThreads(n, e.cfg.threadsBatch(n))
+				s.setThreads(n)
 			}
 		}
 		s.publish()
 	}
 }
 
-// admit moves waiting requests to running, first come first served, while
-// sequence ids and KV room allow.
+// admit moves waiting requests to running, first come first served in
+// each pool, while sequence ids and KV room allow: a request that does
+// not fit its pool now holds back the later ones of that pool.
 func (s *scheduler) admit() {
-	e := s.e
-	total := e.ctx.Size()
-	for len(s.waiting) > 0 {
-		g := s.waiting[0]
-		n := 0
-		need := 0
-		for i := range g.seqs {
-			if !g.seqs[i].done {
+	all := uint(1)<<len(s.pools) - 1
+	var blocked uint
+	for i := 0; i < len(s.waiting) && blocked != all; {
+		g := s.waiting[i]
+		n, need := 0, 0
+		for j := range g.seqs {
+			if !g.seqs[j].done {
 				n++
-				need += len(g.seqs[i].hist) + 1
+				need += len(g.seqs[j].hist) + 1
 			}
 		}
 		if fresh(g) {
 			need = g.promptLen() + n
 		}
-		running := s.runningSeqs()
-		if running+n > e.cfg.MaxNumSeqs {
+		if s.runningSeqs()+n > s.e.cfg.MaxNumSeqs {
 			return
 		}
-		if e.ctx.Unified() && len(s.running) > 0 && s.kvUsed+need > total-total/100 {
-			return
+		want := s.poolsFor(g)
+		var p *pool
+		for k, o := range s.pools {
+			if want&^blocked&(1<<k) != 0 && o.fits(n, need) {
+				p = o
+				break
+			}
 		}
-		if len(s.freeIDs)+len(s.cache) < n {
-			return
+		if p == nil {
+			blocked |= want
+			i++
+			continue
 		}
-		s.waiting = s.waiting[1:]
-		e.waitingN.Add(-1)
-		s.place(g)
+		s.waiting = slices.Delete(s.waiting, i, i+1)
+		s.e.waitingN.Add(-1)
+		p.place(g)
+	}
+}
+
+// poolsFor is the set of pools (bit k: s.pools[k]) g may run in: with
+// short streams and a long pool, the short streams when g's choices fit
+// one, else the long pool.
+func (s *scheduler) poolsFor(g *group) uint {
+	if len(s.pools) == 1 || s.pools[0].holds(g) {
+		return 1
+	}
+	return 2
+}
+
+// holds reports whether every live choice of g fits one of the pool's
+// streams to its end: its tokens so far and the rest of max_tokens, or,
+// when the request gave no max_tokens, its tokens so far within half a
+// stream (it moves to the long pool if it outgrows the stream).
+func (s *pool) holds(g *group) bool {
+	for i := range g.seqs {
+		q := &g.seqs[i]
+		if q.done {
+			continue
+		}
+		have := len(q.hist)
+		rest := g.prep.maxTokens - (have - g.promptLen())
+		if have+rest > s.maxLen && (g.req.Sampling.MaxTokens > 0 || 2*have > s.maxLen) {
+			return false
+		}
+	}
+	return true
+}
+
+// fits reports whether n more sequences needing need KV cells can start.
+func (s *pool) fits(n, need int) bool {
+	total := s.ctx.Size()
+	if s.ctx.Unified() && len(s.running) > 0 && s.kvUsed+need > total-total/100 {
+		return false
+	}
+	return len(s.freeIDs)+len(s.cache) >= n
+}
+
+// moveOutgrown sends the running requests with a choice longer than the
+// pool's streams to the head of the queue, for the long pool, their KV
+// freed (recomputed there, as a preempted request's).
+func (s *pool) moveOutgrown() {
+	if s.maxLen >= s.e.cfg.MaxModelLen {
+		return
+	}
+	for i := len(s.running) - 1; i >= 0; i-- {
+		g := s.running[i]
+		for j := range g.seqs {
+			if q := &g.seqs[j]; !q.done && q.id >= 0 && len(q.hist) > s.maxLen {
+				s.running = slices.Delete(s.running, i, i+1)
+				s.requeue(g)
+				s.moves++
+				break
+			}
+		}
 	}
 }
 
@@ -212,10 +340,12 @@ func fresh(g *group) bool {
 
 func (s *scheduler) runningSeqs() int {
 	n := 0
-	for _, g := range s.running {
-		for i := range g.seqs {
-			if g.seqs[i].id >= 0 {
-				n++
+	for _, p := range s.pools {
+		for _, g := range p.running {
+			for i := range g.seqs {
+				if g.seqs[i].id >= 0 {
+					n++
+				}
 			}
 		}
 	}
@@ -227,11 +357,13 @@ func (s *scheduler) runningSeqs() int {
 // requests, not sequences). Once per loop pass, never per token.
 func (s *scheduler) runningRequests() int {
 	n := 0
-	for _, g := range s.running {
-		for i := range g.seqs {
-			if g.seqs[i].id >= 0 {
-				n++
-				break
+	for _, p := range s.pools {
+		for _, g := range p.running {
+			for i := range g.seqs {
+				if g.seqs[i].id >= 0 {
+					n++
+					break
+				}
 			}
 		}
 	}
@@ -240,13 +372,13 @@ func (s *scheduler) runningRequests() int {
 
 // place gives g's live choices sequence ids and their longest cached
 // prefix, and makes g running.
-func (s *scheduler) place(g *group) {
+func (s *pool) place(g *group) {
 	now := time.Now()
 	if !g.admitted {
 		g.admitted = true
 		g.out.SetAdmitted(now)
 	}
-	g.state = stateRunning
+	g.state, g.pool = stateRunning, s
 	isFresh := fresh(g)
 	for i := range g.seqs {
 		q := &g.seqs[i]
@@ -273,8 +405,8 @@ func (s *scheduler) place(g *group) {
 // when it is at most one past the highest running id, a cached one
 // dropped (but not avoid, a copy's source); else the lowest free id; else
 // the least recently used cache entry's, dropped.
-func (s *scheduler) take(q *seq, ci, avoid int) {
-	if ci < 0 && !s.e.ctx.Unified() {
+func (s *pool) take(q *seq, ci, avoid int) {
+	if ci < 0 && !s.ctx.Unified() {
 		top := -1
 		for id, o := range s.slots {
 			if o != nil {
@@ -287,7 +419,7 @@ func (s *scheduler) take(q *seq, ci, avoid int) {
 			}
 			if j := s.cacheIndex(id); j >= 0 {
 				ci = j
-				s.e.ctx.SeqRemove(id, -1, -1)
+				s.ctx.SeqRemove(id, -1, -1)
 			}
 			break
 		}
@@ -313,7 +445,7 @@ func (s *scheduler) take(q *seq, ci, avoid int) {
 }
 
 // cacheIndex is the index of id's cache entry, or -1.
-func (s *scheduler) cacheIndex(id int) int {
+func (s *pool) cacheIndex(id int) int {
 	for j := range s.cache {
 		if s.cache[j].id == id {
 			return j
@@ -327,7 +459,7 @@ func (s *scheduler) cacheIndex(id int) int {
 // the prefix dropped), or a copy of a running sequence that shares more
 // where the copy pays. At least one token is left to run, so that there
 // are logits to sample from.
-func (s *scheduler) reuse(q *seq, count bool) {
+func (s *pool) reuse(q *seq, count bool) {
 	want := len(q.hist) - 1
 	ci, lc := -1, 0
 	for i := range s.cache {
@@ -362,7 +494,7 @@ func (s *scheduler) reuse(q *seq, count bool) {
 	switch {
 	case inPlace && !(lr > lc && s.copyPays(lr-lc)):
 		s.take(q, ci, -1)
-		s.e.ctx.SeqRemove(q.id, lc, -1)
+		s.ctx.SeqRemove(q.id, lc, -1)
 		q.kv = lc
 		s.counted(q, count)
 		return
@@ -373,14 +505,14 @@ func (s *scheduler) reuse(q *seq, count bool) {
 	}
 	s.take(q, -1, src)
 	if lr > 0 && s.copyPays(lr) {
-		s.e.ctx.CopyPrefix(src, q.id, lr)
+		s.ctx.CopyPrefix(src, q.id, lr)
 		q.kv = lr
 	}
 	s.counted(q, count)
 }
 
 // counted records q's reused prefix as the request's cached tokens.
-func (s *scheduler) counted(q *seq, count bool) {
+func (s *pool) counted(q *seq, count bool) {
 	if count && q.g.out.Generated(q.index) == 0 && q.kv > 0 {
 		hit := min(q.kv, q.g.promptLen())
 		s.prefixHits += uint64(hit)
@@ -396,8 +528,8 @@ const keepShare = 2
 // copyPays reports whether copying a prefix saves more than it costs: in
 // a unified pool a copy shares cells (free); across streams it moves a
 // whole stream, against the prefill of the gained tokens.
-func (s *scheduler) copyPays(gain int) bool {
-	if s.e.ctx.Unified() {
+func (s *pool) copyPays(gain int) bool {
+	if s.ctx.Unified() {
 		return true
 	}
 	if s.tokenCost == 0 {
@@ -417,7 +549,7 @@ func commonPrefix(a, b []int32) int {
 }
 
 // evict drops the least recently used cached prefix.
-func (s *scheduler) evict() {
+func (s *pool) evict() {
 	i := 0
 	for j := range s.cache {
 		if s.cache[j].used < s.cache[i].used {
@@ -425,14 +557,14 @@ func (s *scheduler) evict() {
 		}
 	}
 	c := s.cache[i]
-	s.e.ctx.SeqRemove(c.id, -1, -1)
+	s.ctx.SeqRemove(c.id, -1, -1)
 	s.freeIDs = append(s.freeIDs, c.id)
 	s.cache = slices.Delete(s.cache, i, i+1)
 }
 
 // release frees q's sequence id; a sequence that finished normally stays
 // in the cache for its prefix when prefix caching is on.
-func (s *scheduler) release(q *seq, keep bool) {
+func (s *pool) release(q *seq, keep bool) {
 	if q.id < 0 {
 		return
 	}
@@ -446,7 +578,7 @@ func (s *scheduler) release(q *seq, keep bool) {
 		s.cache = append(s.cache, cached{id: q.id, toks: q.hist[:q.kv], used: s.tick, adapter: q.g.adapter})
 		q.hist = nil // the cache owns it now
 	} else {
-		s.e.ctx.SeqRemove(q.id, -1, -1)
+		s.ctx.SeqRemove(q.id, -1, -1)
 		s.freeIDs = append(s.freeIDs, q.id)
 	}
 	q.id, q.kv = -1, 0
@@ -455,26 +587,32 @@ func (s *scheduler) release(q *seq, keep bool) {
 // preempt frees the KV of the most recently admitted running request and
 // puts it at the head of the queue, to be recomputed. It reports whether
 // there was one to preempt.
-func (s *scheduler) preempt() bool {
+func (s *pool) preempt() bool {
 	if len(s.running) <= 1 {
 		return false
 	}
 	g := s.running[len(s.running)-1]
 	s.running = s.running[:len(s.running)-1]
+	s.requeue(g)
+	s.preemptions++
+	return true
+}
+
+// requeue frees the KV of g, just taken out of s.running, and puts it at
+// the head of the queue.
+func (s *pool) requeue(g *group) {
 	for i := range g.seqs {
 		q := &g.seqs[i]
 		s.release(q, false)
 		q.shadow = false
 	}
-	g.state = stateWaiting
+	g.state, g.pool = stateWaiting, nil
 	s.waiting = slices.Insert(s.waiting, 0, g)
 	s.e.waitingN.Add(1)
-	s.preemptions++
-	return true
 }
 
 // step runs one batch: decode tokens first, then prefill chunks.
-func (s *scheduler) step() {
+func (s *pool) step() {
 	e := s.e
 	s.pickAdapter()
 	for {
@@ -488,7 +626,7 @@ func (s *scheduler) step() {
 			if s.stepAdapter > 0 {
 				a, scale = e.adapters[s.stepAdapter-1], e.cfg.Adapters[s.stepAdapter-1].Scale
 			}
-			if err := e.ctx.SetAdapter(a, scale); err != nil {
+			if err := s.ctx.SetAdapter(a, scale); err != nil {
 				for _, q := range s.stepSeqs {
 					if q.g.state == stateRunning {
 						s.finishGroup(q.g, pipeline.Failed, &engine.Error{Kind: engine.KindInternal, Message: err.Error()})
@@ -498,7 +636,7 @@ func (s *scheduler) step() {
 			}
 		}
 		t0, w0 := threadCPU(), time.Now()
-		rc := e.ctx.Decode(s.batch)
+		rc := s.ctx.Decode(s.batch)
 		s.compute += threadCPU() - t0
 		if rc == 0 {
 			s.tuneChunk(time.Since(w0))
@@ -532,7 +670,7 @@ func (s *scheduler) step() {
 // pickAdapter chooses the step's adapter among the running requests':
 // the next after the last step's, in index order, wrapping (round robin,
 // one step each). With no adapter configured it is always the base model.
-func (s *scheduler) pickAdapter() {
+func (s *pool) pickAdapter() {
 	if len(s.e.adapters) == 0 {
 		s.stepAdapter = 0
 		return
@@ -555,7 +693,7 @@ func (s *scheduler) pickAdapter() {
 // build fills the batch for this step and records each sequence's part:
 // one token per decoding sequence, then prefill chunks in admission order
 // while the prefill budget lasts; the tokens go in sequence id order.
-func (s *scheduler) build() {
+func (s *pool) build() {
 	b := s.batch
 	b.Reset()
 	s.stepSeqs = s.stepSeqs[:0]
@@ -620,7 +758,7 @@ func (s *scheduler) build() {
 // step's, per prefill token). A step that decodes gets a prefill budget of
 // what fits in max(decode step, minStretch) more: a prompt arriving at
 // most doubles the running streams' inter-token gap, or adds minStretch.
-func (s *scheduler) tuneChunk(dt time.Duration) {
+func (s *pool) tuneChunk(dt time.Duration) {
 	ewma := func(avg, x time.Duration) time.Duration {
 		if avg == 0 {
 			return x
@@ -643,7 +781,7 @@ func (s *scheduler) tuneChunk(dt time.Duration) {
 
 // afterDecode advances every sequence of the batch: its KV count, the
 // prompt logprobs, and a sampled token where its chunk reached the end.
-func (s *scheduler) afterDecode() {
+func (s *pool) afterDecode() {
 	s.stepAt = time.Now()
 	// Sample first, every sequence of the step, with one clock read pair
 	// around all the draws. A fresh request's other choices share choice
@@ -654,11 +792,11 @@ func (s *scheduler) afterDecode() {
 		if q.out < 0 || g.state != stateRunning || g.out.Broken() {
 			continue
 		}
-		q.tok = q.sampler.Sample(s.e.ctx, q.out, s.cand)
+		q.tok = q.sampler.Sample(s.ctx, q.out, s.cand)
 		if q.index == 0 && g.out.Generated(0) == 0 && len(g.seqs) > 1 {
 			for i := 1; i < len(g.seqs); i++ {
 				if o := &g.seqs[i]; o.shadow && o.id >= 0 {
-					o.first0, o.drawn = o.sampler.Sample(s.e.ctx, q.out, s.cand), true
+					o.first0, o.drawn = o.sampler.Sample(s.ctx, q.out, s.cand), true
 				}
 			}
 		}
@@ -690,8 +828,7 @@ func (s *scheduler) afterDecode() {
 // request's own code (its Formatter) runs here; a panic in it marks the
 // request broken (failed), for afterDecode to end it. The guard is one
 // open-coded defer per sequence per step, nothing per token.
-func (s *scheduler) advance(q *seq) {
-	e := s.e
+func (s *pool) advance(q *seq) {
 	g := q.g
 	defer func() {
 		if r := recover(); r != nil {
@@ -720,7 +857,7 @@ func (s *scheduler) advance(q *seq) {
 			if !o.shadow || o.id < 0 {
 				continue
 			}
-			e.ctx.CopyPrefix(q.id, o.id, g.promptLen())
+			s.ctx.CopyPrefix(q.id, o.id, g.promptLen())
 			o.shadow, o.kv = false, g.promptLen()
 			s.kvUsed += o.kv
 		}
@@ -759,7 +896,12 @@ func (s *scheduler) failed(g *group, r any) {
 func (s *scheduler) publish() {
 	st := &s.e.st
 	st.running.Store(int64(s.runningRequests()))
-	st.kvUsed.Store(int64(s.kvUsed))
+	kv := 0
+	for _, p := range s.pools {
+		kv += p.kvUsed
+	}
+	st.kvUsed.Store(int64(kv))
+	st.moves.Store(s.moves)
 	st.prefixQueries.Store(s.prefixQueries)
 	st.prefixHits.Store(s.prefixHits)
 	st.preemptions.Store(s.preemptions)
