@@ -94,7 +94,7 @@ func serveFlags(fs *flag.FlagSet, st *serveSettings) {
 	ec := &cfg.EngineConfig
 	fs.IntVar(&ec.MaxModelLen, "max-model-len", 0, "context length in tokens: prompt plus output (default: the simulated engine 8192; --model: the model's, at most 8192; --worker: the workers', which this caps)")
 	fs.IntVar(&ec.MaxNumSeqs, "max-num-seqs", 0, "most sequences the engine runs at once (default: the simulated engine 256, --model 64; not with --worker: a worker's own flag)")
-	fs.IntVar(&ec.KVCacheTokens, "kv-cache-tokens", 0, "KV cache capacity in tokens (default: the simulated engine 1Mi, in blocks of 16; --model: a whole context per sequence within 2 GiB; not with --worker)")
+	fs.IntVar(&ec.KVCacheTokens, "kv-cache-tokens", 0, "KV cache capacity in tokens (default: the simulated engine 1Mi, in blocks of 16; --model: a whole context per sequence within 2 GiB, else short streams and a long pool; not with --worker)")
 	fs.Int64Var(&ec.Seed, "seed", 0, "engine-wide seed mixed into every request's (not with --worker: a worker's own flag)")
 	fs.StringVar(&ec.ChatTemplate, "chat-template", "", "Jinja chat template, a file or the template itself (default: the model's or the workers' own; --model and --worker only)")
 	fs.StringVar(&ec.ReasoningParser, "reasoning-parser", "", "parse reasoning out of the model's text: deepseek_r1 or qwen3 (--model and --worker only)")

@@ -22,15 +22,16 @@ const (
 	// together (llama-server's slots, -np). vLLM's 256 suits a GPU; on a
 	// CPU a step's cost grows with the batch, and 64 still gains over 32
 	// (llama-server on the 8x512 test model: 576 tokens/s at 8 streams,
-	// 814 at 64). It is lowered when the KV cache budget cannot give each
-	// of 64 sequences a whole context (see Config.KVCacheTokens).
+	// 814 at 64). With a KV cache budget that cannot give each of 64
+	// sequences a whole context, they get short streams (splitKV), or, on
+	// a smaller budget, fewer whole contexts (see Config.KVCacheTokens).
 	DefaultMaxNumSeqs = 64
 	// DefaultKVBudget caps the KV cache's memory when --kv-cache-tokens is
 	// not given, at most a quarter of the machine's memory. llama.cpp
 	// writes the whole cache at start, so it is all resident: half of
 	// vLLM's CPU default (VLLM_CPU_KVCACHE_SPACE, 4 GiB) still holds 64
-	// whole 2,048-token contexts of the 8x512 test model, or 11 of 8,192
-	// tokens of SmolLM2-135M (22.5 KiB per token).
+	// whole 2,048-token contexts of the 8x512 test model, or 64 streams of 1,024
+	// tokens of SmolLM2-135M (22.5 KiB per token) beside a long pool.
 	DefaultKVBudget = 2 << 30
 	// minStreamSlots is the fewest sequences that still get a KV stream of
 	// their own by default; below it the cache is one unified pool. On a
@@ -71,9 +72,10 @@ type Config struct {
 	// When it is smaller the sequences share one unified pool, a step
 	// attends over every cell in use, and requests are preempted when it
 	// fills. Default: MaxNumSeqs × MaxModelLen when that fits
-	// DefaultKVBudget; else, with --max-num-seqs not given, as many
-	// sequences as whole contexts fit (at least minStreamSlots), else a
-	// unified pool of the budget.
+	// DefaultKVBudget; else, with --max-num-seqs not given, short streams
+	// and a long pool (see splitKV), or as many sequences as whole
+	// contexts fit (at least minStreamSlots), else a unified pool of the
+	// budget.
 	// ChatTemplate overrides the model's own; ReasoningParser and
 	// ToolCallParser parse its text; Seed is mixed into the seed of
 	// requests that sample without one.

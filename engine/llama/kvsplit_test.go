@@ -75,21 +75,22 @@ func splitEngine(t *testing.T) *Engine {
 func TestSplitKVAnswersAsWholeContexts(t *testing.T) {
 	whole := newTestEngine(t, Config{}, tinymodel.Config{})
 	split := splitEngine(t)
-	long := strings.Repeat("The sea is calm tonight, the tide is full, the moon lies fair upon the straits. ", 12)
+	long := strings.Repeat("The sea is calm tonight, the tide is full, the moon lies fair upon the straits. ", 24)
 	cases := []struct {
 		name    string
 		content string
 		max     int
+		ignore  bool
 	}{
-		{"short", "Tell me about the sea.", 40},
-		{"long prompt", long, 40},
-		{"long output", "Count to a thousand.", 900},
-		{"no max_tokens", "Write a long story.", 0},
+		{"short", "Tell me about the sea.", 40, true},
+		{"long prompt", long, 40, true},
+		{"long output", "Count to a thousand.", 900, true},
+		{"no max_tokens", "Write a long story.", 0, false},
 	}
 	for _, c := range cases {
 		mk := func() *engine.Request {
 			r := chatReq(c.content, c.max)
-			r.Sampling.IgnoreEOS = true
+			r.Sampling.IgnoreEOS = c.ignore
 			return r
 		}
 		want, _ := run(t, whole, mk())
@@ -97,6 +98,7 @@ func TestSplitKVAnswersAsWholeContexts(t *testing.T) {
 		if want.Err != nil || got.Err != nil {
 			t.Fatalf("%s: errors %v, %v", c.name, want.Err, got.Err)
 		}
+		t.Logf("%s: %d prompt tokens, %d generated", c.name, got.Usage.PromptTokens, got.Usage.CompletionTokens)
 		if got.Choices[0].Text != want.Choices[0].Text || got.Usage != want.Usage {
 			t.Fatalf("%s: split KV gave %d tokens (%+v):\n%q\nwhole contexts %d (%+v):\n%q", c.name,
 				got.Usage.CompletionTokens, got.Usage, got.Choices[0].Text, want.Usage.CompletionTokens, want.Usage, want.Choices[0].Text)
@@ -157,9 +159,9 @@ func TestSplitKVRunsManyShortSequences(t *testing.T) {
 }
 
 // TestSplitKVRoutes: a request runs in the short streams when each
-// choice fits one to the end of its max_tokens, or, with no max_tokens,
-// when its tokens so far fill at most half a stream; else in the long
-// pool.
+// choice fits one to the end of its max_tokens, or, when its end is not
+// known (no ignore_eos), when its tokens so far and its min_tokens fill
+// at most half a stream; else in the long pool.
 func TestSplitKVRoutes(t *testing.T) {
 	e := splitEngine(t)
 	long := strings.Repeat("waves ", 500) // over half of a 768-token stream
@@ -168,17 +170,23 @@ func TestSplitKVRoutes(t *testing.T) {
 		content string
 		max     int
 		grown   int // tokens generated so far (a preempted or moved request)
+		ignore  bool
+		minTok  int
 		want    uint
 	}{
-		{"short", "Hello.", 64, 0, 1},
-		{"max_tokens past the stream", "Hello.", 760, 0, 2},
-		{"no max_tokens, short prompt", "Hello.", 0, 0, 1},
-		{"no max_tokens, long prompt", long, 0, 0, 2},
-		{"no max_tokens, outgrown", "Hello.", 0, 760, 2},
-		{"max_tokens, half generated", "Hello.", 600, 300, 1},
+		{"short", "Hello.", 64, 0, false, 0, 1},
+		{"short, ignore_eos", "Hello.", 64, 0, true, 0, 1},
+		{"max_tokens past the stream", "Hello.", 760, 0, false, 0, 1},
+		{"max_tokens past the stream, ignore_eos", "Hello.", 760, 0, true, 0, 2},
+		{"min_tokens past the stream", "Hello.", 900, 0, false, 800, 2},
+		{"no max_tokens, short prompt", "Hello.", 0, 0, false, 0, 1},
+		{"no max_tokens, long prompt", long, 0, 0, false, 0, 2},
+		{"no max_tokens, outgrown", "Hello.", 0, 760, false, 0, 2},
+		{"ignore_eos, half generated", "Hello.", 600, 300, true, 0, 1},
 	}
 	for _, c := range cases {
 		r := chatReq(c.content, c.max)
+		r.Sampling.IgnoreEOS, r.Sampling.MinTokens = c.ignore, c.minTok
 		if err := e.Prepare(r); err != nil {
 			t.Fatal(err)
 		}

@@ -228,10 +228,10 @@ func BenchmarkDraw(b *testing.B) {
 // is what fits in max(decode step, minStretch) at the measured time per
 // prefill token, never below minChunk.
 func TestChunkFollowsTheStepCost(t *testing.T) {
-	var s pool
+	var s scheduler
 	s.chunk = initialChunk
 	step := func(decodes, prefill int, dt time.Duration) {
-		s.stepDecodes, s.stepPrefill = decodes, prefill
+		s.passDecodes, s.passPrefill = decodes, prefill
 		s.tuneChunk(dt)
 	}
 	for i := 0; i < 20; i++ {

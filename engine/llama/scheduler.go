@@ -65,6 +65,19 @@ type scheduler struct {
 	// step is stamped with it, for the requests' inter-token gaps (one
 	// clock read per step).
 	stepAt time.Time
+
+	// The chunk tuner's state (see tuneChunk), over a loop pass (every
+	// pool's step): the pass's decode and prefill tokens and its decode
+	// time; the decode-only pass time and the prefill time per token
+	// (moving averages); the prefill budget of a pass that also decodes,
+	// and what is left of it for the pools still to step. decoding says a
+	// pool of the pass has a sequence to decode: a prefill in another
+	// pool holds it up as much as one in its own.
+	passDecodes, passPrefill int
+	passTime                 time.Duration
+	decodeCost, tokenCost    time.Duration
+	chunk, chunkLeft         int
+	decoding                 bool
 }
 
 // pool is one KV cache (a llama.cpp context) and the sequences running in
@@ -90,13 +103,9 @@ type pool struct {
 	// a stream's cells, at most MaxModelLen.
 	maxLen int
 
-	// The chunk tuner's state (see tuneChunk): the step's decode and
-	// prefill tokens, the decode-only step time and the prefill time per
-	// token (moving averages), and the prefill budget of a step that also
-	// decodes.
+	// stepDecodes and stepPrefill are the decode and prefill tokens of
+	// the pool's step being built.
 	stepDecodes, stepPrefill int
-	decodeCost, tokenCost    time.Duration
-	chunk                    int
 	// copyCost is the time a whole-stream KV copy is taken to cost.
 	copyCost time.Duration
 	// stepAdapter is the LoRA adapter (0: the base model) of the step
@@ -119,6 +128,7 @@ type cached struct {
 
 func (s *scheduler) init(e *Engine) {
 	s.e = e
+	s.chunk = initialChunk
 	s.cand = capi.NewCandidates(e.model)
 	for _, c := range e.ctxs {
 		p := &pool{scheduler: s}
@@ -150,7 +160,6 @@ func (s *pool) init(c *capi.Context) {
 		s.freeIDs = append(s.freeIDs, id)
 	}
 	s.slots = make([]*seq, seqMax)
-	s.chunk = initialChunk
 	s.maxLen = e.cfg.MaxModelLen
 	if !c.Unified() {
 		s.maxLen = min(s.maxLen, c.Size()/max(seqMax, 1))
@@ -214,6 +223,7 @@ func (e *Engine) run() {
 			p.moveOutgrown()
 		}
 		s.admit()
+		s.startPass()
 		stepped := false
 		for _, p := range s.pools {
 			if len(p.running) > 0 {
@@ -221,12 +231,30 @@ func (e *Engine) run() {
 				stepped = true
 			}
 		}
+		if s.passDecodes+s.passPrefill > 0 {
+			s.tuneChunk(s.passTime)
+		}
 		if stepped {
 			if n := s.threads.check(s.stepAt); n > 0 {
 				s.setThreads(n)
 			}
 		}
 		s.publish()
+	}
+}
+
+// startPass resets the pass's counts and prefill budget, and finds
+// whether any pool has a sequence to decode.
+func (s *scheduler) startPass() {
+	s.passDecodes, s.passPrefill, s.passTime = 0, 0, 0
+	s.chunkLeft, s.decoding = s.chunk, false
+	for _, p := range s.pools {
+		for _, q := range p.slots {
+			if q != nil && !q.shadow && !q.done && len(q.hist)-q.kv == 1 {
+				s.decoding = true
+				return
+			}
+		}
 	}
 }
 
@@ -280,19 +308,25 @@ func (s *scheduler) poolsFor(g *group) uint {
 	return 2
 }
 
-// holds reports whether every live choice of g fits one of the pool's
-// streams to its end: its tokens so far and the rest of max_tokens, or,
-// when the request gave no max_tokens, its tokens so far within half a
-// stream (it moves to the long pool if it outgrows the stream).
+// holds reports whether g may run in the pool's streams: each live
+// choice fits a stream to the end of its max_tokens, or, where its end is
+// not known (without ignore_eos an end-of-sequence token or a stop string
+// may come first), its tokens so far, and its min_tokens, fill at most
+// half a stream; a choice that outgrows its stream moves to the long pool
+// (moveOutgrown).
 func (s *pool) holds(g *group) bool {
+	sp := &g.req.Sampling
 	for i := range g.seqs {
 		q := &g.seqs[i]
 		if q.done {
 			continue
 		}
 		have := len(q.hist)
-		rest := g.prep.maxTokens - (have - g.promptLen())
-		if have+rest > s.maxLen && (g.req.Sampling.MaxTokens > 0 || 2*have > s.maxLen) {
+		gen := have - g.promptLen()
+		if have+g.prep.maxTokens-gen <= s.maxLen {
+			continue
+		}
+		if sp.IgnoreEOS || 2*have > s.maxLen || have+max(0, sp.MinTokens-gen) > s.maxLen {
 			return false
 		}
 	}
@@ -639,7 +673,10 @@ func (s *pool) step() {
 		rc := s.ctx.Decode(s.batch)
 		s.compute += threadCPU() - t0
 		if rc == 0 {
-			s.tuneChunk(time.Since(w0))
+			s.passTime += time.Since(w0)
+			s.passDecodes += s.stepDecodes
+			s.passPrefill += s.stepPrefill
+			s.chunkLeft = max(0, s.chunkLeft-s.stepPrefill)
 			break
 		}
 		if rc == 1 {
@@ -711,10 +748,10 @@ func (s *pool) build() {
 		budget--
 		decodes++
 	}
-	// A step with no decode has no one to hold up: the whole budget.
+	// A pass with no decode has no one to hold up: the whole budget.
 	chunk := budget
-	if decodes > 0 {
-		chunk = min(budget, s.chunk)
+	if decodes > 0 || s.decoding {
+		chunk = min(budget, s.chunkLeft)
 	}
 	prefill := 0
 	for _, g := range s.running {
@@ -753,12 +790,13 @@ func (s *pool) build() {
 	}
 }
 
-// tuneChunk learns from a step that took dt: the decode-only step time,
-// and the prefill time per token (the step's time beyond a decode-only
-// step's, per prefill token). A step that decodes gets a prefill budget of
-// what fits in max(decode step, minStretch) more: a prompt arriving at
-// most doubles the running streams' inter-token gap, or adds minStretch.
-func (s *pool) tuneChunk(dt time.Duration) {
+// tuneChunk learns from a pass whose steps took dt: the decode-only pass
+// time, and the prefill time per token (the pass's time beyond a
+// decode-only pass's, per prefill token). A pass that decodes gets a
+// prefill budget, over all its pools, of what fits in max(decode pass,
+// minStretch) more: a prompt arriving at most doubles the running
+// streams' inter-token gap, or adds minStretch.
+func (s *scheduler) tuneChunk(dt time.Duration) {
 	ewma := func(avg, x time.Duration) time.Duration {
 		if avg == 0 {
 			return x
@@ -766,13 +804,13 @@ func (s *pool) tuneChunk(dt time.Duration) {
 		return avg + (x-avg)/8
 	}
 	switch {
-	case s.stepPrefill == 0:
+	case s.passPrefill == 0:
 		s.decodeCost = ewma(s.decodeCost, dt)
 		return
-	case s.stepDecodes == 0:
-		s.tokenCost = ewma(s.tokenCost, dt/time.Duration(s.stepPrefill))
+	case s.passDecodes == 0:
+		s.tokenCost = ewma(s.tokenCost, dt/time.Duration(s.passPrefill))
 	case s.decodeCost > 0:
-		s.tokenCost = ewma(s.tokenCost, max(dt-s.decodeCost, 0)/time.Duration(s.stepPrefill))
+		s.tokenCost = ewma(s.tokenCost, max(dt-s.decodeCost, 0)/time.Duration(s.passPrefill))
 	}
 	if s.tokenCost > 0 {
 		s.chunk = max(minChunk, int(max(s.decodeCost, minStretch)/s.tokenCost))
