@@ -1,6 +1,9 @@
 package llama
 
 import (
+	"bytes"
+	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,11 +107,16 @@ func TestSplitKVAnswersAsWholeContexts(t *testing.T) {
 				got.Usage.CompletionTokens, got.Usage, got.Choices[0].Text, want.Usage.CompletionTokens, want.Usage, want.Choices[0].Text)
 		}
 	}
+	// The one with no max_tokens moved with its KV copied: nothing was
+	// recomputed (a move that recomputes counts as a preemption).
 	if m := split.st.moves.Load(); m != 1 {
 		t.Fatalf("%d requests moved to the long pool, want 1 (the one with no max_tokens)", m)
 	}
 	if whole.st.moves.Load() != 0 || split.Stats().Preemptions != 0 {
-		t.Fatal("moves without short streams, or preemptions")
+		t.Fatalf("moves without short streams, or preemptions (%d): a move recomputed", split.Stats().Preemptions)
+	}
+	if got, want := split.Stats().PromptTokens, whole.Stats().PromptTokens; got != want {
+		t.Fatalf("prompt tokens computed: %d with short streams, %d with whole contexts", got, want)
 	}
 }
 
@@ -201,5 +209,36 @@ func TestSplitKVRoutes(t *testing.T) {
 			t.Errorf("%s (prompt %d tokens): pools %b, want %b", c.name, g.promptLen(), got, c.want)
 		}
 		g.free()
+	}
+}
+
+// TestOneStream: a sequence's state from a cache of 4 streams, its cells
+// in the third, becomes a one-stream cache's state (header kept); states
+// of other layouts are refused.
+func TestOneStream(t *testing.T) {
+	u := func(v ...uint32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, x)
+		}
+		return b
+	}
+	hdr := u(0xaf143cd8, 7)
+	cells := u(2, 0, 1, 7, 1, 1, 7, 0xdead, 0xbeef) // 2 cells: metadata, then data
+	st := slices.Concat(hdr, u(4, 0, 0), cells, u(0))
+	got, ok := oneStream(slices.Clone(st), 4)
+	if want := slices.Concat(hdr, u(1), cells); !ok || !bytes.Equal(got, want) {
+		t.Fatalf("oneStream: %v %x, want %x", ok, got, want)
+	}
+	for name, bad := range map[string][]byte{
+		"stream count": slices.Concat(hdr, u(3, 0, 0), cells),
+		"no cells":     slices.Concat(hdr, u(4, 0, 0, 0, 0)),
+		"cells after":  slices.Concat(hdr, u(4, 0, 0), cells, u(5)),
+		"short":        slices.Concat(hdr, u(4, 0)),
+		"header only":  hdr,
+	} {
+		if _, ok := oneStream(bad, 4); ok {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -30,8 +31,9 @@ import (
 // loop pass): streams of a short length for the sequences that fit one,
 // and a unified pool for the longer ones, so that many short sequences
 // run together without a whole context each, and long prompts still run.
-// A sequence that outgrows its short stream moves to the long pool (its
-// KV recomputed there, as a preempted request's).
+// A sequence that outgrows its short stream moves to the long pool, its
+// KV copied (or, when the long pool has no room, recomputed there as a
+// preempted request's).
 //
 // Admission is first come first served per pool while sequence ids and
 // KV room allow. A sequence takes the idle id (llama-server's slot) whose
@@ -52,8 +54,9 @@ type scheduler struct {
 	lp                                                              engine.TokenLogprob // accept's scratch
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
 	// moves counts the requests moved from a short stream to the long
-	// pool.
+	// pool; state is transfer's scratch.
 	moves  uint64
+	state  []byte
 	topIdx []int32 // topTokens' scratch
 	tops   []pipeline.TopLogprob
 	// threads follows the free cores (nil with --threads given).
@@ -342,9 +345,10 @@ func (s *pool) fits(n, need int) bool {
 	return len(s.freeIDs)+len(s.cache) >= n
 }
 
-// moveOutgrown sends the running requests with a choice longer than the
-// pool's streams to the head of the queue, for the long pool, their KV
-// freed (recomputed there, as a preempted request's).
+// moveOutgrown moves the running requests with a choice longer than the
+// pool's streams to the long pool: their KV copied there when it has
+// room (transfer), else they go to the head of the queue, their KV freed
+// and recomputed when the long pool admits them (as a preempted request).
 func (s *pool) moveOutgrown() {
 	if s.maxLen >= s.e.cfg.MaxModelLen {
 		return
@@ -354,12 +358,108 @@ func (s *pool) moveOutgrown() {
 		for j := range g.seqs {
 			if q := &g.seqs[j]; !q.done && q.id >= 0 && len(q.hist) > s.maxLen {
 				s.running = slices.Delete(s.running, i, i+1)
-				s.requeue(g)
-				s.moves++
+				if s.transfer(g, s.pools[len(s.pools)-1]) {
+					s.moves++
+				} else {
+					s.preemptions++ // recomputed, as a preempted request
+				}
 				break
 			}
 		}
 	}
+}
+
+// transfer moves running request g, just taken out of s.running, to pool
+// dst, each live choice's KV copied from its stream (llama.cpp's sequence
+// state, rewritten from s's stream count to dst's one: oneStream). When
+// dst has no room for g now, or llama.cpp cannot place a copy, g goes to
+// the head of the queue instead, its KV freed (recomputed when admitted),
+// and transfer reports false.
+func (s *pool) transfer(g *group, dst *pool) bool {
+	n, need := 0, 0
+	for i := range g.seqs {
+		if q := &g.seqs[i]; !q.done && q.id >= 0 {
+			n++
+			need += len(q.hist) + 1
+		}
+	}
+	if dst == s || !dst.ctx.Unified() || !dst.fits(n, need) {
+		s.requeue(g)
+		return false
+	}
+	ok := true
+	for i := range g.seqs {
+		q := &g.seqs[i]
+		if q.done || q.id < 0 {
+			continue
+		}
+		kv := q.kv
+		s.state = s.ctx.SeqState(s.state[:0], q.id)
+		s.release(q, false)
+		if !ok {
+			continue
+		}
+		one, good := oneStream(s.state, s.ctx.SeqMax())
+		dst.take(q, -1, -1)
+		if !good || !dst.ctx.SetSeqState(one, q.id) || dst.ctx.SeqPosMax(q.id) != kv-1 {
+			ok = false
+			dst.release(q, false)
+			continue
+		}
+		q.kv = kv
+		dst.kvUsed += kv
+	}
+	if !ok {
+		for i := range g.seqs {
+			dst.release(&g.seqs[i], false)
+			g.seqs[i].shadow = false
+		}
+		g.state, g.pool = stateWaiting, nil
+		s.waiting = slices.Insert(s.waiting, 0, g)
+		s.e.waitingN.Add(1)
+		return false
+	}
+	g.pool = dst
+	dst.running = append(dst.running, g)
+	return true
+}
+
+// oneStream rewrites, in place, a sequence's state taken from a cache of
+// streams streams as the state of a one-stream cache: the sequence's own
+// stream, the only one holding cells. llama.cpp's layout (the pinned
+// release's llama_state_seq_get_data; TestSplitKVAnswersAsWholeContexts
+// moves a sequence through it): an 8-byte
+// header (a magic and the sequence id), a u32 stream count, then per
+// stream a u32 cell count followed, when it is not 0, by the cells. It
+// reports false for any other layout.
+func oneStream(st []byte, streams int) ([]byte, bool) {
+	const hdr = 8
+	u32 := func(at int) uint32 { return binary.LittleEndian.Uint32(st[at:]) }
+	first := hdr + 4 // the first stream's cell count
+	if streams < 1 || len(st) < first+4*streams || int(u32(hdr)) != streams {
+		return nil, false
+	}
+	at := first
+	for at < first+4*streams && u32(at) == 0 {
+		at += 4
+	}
+	if at == first+4*streams {
+		return nil, false // no cells
+	}
+	after := streams - 1 - (at-first)/4 // the empty streams after it
+	end := len(st) - 4*after
+	if end <= at+4 {
+		return nil, false
+	}
+	for k := end; k < len(st); k += 4 {
+		if u32(k) != 0 {
+			return nil, false
+		}
+	}
+	start := at - first
+	copy(st[start:], st[:hdr])
+	binary.LittleEndian.PutUint32(st[start+hdr:], 1)
+	return st[start:end], true
 }
 
 // fresh reports whether no choice of g has generated a token.

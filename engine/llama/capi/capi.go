@@ -793,6 +793,31 @@ func (c *Context) CopyPrefix(src, dst, n int) {
 	c.SeqRemove(dst, n, -1)
 }
 
+// SeqState appends the KV state of seq (llama_state_seq_get_data: its
+// cells' positions and keys and values, in llama.cpp's own layout, which
+// begins with the cache's stream count) to dst.
+func (c *Context) SeqState(dst []byte, seq int) []byte {
+	n := int(C.vjw_llama_state_seq_get_size(c.p, C.llama_seq_id(seq)))
+	at := len(dst)
+	dst = slices.Grow(dst, n)[:at+n]
+	if n == 0 {
+		return dst
+	}
+	got := int(C.vjw_llama_state_seq_get_data(c.p, (*C.uint8_t)(unsafe.Pointer(&dst[at])), C.size_t(n), C.llama_seq_id(seq)))
+	return dst[:at+got]
+}
+
+// SetSeqState replaces seq's KV with a state from SeqState of a cache
+// with as many streams (llama_state_seq_set_data). It reports false when
+// llama.cpp could not place it (no room, another layout); seq is then
+// empty.
+func (c *Context) SetSeqState(src []byte, seq int) bool {
+	if len(src) == 0 {
+		return false
+	}
+	return C.vjw_llama_state_seq_set_data(c.p, (*C.uint8_t)(unsafe.Pointer(&src[0])), C.size_t(len(src)), C.llama_seq_id(seq)) > 0
+}
+
 // SeqPosMax is the largest position of seq, or -1.
 func (c *Context) SeqPosMax(seq int) int {
 	return int(C.vjw_llama_memory_seq_pos_max(c.mem, C.llama_seq_id(seq)))

@@ -51,6 +51,9 @@ extern vj_softmax_fn vj_softmax;
 	X(llama, llama_memory_seq_rm) \
 	X(llama, llama_memory_seq_cp) \
 	X(llama, llama_memory_seq_pos_max) \
+	X(llama, llama_state_seq_get_size) \
+	X(llama, llama_state_seq_get_data) \
+	X(llama, llama_state_seq_set_data) \
 	X(llama, llama_batch_init) \
 	X(llama, llama_batch_free) \
 	X(llama, llama_decode) \

@@ -38,6 +38,9 @@ static inline void vjw_llama_memory_clear(llama_memory_t mem, bool data) { vj_ll
 static inline bool vjw_llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, llama_pos p1) { return vj_llama_memory_seq_rm(mem, seq_id, p0, p1); }
 static inline void vjw_llama_memory_seq_cp(llama_memory_t mem, llama_seq_id seq_id_src, llama_seq_id seq_id_dst, llama_pos p0, llama_pos p1) { vj_llama_memory_seq_cp(mem, seq_id_src, seq_id_dst, p0, p1); }
 static inline llama_pos vjw_llama_memory_seq_pos_max(llama_memory_t mem, llama_seq_id seq_id) { return vj_llama_memory_seq_pos_max(mem, seq_id); }
+static inline size_t vjw_llama_state_seq_get_size(struct llama_context * ctx, llama_seq_id seq_id) { return vj_llama_state_seq_get_size(ctx, seq_id); }
+static inline size_t vjw_llama_state_seq_get_data(struct llama_context * ctx, uint8_t * dst, size_t size, llama_seq_id seq_id) { return vj_llama_state_seq_get_data(ctx, dst, size, seq_id); }
+static inline size_t vjw_llama_state_seq_set_data(struct llama_context * ctx, const uint8_t * src, size_t size, llama_seq_id dest_seq_id) { return vj_llama_state_seq_set_data(ctx, src, size, dest_seq_id); }
 static inline struct llama_batch vjw_llama_batch_init(int32_t n_tokens, int32_t embd, int32_t n_seq_max) { return vj_llama_batch_init(n_tokens, embd, n_seq_max); }
 static inline void vjw_llama_batch_free(struct llama_batch batch) { vj_llama_batch_free(batch); }
 static inline int32_t vjw_llama_decode(struct llama_context * ctx, struct llama_batch batch) { return vj_llama_decode(ctx, batch); }
