@@ -267,6 +267,7 @@ func (s *scheduler) startPass() {
 func (s *scheduler) admit() {
 	all := uint(1)<<len(s.pools) - 1
 	var blocked uint
+	running := s.runningSeqs()
 	for i := 0; i < len(s.waiting) && blocked != all; {
 		g := s.waiting[i]
 		n, need := 0, 0
@@ -279,7 +280,7 @@ func (s *scheduler) admit() {
 		if fresh(g) {
 			need = g.promptLen() + n
 		}
-		if s.runningSeqs()+n > s.e.cfg.MaxNumSeqs {
+		if running+n > s.e.cfg.MaxNumSeqs {
 			return
 		}
 		want := s.poolsFor(g)
@@ -298,6 +299,7 @@ func (s *scheduler) admit() {
 		s.waiting = slices.Delete(s.waiting, i, i+1)
 		s.e.waitingN.Add(-1)
 		p.place(g)
+		running += n
 	}
 }
 
