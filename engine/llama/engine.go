@@ -76,6 +76,7 @@ type Engine struct {
 		running, kvUsed           atomic.Int64
 		prefixQueries, prefixHits atomic.Uint64
 		preemptions, moves        atomic.Uint64
+		wholeCopies               atomic.Uint64
 		promptTokens, genTokens   atomic.Uint64
 		compute                   atomic.Int64
 	}
@@ -430,7 +431,8 @@ func (e *Engine) Close() error {
 			zap.Uint64("prompt_tokens", e.st.promptTokens.Load()),
 			zap.Uint64("generation_tokens", e.st.genTokens.Load()),
 			zap.Uint64("preemptions", e.st.preemptions.Load()),
-			zap.Uint64("moved_to_long_pool", e.st.moves.Load()))
+			zap.Uint64("moved_to_long_pool", e.st.moves.Load()),
+			zap.Uint64("whole_stream_copies", e.st.wholeCopies.Load()))
 	}
 	return nil
 }

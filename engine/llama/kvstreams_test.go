@@ -67,6 +67,39 @@ func TestStreamCopyFromARunningSequence(t *testing.T) {
 	if gotA.Choices[0].Text != wantA.Choices[0].Text {
 		t.Fatalf("A, copied from while running:\n%q\nalone:\n%q", gotA.Choices[0].Text, wantA.Choices[0].Text)
 	}
+	if n := e.st.wholeCopies.Load(); n != 0 {
+		t.Fatalf("%d copies moved a whole stream: llama.cpp refused the sequence state", n)
+	}
+}
+
+// TestGreedyChoicesFromCopiedStreams: the other choices of a request
+// continue from copies of the first one's prompt in streams of their own
+// (capi's CopyPrefix through llama.cpp's sequence state); greedy, each
+// says what the request says alone, token for token.
+func TestGreedyChoicesFromCopiedStreams(t *testing.T) {
+	e := newTestEngine(t, Config{}, tinymodel.Config{})
+	if e.ctxs[0].Unified() {
+		t.Fatal("the defaults give one unified pool: no stream to copy to")
+	}
+	long := strings.Repeat("The sea is calm tonight, the tide is full, the moon lies fair upon the straits. ", 3)
+	mk := func(n int) *engine.Request {
+		r := chatReq(long, 60)
+		r.Sampling.N, r.Sampling.IgnoreEOS = n, true
+		return r
+	}
+	want, _ := run(t, e, mk(1))
+	got, _ := run(t, e, mk(3))
+	if len(got.Choices) != 3 {
+		t.Fatalf("%d choices", len(got.Choices))
+	}
+	for i, c := range got.Choices {
+		if !slices.Equal(c.TokenIDs, want.Choices[0].TokenIDs) {
+			t.Fatalf("choice %d from a copied stream:\n%q\nalone:\n%q", i, c.Text, want.Choices[0].Text)
+		}
+	}
+	if n := e.st.wholeCopies.Load(); n != 0 {
+		t.Fatalf("%d copies moved a whole stream: llama.cpp refused the sequence state", n)
+	}
 }
 
 // TestSlotAffinity: a repeated prompt goes back to the idle stream that

@@ -55,10 +55,13 @@ type scheduler struct {
 	prefixQueries, prefixHits, preemptions, promptTokens, genTokens uint64
 	// moves counts the requests moved from a short stream to the long
 	// pool; state is transfer's scratch.
-	moves  uint64
-	state  []byte
-	topIdx []int32 // topTokens' scratch
-	tops   []pipeline.TopLogprob
+	moves uint64
+	// wholeCopies counts the prefix copies across streams that llama.cpp
+	// refused as a state and that copied a whole stream instead.
+	wholeCopies uint64
+	state       []byte
+	topIdx      []int32 // topTokens' scratch
+	tops        []pipeline.TopLogprob
 	// threads follows the free cores (nil with --threads given).
 	threads *threadTuner
 	// compute is the scheduler thread's CPU time in llama_decode and in
@@ -109,8 +112,9 @@ type pool struct {
 	// stepDecodes and stepPrefill are the decode and prefill tokens of
 	// the pool's step being built.
 	stepDecodes, stepPrefill int
-	// copyCost is the time a whole-stream KV copy is taken to cost.
-	copyCost time.Duration
+	// cellCost is the time a KV copy across streams is taken to cost
+	// per cell the source holds (see capi.Context.CopyPrefix).
+	cellCost time.Duration
 	// stepAdapter is the LoRA adapter (0: the base model) of the step
 	// being built: llama.cpp applies adapters per context, to a whole
 	// llama_decode, so a step holds one adapter's requests only, and the
@@ -167,10 +171,10 @@ func (s *pool) init(c *capi.Context) {
 	if !c.Unified() {
 		s.maxLen = min(s.maxLen, c.Size()/max(seqMax, 1))
 	}
-	// A stream copy moves the whole stream (its cells rounded up to 256,
-	// llama.cpp's padding) at a memory bandwidth taken as 4 GB/s.
-	cells := (c.Size()/max(seqMax, 1) + 255) / 256 * 256
-	s.copyCost = time.Duration(float64(cells) * float64(e.model.KVBytesPerToken()) / 4e9 * float64(time.Second))
+	// A copy across streams reads the source's cells out and writes them
+	// in again, at a memory bandwidth taken as 4 GB/s (SmolLM2's 60-cell
+	// copies took 0.73 ms each on a 2-vCPU VM: BenchmarkStreamCopy).
+	s.cellCost = time.Duration(float64(2*e.model.KVBytesPerToken()) / 4e9 * float64(time.Second))
 }
 
 // Chunk tuning bounds.
@@ -607,7 +611,7 @@ func (s *pool) reuse(q *seq, count bool) {
 			ci, lc = i, l
 		}
 	}
-	src, lr := -1, 0
+	src, lr, srcN := -1, 0, 0
 	for _, g := range s.running {
 		for i := range g.seqs {
 			o := &g.seqs[i]
@@ -615,7 +619,7 @@ func (s *pool) reuse(q *seq, count bool) {
 				continue
 			}
 			if l := commonPrefix(q.hist[:want], o.hist[:o.kv]); l > lr {
-				src, lr = o.id, l
+				src, lr, srcN = o.id, l, o.kv
 			}
 		}
 	}
@@ -628,7 +632,7 @@ func (s *pool) reuse(q *seq, count bool) {
 	// stays cached for the prompts that share more of it.
 	inPlace := lc > 0 && (lc*keepShare >= len(s.cache[ci].toks) || len(s.freeIDs) == 0)
 	switch {
-	case inPlace && !(lr > lc && s.copyPays(lr-lc)):
+	case inPlace && !(lr > lc && s.copyPays(lr-lc, srcN)):
 		s.take(q, ci, -1)
 		s.ctx.SeqRemove(q.id, lc, -1)
 		q.kv = lc
@@ -637,14 +641,22 @@ func (s *pool) reuse(q *seq, count bool) {
 	case lc > lr:
 		s.tick++
 		s.cache[ci].used = s.tick // not the one evicted for a free id
-		src, lr = s.cache[ci].id, lc
+		src, lr, srcN = s.cache[ci].id, lc, len(s.cache[ci].toks)
 	}
 	s.take(q, -1, src)
-	if lr > 0 && s.copyPays(lr) {
-		s.ctx.CopyPrefix(src, q.id, lr)
+	if lr > 0 && s.copyPays(lr, srcN) {
+		s.copyPrefix(src, q.id, lr)
 		q.kv = lr
 	}
 	s.counted(q, count)
+}
+
+// copyPrefix makes dst hold src's first n positions (capi's CopyPrefix),
+// counting the copies that moved a whole stream.
+func (s *pool) copyPrefix(src, dst, n int) {
+	if !s.ctx.CopyPrefix(src, dst, n) {
+		s.wholeCopies++
+	}
 }
 
 // counted records q's reused prefix as the request's cached tokens.
@@ -661,17 +673,18 @@ func (s *pool) counted(q *seq, count bool) {
 // similarity is 0.1 of the prompt).
 const keepShare = 2
 
-// copyPays reports whether copying a prefix saves more than it costs: in
-// a unified pool a copy shares cells (free); across streams it moves a
-// whole stream, against the prefill of the gained tokens.
-func (s *pool) copyPays(gain int) bool {
+// copyPays reports whether copying a prefix of gain tokens from a
+// sequence holding cells cells saves more than it costs: in a unified
+// pool a copy shares cells (free); across streams it moves the source's
+// cells, against the prefill of the gained tokens.
+func (s *pool) copyPays(gain, cells int) bool {
 	if s.ctx.Unified() {
 		return true
 	}
 	if s.tokenCost == 0 {
 		return gain >= 64
 	}
-	return time.Duration(gain)*s.tokenCost > s.copyCost
+	return time.Duration(gain)*s.tokenCost > time.Duration(cells)*s.cellCost
 }
 
 func commonPrefix(a, b []int32) int {
@@ -997,7 +1010,7 @@ func (s *pool) advance(q *seq) {
 			if !o.shadow || o.id < 0 {
 				continue
 			}
-			s.ctx.CopyPrefix(q.id, o.id, g.promptLen())
+			s.copyPrefix(q.id, o.id, g.promptLen())
 			o.shadow, o.kv = false, g.promptLen()
 			s.kvUsed += o.kv
 		}
@@ -1042,6 +1055,7 @@ func (s *scheduler) publish() {
 	}
 	st.kvUsed.Store(int64(kv))
 	st.moves.Store(s.moves)
+	st.wholeCopies.Store(s.wholeCopies)
 	st.prefixQueries.Store(s.prefixQueries)
 	st.prefixHits.Store(s.prefixHits)
 	st.preemptions.Store(s.preemptions)
