@@ -45,6 +45,11 @@ type Config struct {
 	// TopLogprobs > 0 asks for logprobs with that many alternatives per
 	// token (Chat Completions only).
 	TopLogprobs int
+	// ExtraBody, when not empty, is a JSON object whose fields are added
+	// to every request's body (replacing the bench's own of the same
+	// name), as the OpenAI SDKs' extra_body: e.g.
+	// {"skip_special_tokens":false}. Not for realtime.
+	ExtraBody string
 	// SharedPrefixTokens > 0 starts every prompt with one of
 	// PrefixGroups shared prefixes of this many words (the request's
 	// number picks the group in turn), then PromptTokens words of its
@@ -217,6 +222,10 @@ func (c *Config) validate() error {
 		return bad("-chain %d outside [0, 1000]", c.Chain)
 	case c.Chain > 0 && !c.Store:
 		return bad("-chain needs -store: previous_response_id reads stored responses")
+	case c.ExtraBody != "" && c.Dialect == DialectRealtime:
+		return bad("-extra-body is for HTTP requests, not realtime")
+	case c.ExtraBody != "" && !jsonObject(c.ExtraBody):
+		return bad("-extra-body %q is not a JSON object", c.ExtraBody)
 	case c.EngineCPU && c.ServerPID <= 0:
 		return bad("-engine-cpu needs -server-pid: the front door's CPU is the process's minus the engine's")
 	case c.Syscalls != SyscallsOff && c.ServerPID <= 0:

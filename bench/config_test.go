@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -91,4 +92,29 @@ func TestConfigValidate(t *testing.T) {
 	f(func(c *Config) { c.Dialect, c.Stream = DialectRealtime, false }, false)
 	f(func(c *Config) { c.EngineCPU = true }, false) // no -server-pid
 	f(func(c *Config) { c.EngineCPU, c.ServerPID = true, 1 }, true)
+	f(func(c *Config) { c.ExtraBody = `{"skip_special_tokens":false}` }, true)
+	f(func(c *Config) { c.ExtraBody = `[1]` }, false)
+	f(func(c *Config) { c.ExtraBody = `{"a":` }, false)
+	f(func(c *Config) { c.ExtraBody, c.Dialect = `{"a":1}`, DialectRealtime }, false)
+}
+
+// TestRequestForExtraBody: -extra-body's fields reach every kind of
+// request body, replacing the bench's own of the same name, beside
+// -top-logprobs.
+func TestRequestForExtraBody(t *testing.T) {
+	c := DefaultConfig()
+	c.ExtraBody, c.TopLogprobs = `{"skip_special_tokens":false,"max_tokens":5}`, 2
+	for _, d := range []Dialect{DialectChat, DialectCompletions, DialectResponses, DialectMessages} {
+		c.Dialect = d
+		var m map[string]any
+		if err := json.Unmarshal(requestFor(&c, "hi", false, ""), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["skip_special_tokens"] != false || m["max_tokens"] != 5.0 || m["ignore_eos"] != true {
+			t.Errorf("%s: %v", d, m)
+		}
+		if (m["top_logprobs"] == 2.0) != (d == DialectChat) {
+			t.Errorf("%s: top_logprobs %v", d, m["top_logprobs"])
+		}
+	}
 }

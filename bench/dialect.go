@@ -107,6 +107,36 @@ func requestBodyStored(d Dialect, model, prompt string, maxTokens int, stream, s
 
 // withLogprobs adds logprobs with top alternatives to a Chat Completions
 // body (-top-logprobs); other bodies are returned as they are.
+// requestFor is cfg's request body for prompt (store and prev as
+// requestBodyStored's): the dialect's body with -top-logprobs and
+// -extra-body applied.
+func requestFor(cfg *Config, prompt string, store bool, prev string) []byte {
+	body := requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, store, prev)
+	return withExtra(withLogprobs(cfg.Dialect, body, cfg.TopLogprobs), cfg.ExtraBody)
+}
+
+// jsonObject reports whether s is one JSON object.
+func jsonObject(s string) bool {
+	var m map[string]any
+	return json.Unmarshal([]byte(s), &m) == nil && m != nil
+}
+
+// withExtra adds the fields of the JSON object extra (validated) to body.
+func withExtra(body []byte, extra string) []byte {
+	if extra == "" {
+		return body
+	}
+	var m, x map[string]any
+	if json.Unmarshal(body, &m) != nil || json.Unmarshal([]byte(extra), &x) != nil {
+		return body
+	}
+	for k, v := range x {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
 func withLogprobs(d Dialect, body []byte, top int) []byte {
 	if top <= 0 || d != DialectChat {
 		return body

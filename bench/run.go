@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			accept = "text/event-stream"
 		}
 		hdr = append(hdr, [2]string{"Accept", accept})
-		body := withLogprobs(cfg.Dialect, requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, cfg.Store, ""), cfg.TopLogprobs)
+		body := requestFor(&cfg, prompt, cfg.Store, "")
 		r.req = buildRequest("POST", t.host, t.basePath+cfg.Dialect.path(), hdr, body)
 		r.hdr, r.prompt = hdr, prompt
 		for g := 0; g < cfg.PrefixGroups && cfg.SharedPrefixTokens > 0; g++ {
@@ -646,7 +646,7 @@ func (w *worker) request() []byte {
 	r := w.r
 	if r.cfg.UniquePrompts {
 		p := strconv.FormatInt(r.promptN.Add(1), 10) + " " + r.prompt
-		body := withLogprobs(r.cfg.Dialect, requestBodyStored(r.cfg.Dialect, r.cfg.Model, p, r.cfg.MaxTokens, r.cfg.Stream, r.cfg.Store, ""), r.cfg.TopLogprobs)
+		body := requestFor(&r.cfg, p, r.cfg.Store, "")
 		return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
 	}
 	if len(r.prefixes) > 0 {
@@ -654,13 +654,13 @@ func (w *worker) request() []byte {
 		w.sent++
 		n := r.shared.Add(1)
 		prompt := r.prefixes[int(n%uint64(len(r.prefixes)))] + fmt.Sprintf("\nRequest %d-%p: ", w.sent, w) + r.prompt
-		body := requestBodyStored(r.cfg.Dialect, r.cfg.Model, prompt, r.cfg.MaxTokens, r.cfg.Stream, r.cfg.Store, "")
+		body := requestFor(&r.cfg, prompt, r.cfg.Store, "")
 		return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
 	}
 	if r.cfg.Chain == 0 || w.prevID == "" {
 		return r.req
 	}
-	body := requestBodyStored(r.cfg.Dialect, r.cfg.Model, r.prompt, r.cfg.MaxTokens, r.cfg.Stream, true, w.prevID)
+	body := requestFor(&r.cfg, r.prompt, true, w.prevID)
 	return buildRequest("POST", r.t.host, r.t.basePath+r.cfg.Dialect.path(), r.hdr, body)
 }
 

@@ -50,6 +50,12 @@
 #                            ninth client, and with a ninth asking for
 #                            top-5 logprobs.
 #
+# EXTRA_BODY='{"skip_special_tokens":false}' adds those fields to every
+# request of the compare mode's runs (vajra bench -extra-body), for both
+# servers: llama-server streams the text of a real model's special tokens,
+# Vajra (as vLLM) leaves them out unless asked, and a token that streams
+# no text makes the client's gap two steps long.
+#
 # MODEL=path benchmarks that GGUF instead of the 8x512 model (e.g. the
 # SmolLM2-135M-Instruct Q4_1 file); LLAMA_SERVER=path picks the binary
 # (default: .llama/server/bin/llama-server, `make llama-server`). Both
@@ -127,7 +133,8 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 	one() {
 		local tag=$1 u=$2 p=$3 o=$4
 		shift 4
-		GOMAXPROCS=1 bin/vajra bench -url "http://$u" -model "$name" -server-pid "$p" -quiet -max-time 2m "$@" -out "$o.json" >"$o.txt" || true
+		GOMAXPROCS=1 bin/vajra bench -url "http://$u" -model "$name" -server-pid "$p" -quiet -max-time 2m \
+			${EXTRA_BODY:+-extra-body "$EXTRA_BODY"} "$@" -out "$o.json" >"$o.txt" || true
 		awk -v tag="$tag" -v rss="$(rss "$p")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
 			/^throughput:/ { tps = $2 }
 			/^ttft / { ttft50 = $4; ttft99 = $6 }
