@@ -274,16 +274,7 @@ func (s *scheduler) admit() {
 	running := s.runningSeqs()
 	for i := 0; i < len(s.waiting) && blocked != all; {
 		g := s.waiting[i]
-		n, need := 0, 0
-		for j := range g.seqs {
-			if !g.seqs[j].done {
-				n++
-				need += len(g.seqs[j].hist) + 1
-			}
-		}
-		if fresh(g) {
-			need = g.promptLen() + n
-		}
+		n, need := demand(g)
 		if running+n > s.e.cfg.MaxNumSeqs {
 			return
 		}
@@ -382,13 +373,7 @@ func (s *pool) moveOutgrown() {
 // the head of the queue instead, its KV freed (recomputed when admitted),
 // and transfer reports false.
 func (s *pool) transfer(g *group, dst *pool) bool {
-	n, need := 0, 0
-	for i := range g.seqs {
-		if q := &g.seqs[i]; !q.done && q.id >= 0 {
-			n++
-			need += len(q.hist) + 1
-		}
-	}
+	n, need := demand(g)
 	if dst == s || !dst.ctx.Unified() || !dst.fits(n, need) {
 		s.requeue(g)
 		return false
@@ -466,6 +451,22 @@ func oneStream(st []byte, streams int) ([]byte, bool) {
 	copy(st[start:], st[:hdr])
 	binary.LittleEndian.PutUint32(st[start+hdr:], 1)
 	return st[start:end], true
+}
+
+// demand is what g's live choices need of a pool: sequence ids, and KV
+// cells (each choice's tokens and the one to come; the choices of a fresh
+// request share its prompt).
+func demand(g *group) (seqs, cells int) {
+	for i := range g.seqs {
+		if q := &g.seqs[i]; !q.done {
+			seqs++
+			cells += len(q.hist) + 1
+		}
+	}
+	if fresh(g) {
+		cells = g.promptLen() + seqs
+	}
+	return seqs, cells
 }
 
 // fresh reports whether no choice of g has generated a token.
