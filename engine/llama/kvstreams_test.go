@@ -72,6 +72,77 @@ func TestStreamCopyFromARunningSequence(t *testing.T) {
 	}
 }
 
+// gateSink is a recorder whose first step delivery holds the engine's
+// goroutine (held closed) until release is closed.
+type gateSink struct {
+	*recorder
+	held, release chan struct{}
+	n             int
+}
+
+func (s *gateSink) Deliver(frames []byte, final *engine.Result) {
+	s.recorder.Deliver(frames, final)
+	if s.n++; s.n == 1 && final == nil {
+		close(s.held)
+		<-s.release
+	}
+}
+
+// TestSharedPromptComputedOnce: requests arriving together with one
+// prompt compute it once; the others wait for it and start from copies,
+// and each says greedily what it says alone.
+func TestSharedPromptComputedOnce(t *testing.T) {
+	long := strings.Repeat("The sea is calm tonight, the tide is full, the moon lies fair upon the straits. ", 3)
+	mk := func() *engine.Request {
+		r := chatReq(long, 12)
+		r.Sampling.IgnoreEOS = true
+		return r
+	}
+	alone := newTestEngine(t, Config{PrefixCaching: true}, tinymodel.Config{})
+	want, _ := run(t, alone, mk())
+
+	e := newTestEngine(t, Config{PrefixCaching: true}, tinymodel.Config{})
+	// A request of another prompt holds the engine's goroutine in its
+	// first delivery while the n requests arrive, so that one admission
+	// pass finds them all waiting.
+	gate := &gateSink{recorder: newRecorder(), held: make(chan struct{}), release: make(chan struct{})}
+	other := chatReq("Something else entirely.", 4)
+	other.Stream, other.Formatter = true, gate.recorder
+	if err := e.Prepare(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(other, gate); err != nil {
+		t.Fatal(err)
+	}
+	<-gate.held
+	const n = 6
+	recs := make([]*recorder, n)
+	for i := range recs {
+		req := mk()
+		if err := e.Prepare(req); err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = newRecorder()
+		if _, err := e.Start(req, recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := e.Stats().Waiting; w != n {
+		t.Fatalf("%d requests waiting while the engine is held, want %d", w, n)
+	}
+	close(gate.release)
+	for i, r := range recs {
+		<-r.done
+		if !slices.Equal(r.res.Choices[0].TokenIDs, want.Choices[0].TokenIDs) {
+			t.Fatalf("request %d:\n%q\nalone:\n%q", i, r.res.Choices[0].Text, want.Choices[0].Text)
+		}
+	}
+	prompt := want.Usage.PromptTokens
+	if got := e.Stats().PromptTokens; got > uint64(prompt+n*minShare) {
+		t.Fatalf("%d prompt tokens computed for %d requests of one %d-token prompt", got, n, prompt)
+	}
+}
+
 // TestGreedyChoicesFromCopiedStreams: the other choices of a request
 // continue from copies of the first one's prompt in streams of their own
 // (capi's CopyPrefix through llama.cpp's sequence state); greedy, each

@@ -291,11 +291,66 @@ func (s *scheduler) admit() {
 			i++
 			continue
 		}
+		if p.sharesPending(g) {
+			i++ // its prefix is computed once, ahead, then copied
+			continue
+		}
 		s.waiting = slices.Delete(s.waiting, i, i+1)
 		s.e.waitingN.Add(-1)
 		p.place(g)
 		running += n
 	}
+}
+
+// minShare is the shortest prefix, beyond what g may reuse now, that a
+// waiting request waits for a running sequence to compute (sharesPending).
+const minShare = 32
+
+// sharesPending reports whether waiting request g shares a prefix of its
+// prompt, at least minShare tokens longer than what the pool holds for it
+// now, with a running sequence of the pool that has not computed that
+// prefix yet (admitted in this pass, or still in its prefill). g then
+// stays queued until the prefix is in the KV cache, and starts from a
+// copy of it (reuse), where admitting it now would compute the prefix
+// once more beside the first: 64 requests arriving together with one
+// system prompt compute it once, not 64 times (SGLang's in-batch prefix
+// caching). The sequence ahead progresses every pass, so g waits at most
+// until its prefix is computed.
+func (s *pool) sharesPending(g *group) bool {
+	if !s.e.cfg.PrefixCaching || g.promptLP != nil || len(g.seqs) == 0 {
+		return false
+	}
+	h := g.seqs[0].hist
+	if len(h) < 2 {
+		return false
+	}
+	h = h[:len(h)-1] // reuse leaves one token to run
+	ready, pending := 0, 0
+	for _, r := range s.running {
+		if r.adapter != g.adapter {
+			continue
+		}
+		for i := range r.seqs {
+			o := &r.seqs[i]
+			if o.id < 0 || o.shadow || o.done {
+				continue
+			}
+			l := commonPrefix(h, o.hist)
+			ready = max(ready, min(l, o.kv))
+			if l > o.kv {
+				pending = max(pending, l)
+			}
+		}
+	}
+	if pending-ready < minShare {
+		return false
+	}
+	for i := range s.cache {
+		if s.cache[i].adapter == g.adapter {
+			ready = max(ready, commonPrefix(h, s.cache[i].toks))
+		}
+	}
+	return pending-ready >= minShare
 }
 
 // poolsFor is the set of pools (bit k: s.pools[k]) g may run in: with
@@ -683,7 +738,7 @@ func (s *pool) copyPays(gain, cells int) bool {
 		return true
 	}
 	if s.tokenCost == 0 {
-		return gain >= 64
+		return gain >= minShare // no prefill timed yet: a copy of cells is cheap
 	}
 	return time.Duration(gain)*s.tokenCost > time.Duration(cells)*s.cellCost
 }
