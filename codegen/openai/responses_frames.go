@@ -52,8 +52,12 @@ type ResponsesFormatter struct {
 	id      []byte // the open item's id
 	text    []byte // the open item's text or arguments so far
 	lps     []byte // the open message's logprob entries so far, comma-joined
-	callID  []byte
-	name    []byte
+	// held are the logprob entries of tokens with no text yet (a Delta
+	// with empty text: no event carries them), comma-joined: they go
+	// with the next text's delta, or into the message's .done.
+	held   []byte
+	callID []byte
+	name   []byte
 }
 
 var _ engine.Formatter = (*ResponsesFormatter)(nil)
@@ -67,7 +71,7 @@ func NewResponsesFormatter(meta ResponseMeta, framing codegen.Framing) *Response
 // Reset readies f for another response, keeping its buffers.
 func (f *ResponsesFormatter) Reset(meta ResponseMeta, framing codegen.Framing) {
 	*f = ResponsesFormatter{meta: meta, framing: framing,
-		id: f.id[:0], text: f.text[:0], lps: f.lps[:0], callID: f.callID[:0], name: f.name[:0]}
+		id: f.id[:0], text: f.text[:0], lps: f.lps[:0], held: f.held[:0], callID: f.callID[:0], name: f.name[:0]}
 }
 
 // begin opens the frame of event typ (codegen.BeginEvent).
@@ -129,6 +133,12 @@ func (f *ResponsesFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		return f.end(dst, mark)
 	case engine.DeltaText:
 		if len(d.Text) == 0 {
+			for i := range d.Logprobs {
+				if len(f.held) > 0 {
+					f.held = append(f.held, ',')
+				}
+				f.held = appendLogprobEntry(f.held, &d.Logprobs[i])
+			}
 			return dst
 		}
 		if f.open != respMessage {
@@ -141,13 +151,17 @@ func (f *ResponsesFormatter) AppendDelta(dst []byte, d *engine.Delta) []byte {
 		dst = append(dst, `,"delta":`...)
 		dst = codegen.AppendJSONString(dst, d.Text)
 		dst = append(dst, `,"logprobs":[`...)
+		sep := len(f.held) > 0
+		dst = append(dst, f.held...)
+		f.takeHeld()
 		for i := range d.Logprobs {
 			if len(f.lps) > 0 {
 				f.lps = append(f.lps, ',')
 			}
-			if i > 0 {
+			if sep {
 				dst = append(dst, ',')
 			}
+			sep = true
 			m := len(dst)
 			dst = appendLogprobEntry(dst, &d.Logprobs[i])
 			f.lps = append(f.lps, dst[m:]...)
@@ -258,6 +272,18 @@ func (f *ResponsesFormatter) appendOpenItem(dst []byte, status string, full bool
 	return append(dst, '}')
 }
 
+// takeHeld moves the held logprob entries into the message's.
+func (f *ResponsesFormatter) takeHeld() {
+	if len(f.held) == 0 {
+		return
+	}
+	if len(f.lps) > 0 {
+		f.lps = append(f.lps, ',')
+	}
+	f.lps = append(f.lps, f.held...)
+	f.held = f.held[:0]
+}
+
 // appendPart appends the open item's content part: empty, or with its text.
 func (f *ResponsesFormatter) appendPart(dst []byte, full bool) []byte {
 	if f.open == respReasoning {
@@ -289,6 +315,7 @@ func (f *ResponsesFormatter) closeItem(dst []byte, status string) []byte {
 		dst, mark = f.begin(dst, "response.reasoning_text.done")
 		dst = f.appendItemRef(dst, true)
 	case respMessage:
+		f.takeHeld()
 		dst, mark = f.begin(dst, "response.output_text.done")
 		dst = f.appendItemRef(dst, true)
 		dst = append(dst, `,"logprobs":[`...)

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -263,5 +264,44 @@ func BenchmarkResponsesDelta(b *testing.B) {
 				buf = f.AppendDelta(buf[:0], &d)
 			}
 		})
+	}
+}
+
+// TestResponsesHeldLogprobs: the logprobs of tokens with no text yet (a
+// Delta with empty text, which has no event of its own) go with the next
+// text's delta, and every token's logprob is in the message's .done, in
+// order.
+func TestResponsesHeldLogprobs(t *testing.T) {
+	lp := func(tok string, p float32) []engine.TokenLogprob {
+		return []engine.TokenLogprob{{Token: tok, Logprob: p}}
+	}
+	f := NewResponsesFormatter(respTestMeta(), codegen.FramingRaw)
+	raw := f.AppendStart(nil, &engine.Start{PromptTokens: 12, N: 1})
+	for _, d := range []engine.Delta{
+		{Kind: engine.DeltaText, Text: []byte("a"), TokenIDs: []int{1}, Logprobs: lp("a", -1)},
+		{Kind: engine.DeltaText, TokenIDs: []int{2}, Logprobs: lp("\xc3", -2)},
+		{Kind: engine.DeltaText, Text: []byte("é"), TokenIDs: []int{3}, Logprobs: lp("\xa9", -3)},
+		{Kind: engine.DeltaText, TokenIDs: []int{4}, Logprobs: lp("<", -4)},
+	} {
+		raw = f.AppendDelta(raw, &d)
+	}
+	raw = f.AppendChoiceEnd(raw, &engine.ChoiceEnd{FinishReason: engine.FinishStop, StopTokenID: -1})
+	raw = f.AppendEnd(raw, &engine.Result{Choices: []engine.Choice{{Text: "aé", FinishReason: engine.FinishStop}}, Usage: respUsage})
+	var deltas [][]float64
+	var done []float64
+	for _, ev := range respSDKEvents(t, raw) {
+		var ps []float64
+		for _, l := range ev.Logprobs.OfResponseTextDeltaEventLogprobs {
+			ps = append(ps, l.Logprob)
+		}
+		switch ev.Type {
+		case "response.output_text.delta":
+			deltas = append(deltas, ps)
+		case "response.output_text.done":
+			done = ps
+		}
+	}
+	if got := fmt.Sprint(deltas, done); got != "[[-1] [-2 -3]] [-1 -2 -3 -4]" {
+		t.Fatalf("delta logprobs and .done's: %s", got)
 	}
 }

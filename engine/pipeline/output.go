@@ -113,6 +113,9 @@ type Out struct {
 	done    bool
 	broken  bool
 	pieceLP bool // Config.PieceLogprobs
+	// plain: the output is all content (no tool-call or reasoning parser,
+	// no forced call), so a token with no text gets an empty text Delta.
+	plain bool
 
 	// Usage is the running count; a scheduler sets what it learns
 	// besides the tokens (cached tokens, a worker's own counts).
@@ -174,6 +177,8 @@ func (o *Out) Init(cfg *Config) error {
 		o.arrival = now
 	}
 	o.Usage.PromptTokens = cfg.PromptTokens
+	p := &cfg.Parse
+	o.plain = !cfg.Forced && (p.Tools == "" || p.ToolsOff) && (p.Reasoning == "" || p.ReasoningOff)
 	for i := range o.choices {
 		c := &o.choices[i]
 		c.index, c.stopTokenID = i, -1
@@ -335,6 +340,13 @@ func (o *Out) token(i int, id int32, lp *engine.TokenLogprob, txt []byte, given 
 	}
 	if end != Going {
 		o.endChoice(c)
+	} else if o.plain && o.req.Stream && len(c.gen)-c.pend >= o.interval {
+		// Tokens with no text yet (a control token, part of a UTF-8
+		// character, the possible start of a stop string) still make a
+		// chunk with empty text, as vLLM's chat and completions streams
+		// do: one chunk per token (per stream interval), its logprobs
+		// with it. Dialects whose events carry text only drop it.
+		o.writeDelta(c, engine.DeltaText, nil, nil)
 	}
 	return end
 }

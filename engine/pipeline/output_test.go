@@ -68,7 +68,8 @@ func feed(o *Out, s string) End {
 }
 
 // TestStopStringAcrossTokens: a stop string split over tokens is held
-// back, never streamed, and ends the choice as the engine's own stop.
+// back, never streamed (its tokens get chunks with empty text, as vLLM
+// streams them), and ends the choice as the engine's own stop.
 func TestStopStringAcrossTokens(t *testing.T) {
 	o, f := newOut(t, []string{"xyz"}, 1)
 	if end := feed(o, "abxyzq"); end != Stopped {
@@ -77,7 +78,7 @@ func TestStopStringAcrossTokens(t *testing.T) {
 	o.Deliver()
 	frames, res := o.Finish(Done, nil)
 	o.DeliverFinal(frames, res)
-	if got := string(f.out); got != "S[a][b]CE" {
+	if got := string(f.out); got != "S[a][b][][]CE" {
 		t.Fatalf("frames %q", got)
 	}
 	c := res.Choices[0]
@@ -132,6 +133,38 @@ func TestStreamInterval(t *testing.T) {
 	o.Deliver()
 	if got := string(f.out); got != "S[abc][def][g]C" {
 		t.Fatalf("frames %q", got)
+	}
+}
+
+// TestTokensWithoutText: a token whose text is not out yet (here half of
+// a UTF-8 character) gets a chunk with empty text, one per token or per
+// stream interval, unless a tool-call or reasoning parser reads the
+// output (vLLM's parsers hold such tokens back too).
+func TestTokensWithoutText(t *testing.T) {
+	for _, tc := range []struct {
+		interval int
+		parse    text.Options
+		in, want string
+	}{
+		{1, text.Options{}, "aé€", "S[a][][é][][][€]C"},
+		{2, text.Options{}, "aé€", "S[a][é][€]C"},
+		{2, text.Options{}, "€€", "S[][€][€]C"},
+		{1, text.Options{Tools: "hermes"}, "aé€", "S[a][é][€]C"},
+		{1, text.Options{Tools: "hermes", ToolsOff: true}, "aé€", "S[a][][é][][][€]C"},
+		{1, text.Options{Reasoning: "qwen3"}, "aé€", "S[a][é][€]C"},
+	} {
+		f := &frames{}
+		req := &engine.Request{Stream: true, Formatter: f, StreamInterval: tc.interval}
+		o := &Out{}
+		if err := o.Init(&Config{Request: req, Sink: f, Vocab: bytesVocab{}, Parse: tc.parse, PromptTokens: 3, MaxTokens: 100}); err != nil {
+			t.Fatal(err)
+		}
+		feed(o, tc.in)
+		o.EndChoice(0, engine.FinishLength, -1)
+		o.Deliver()
+		if got := string(f.out); got != tc.want {
+			t.Errorf("%q, interval %d, parse %+v: frames %q, want %q", tc.in, tc.interval, tc.parse, got, tc.want)
+		}
 	}
 }
 

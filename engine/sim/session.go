@@ -220,11 +220,18 @@ func (e *Engine) flush(s *seq, final bool) {
 		s.sentA = end
 	default:
 		end := utf8Complete(s.text, final)
-		if end <= s.sentT {
+		switch {
+		case end > s.sentT:
+			d.Kind, d.Text = engine.DeltaText, s.text[s.sentT:end]
+			s.sentT = end
+		case !final && s.pend < len(s.ids) && !g.req.Reasoning.Enabled:
+			// Tokens with no text yet (part of a UTF-8 character, the
+			// possible start of a stop string): a Delta with empty text,
+			// as every engine writes (engine/pipeline's Out.Token).
+			d.Kind = engine.DeltaText
+		default:
 			return
 		}
-		d.Kind, d.Text = engine.DeltaText, s.text[s.sentT:end]
-		s.sentT = end
 	}
 	d.TokenIDs = s.ids[s.pend:]
 	if s.lps != nil {
