@@ -185,6 +185,7 @@ func trunc(b []byte) []byte {
 // per worker, reused across requests; it implements sse.Handler.
 type stream struct {
 	d        Dialect
+	every    bool // Config.EveryChunk
 	clk      *clock
 	now      int64 // ns since the run's epoch, of the read being parsed
 	start    int64
@@ -213,7 +214,11 @@ func (s *stream) reset(start int64, measured bool) {
 
 // OnEvent implements sse.Handler: the hot path, one call per event.
 func (s *stream) OnEvent(name, data []byte) {
-	switch classify(s.d, name, data) {
+	k := classify(s.d, name, data)
+	if k == evOther && s.every && emptyText(s.d, data) {
+		k = evToken
+	}
+	switch k {
 	case evToken:
 		s.tokens++
 		if s.tokens == 1 {

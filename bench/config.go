@@ -50,6 +50,13 @@ type Config struct {
 	// name), as the OpenAI SDKs' extra_body: e.g.
 	// {"skip_special_tokens":false}. Not for realtime.
 	ExtraBody string
+	// EveryChunk counts every chat or completions chunk that carries a
+	// choice's content or text as a token, empty or not, as vLLM's own
+	// benchmark (vllm bench serve) times its inter-token latencies: a
+	// token with no text yet (a special token not shown, part of a UTF-8
+	// character) then counts where its chunk arrives. By default only
+	// chunks with text count (what a reader sees).
+	EveryChunk bool
 	// SharedPrefixTokens > 0 starts every prompt with one of
 	// PrefixGroups shared prefixes of this many words (the request's
 	// number picks the group in turn), then PromptTokens words of its
@@ -222,6 +229,8 @@ func (c *Config) validate() error {
 		return bad("-chain %d outside [0, 1000]", c.Chain)
 	case c.Chain > 0 && !c.Store:
 		return bad("-chain needs -store: previous_response_id reads stored responses")
+	case c.EveryChunk && c.Dialect != DialectChat && c.Dialect != DialectCompletions:
+		return bad("-every-chunk is for chat and completions")
 	case c.ExtraBody != "" && c.Dialect == DialectRealtime:
 		return bad("-extra-body is for HTTP requests, not realtime")
 	case c.ExtraBody != "" && !jsonObject(c.ExtraBody):

@@ -186,6 +186,8 @@ var (
 	patErrorObj      = []byte(`"error":{`)
 	patContent       = []byte(`"content":"`)
 	patText          = []byte(`"text":"`)
+	patEmptyContent  = []byte(`"content":""`)
+	patEmptyText     = []byte(`"text":""`)
 	patDelta         = []byte(`"delta":"`)
 	patThinking      = []byte(`"thinking":"`)
 	patTextDelta     = []byte(`"text_delta"`)
@@ -207,6 +209,18 @@ func nonEmptyString(data, pat []byte) bool {
 	}
 	j := i + len(pat)
 	return j < len(data) && data[j] != '"'
+}
+
+// emptyText reports whether a chat or completions chunk carries a
+// choice's empty content or text (for Config.EveryChunk).
+func emptyText(d Dialect, data []byte) bool {
+	switch d {
+	case DialectChat:
+		return bytes.Contains(data, patEmptyContent)
+	case DialectCompletions:
+		return bytes.Contains(data, patEmptyText)
+	}
+	return false
 }
 
 // eventType returns the event's type: the SSE `event:` name, or else the

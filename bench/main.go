@@ -66,6 +66,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "output tokens per request (sent with ignore_eos: true)")
 	fs.BoolVar(&cfg.Stream, "stream", cfg.Stream, "stream responses (SSE); -stream=false measures whole requests (requests/s)")
 	fs.BoolVar(&cfg.Store, "store", false, "responses: send store: true, so that every response is saved in the server's response store")
+	fs.BoolVar(&cfg.EveryChunk, "every-chunk", false, "chat and completions: count every chunk with content or text as a token, empty or not, as vllm bench serve does (default: chunks with text)")
 	fs.StringVar(&cfg.ExtraBody, "extra-body", "", "a JSON `object` whose fields are added to every request body, as the SDKs' extra_body (e.g. '{\"skip_special_tokens\":false}')")
 	fs.IntVar(&cfg.TopLogprobs, "top-logprobs", 0, "chat: ask for logprobs with this many alternatives per token (0: none)")
 	fs.BoolVar(&cfg.UniquePrompts, "unique-prompts", false, "start every request's prompt with its own number, so that no prefix cache holds it")

@@ -323,7 +323,7 @@ func (r *runner) openLoop(ctx context.Context, wg *sync.WaitGroup) {
 
 func (r *runner) newWorker() *worker {
 	w := &worker{r: r}
-	w.s.d = r.cfg.Dialect
+	w.s.d, w.s.every = r.cfg.Dialect, r.cfg.EveryChunk
 	w.s.clk = &r.clk
 	w.s.rec = r.rec
 	return w

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/vajra-go/vajra/internal/sse"
@@ -163,5 +164,41 @@ func TestSSEEventAllocs(t *testing.T) {
 	_ = r.Feed(ev[10:], s)
 	if n := testing.AllocsPerRun(100, func() { _ = r.Feed(ev[:10], s); _ = r.Feed(ev[10:], s) }); n != 0 {
 		t.Fatalf("%v allocations per event, want 0", n)
+	}
+}
+
+// TestEveryChunk: with -every-chunk an empty content (chat) or text
+// (completions) chunk is a token, as vllm bench serve counts it; by
+// default only chunks with text are. A role chunk with null content, the
+// finish chunk and the usage chunk are never tokens.
+func TestEveryChunk(t *testing.T) {
+	chunks := map[Dialect][]string{
+		DialectChat: {
+			`{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}`,
+			`{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}`,
+			`{"choices":[{"index":0,"delta":{"content":""}}]}`,
+			`{"choices":[{"index":0,"delta":{"content":" there"}}]}`,
+			`{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`,
+			`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":3}}`,
+		},
+		DialectCompletions: {
+			`{"choices":[{"index":0,"text":"Hi","logprobs":null,"finish_reason":null}]}`,
+			`{"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":null}]}`,
+			`{"choices":[{"index":0,"text":" there","logprobs":null,"finish_reason":null}]}`,
+			`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":3}}`,
+		},
+	}
+	for d, cs := range chunks {
+		for _, every := range []bool{false, true} {
+			s := stream{d: d, every: every, clk: &clock{}, rec: newRecorder(0, 1<<62, time.Minute)}
+			s.reset(0, true)
+			for i, c := range cs {
+				s.now = int64(i + 1)
+				s.OnEvent(nil, []byte(c))
+			}
+			if want := map[bool]int{false: 2, true: 3}[every]; s.tokens != want {
+				t.Errorf("%s, every chunk %v: %d tokens, want %d", d, every, s.tokens, want)
+			}
+		}
 	}
 }

@@ -53,8 +53,10 @@
 # EXTRA_BODY='{"skip_special_tokens":false}' adds those fields to every
 # request of the compare mode's runs (vajra bench -extra-body), for both
 # servers: llama-server streams the text of a real model's special tokens,
-# Vajra (as vLLM) leaves them out unless asked, and a token that streams
-# no text makes the client's gap two steps long.
+# Vajra (as vLLM) leaves them out unless asked. Vajra (as vLLM) still sends
+# such a token's chunk, with empty content; vajra bench counts only chunks
+# with text unless EVERY_CHUNK=1 (vajra bench -every-chunk: every chunk
+# with content, empty or not, is a token, as vllm bench serve counts them).
 #
 # MODEL=path benchmarks that GGUF instead of the 8x512 model (e.g. the
 # SmolLM2-135M-Instruct Q4_1 file); LLAMA_SERVER=path picks the binary
@@ -129,12 +131,28 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 		echo "              pid $lpid on http://$laddr"
 	fi
 	rss() { awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+	# quiet: wait (at most 20 s) until the machine is idle, under a fifth
+	# of a core busy over half a second, so that no run is charged with
+	# the previous one's leftovers: after its client aborts (-no-drain),
+	# llama-server goes on computing the aborted requests for 0.7-2.3 s
+	# (both cores), where Vajra stops them at once.
+	busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+	quiet() {
+		local a b
+		for _ in $(seq 1 40); do
+			a=$(busy)
+			sleep 0.5
+			b=$(busy)
+			(((b - a) < 10)) && return 0
+		done
+		echo "WARNING: the machine did not go idle before the run" >&2
+	}
 	# one TAG URL PID OUT ARGS...: one vajra bench run, its summary line.
 	one() {
 		local tag=$1 u=$2 p=$3 o=$4
 		shift 4
 		GOMAXPROCS=1 bin/vajra bench -url "http://$u" -model "$name" -server-pid "$p" -quiet -max-time 2m \
-			${EXTRA_BODY:+-extra-body "$EXTRA_BODY"} "$@" -out "$o.json" >"$o.txt" || true
+			${EXTRA_BODY:+-extra-body "$EXTRA_BODY"} ${EVERY_CHUNK:+-every-chunk} "$@" -out "$o.json" >"$o.txt" || true
 		awk -v tag="$tag" -v rss="$(rss "$p")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
 			/^throughput:/ { tps = $2 }
 			/^ttft / { ttft50 = $4; ttft99 = $6 }
@@ -161,6 +179,7 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 				# Alternate which server goes first.
 				if (((rep + c) % 2)); then order="v l"; else order="l v"; fi
 				for w in $order; do
+					quiet
 					if [[ $w == v ]]; then
 						one vajra "$vaddr" "$vpid" "$out/c$c-r$rep-vajra" "${args[@]}"
 					else
@@ -181,6 +200,7 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 		for rep in $(seq 1 "${REPS:-1}"); do
 			if ((rep % 2)); then order="v l"; else order="l v"; fi
 			for w in $order; do
+				quiet
 				if [[ $w == v ]]; then u=$vaddr p=$vpid t=vajra; else u=$laddr p=$lpid t=llama; fi
 				# The decoding streams: long answers, measured over the
 				# arrivals' span; the arrivals start once they run.
@@ -210,6 +230,7 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 			# control: one more stream, one more client process); 2: the
 			# ninth asks for top-5 logprobs.
 			for lp in 0 1 2; do
+				quiet
 				GOMAXPROCS=1 bin/vajra bench -url "http://$vaddr" -model "$name" -quiet -max-time 2m -c 8 -ramp 1s \
 					-warmup "$WARMUP" -duration "$DURATION" -no-drain -max-tokens "$MAX_TOKENS" -prompt-tokens "$PROMPT_TOKENS" \
 					-out "$out/lp-r$rep-$lp.json" >"$out/lp-r$rep-$lp.txt" &
