@@ -2,8 +2,8 @@ package bench
 
 import (
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/vajra-go/vajra/internal/sse"
 )
