@@ -386,8 +386,11 @@ func (e *Engine) Stats() engine.Stats {
 	}
 }
 
-// HeldProcs is engine.ProcHolder's: the scheduler's thread holds a P
-// through every llama_decode.
+// HeldProcs is engine.ProcHolder's: one P for the scheduler goroutine.
+// It parks on the netpoller while llama.cpp's threads (the decoder's and
+// ggml's) fill the cores, and must get a P the moment a decode ends; a P
+// kept idle for it means an M waits in the netpoller for that eventfd,
+// rather than the goroutine waiting for sysmon to retake one.
 func (e *Engine) HeldProcs() int { return 1 }
 
 // ComputeCPU is the CPU time the scheduler's thread spent in llama.cpp so

@@ -47,6 +47,9 @@ import (
 type scheduler struct {
 	e    *Engine
 	cand *capi.Candidates
+	// dec runs llama_decode on its own thread (capi.Decoder); nil when
+	// it could not start: decode on the scheduler's thread.
+	dec *capi.Decoder
 	// pools are the KV caches: the short streams first when there are two.
 	pools   []*pool
 	waiting []*group
@@ -137,6 +140,9 @@ func (s *scheduler) init(e *Engine) {
 	s.e = e
 	s.chunk = initialChunk
 	s.cand = capi.NewCandidates(e.model)
+	if d, err := capi.NewDecoder(); err == nil {
+		s.dec = d
+	}
 	for _, c := range e.ctxs {
 		p := &pool{scheduler: s}
 		p.init(c)
@@ -190,8 +196,8 @@ const (
 // run is the scheduler goroutine.
 func (e *Engine) run() {
 	s := &e.sched
-	// The scheduler keeps its thread: llama.cpp's compute (with one
-	// thread, on this one) is measured by the thread's CPU clock.
+	// The scheduler keeps its thread: the samplers' compute is measured
+	// by the thread's CPU clock (the decodes' by the decoder thread's).
 	runtime.LockOSThread()
 	defer close(e.done)
 	defer func() {
@@ -201,6 +207,11 @@ func (e *Engine) run() {
 	}()
 	defer s.cand.Free()
 	defer s.threads.close()
+	defer func() {
+		if s.dec != nil {
+			s.dec.Close()
+		}
+	}()
 	for {
 		e.mu.Lock()
 		inbox, aborts, closing := e.inbox, e.aborts, e.closing
@@ -840,9 +851,17 @@ func (s *pool) step() {
 				return
 			}
 		}
-		t0, w0 := threadCPU(), time.Now()
-		rc := s.ctx.Decode(s.batch)
-		s.compute += threadCPU() - t0
+		var rc int
+		w0 := time.Now()
+		if s.dec != nil {
+			var cpu time.Duration
+			rc, cpu = s.dec.Decode(s.ctx, s.batch)
+			s.compute += cpu
+		} else {
+			t0 := threadCPU()
+			rc = s.ctx.Decode(s.batch)
+			s.compute += threadCPU() - t0
+		}
 		if rc == 0 {
 			s.passTime += time.Since(w0)
 			s.passDecodes += s.stepDecodes

@@ -271,7 +271,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Release is what llama_version reports for the release (v0.5.0) whose
@@ -852,6 +855,56 @@ func (c *Context) Clear() { C.vjw_llama_memory_clear(c.mem, true) }
 // cache has no room for the batch (nothing was changed), another code on
 // failure (see llama_decode).
 func (c *Context) Decode(b *Batch) int { return int(C.vjw_llama_decode(c.p, b.b)) }
+
+// Decoder runs llama_decode on a thread of its own: the goroutine that
+// calls Decode waits for it on the netpoller (an eventfd), holding no P
+// in a long cgo call, so the Go runtime's sysmon does not retake a P from
+// it at every step longer than 10 ms (and then tick at 20 µs, taking a
+// core from llama.cpp's threads each time). One Decode at a time.
+type Decoder struct {
+	d   *C.vj_decoder
+	f   *os.File
+	buf [8]byte
+	ns  C.int64_t // the last decode's CPU time (a field: a local passed to C escapes)
+}
+
+// NewDecoder starts a decoder's thread.
+func NewDecoder() (*Decoder, error) {
+	d := C.vj_decoder_new()
+	if d == nil {
+		return nil, errors.New("llama: cannot start the decoder thread")
+	}
+	fd, err := unix.Dup(int(C.vj_decoder_fd(d)))
+	if err != nil {
+		C.vj_decoder_free(d)
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		C.vj_decoder_free(d)
+		return nil, err
+	}
+	return &Decoder{d: d, f: os.NewFile(uintptr(fd), "llama-decoder")}, nil
+}
+
+// Decode runs llama_decode(c, b) on the decoder's thread and waits for
+// it; cpu is the CPU time that thread spent in it.
+func (d *Decoder) Decode(c *Context, b *Batch) (rc int, cpu time.Duration) {
+	C.vj_decoder_submit(d.d, c.p, b.b)
+	if _, err := d.f.Read(d.buf[:]); err != nil {
+		// The eventfd failed (it cannot but closed): wait in C.
+		return int(C.vj_decoder_wait(d.d, &d.ns)), time.Duration(d.ns)
+	}
+	r := C.vj_decoder_result(d.d, &d.ns)
+	return int(r), time.Duration(d.ns)
+}
+
+// Close stops the decoder's thread.
+func (d *Decoder) Close() {
+	d.f.Close()
+	C.vj_decoder_free(d.d)
+}
 
 // Logits returns the logits of the batch's i-th token (which must have
 // asked for them), valid until the next Decode.

@@ -1,4 +1,10 @@
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include "shim.h"
@@ -61,4 +67,102 @@ static void vj_log(enum ggml_log_level level, const char *text, void *user) {
 void vj_log_quiet(int min_level) {
 	vj_min_level = min_level;
 	vj_llama_log_set(vj_log, NULL);
+}
+
+struct vj_decoder {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int efd;
+	int pending, quit;
+	struct llama_context *ctx;
+	struct llama_batch batch;
+	int32_t rc;
+	int64_t cpu_ns;
+};
+
+static int64_t vj_thread_cpu(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void *vj_decoder_main(void *arg) {
+	vj_decoder *d = arg;
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
+		while (!d->pending && !d->quit) pthread_cond_wait(&d->cv, &d->mu);
+		if (d->quit) break;
+		struct llama_context *ctx = d->ctx;
+		struct llama_batch batch = d->batch;
+		pthread_mutex_unlock(&d->mu);
+		int64_t t0 = vj_thread_cpu();
+		int32_t rc = vj_llama_decode(ctx, batch);
+		int64_t dt = vj_thread_cpu() - t0;
+		pthread_mutex_lock(&d->mu);
+		d->rc = rc;
+		d->cpu_ns = dt;
+		d->pending = 0;
+		pthread_cond_broadcast(&d->cv);
+		uint64_t one = 1;
+		ssize_t w = write(d->efd, &one, sizeof one);
+		(void)w;
+	}
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+vj_decoder *vj_decoder_new(void) {
+	vj_decoder *d = calloc(1, sizeof *d);
+	if (!d) return NULL;
+	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->efd < 0) { free(d); return NULL; }
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->cv, NULL);
+	if (pthread_create(&d->th, NULL, vj_decoder_main, d) != 0) {
+		close(d->efd);
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+int vj_decoder_fd(vj_decoder *d) { return d->efd; }
+
+void vj_decoder_submit(vj_decoder *d, struct llama_context *ctx, struct llama_batch batch) {
+	pthread_mutex_lock(&d->mu);
+	d->ctx = ctx;
+	d->batch = batch;
+	d->pending = 1;
+	pthread_cond_signal(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+int32_t vj_decoder_result(vj_decoder *d, int64_t *cpu_ns) {
+	pthread_mutex_lock(&d->mu);
+	int32_t rc = d->rc;
+	*cpu_ns = d->cpu_ns;
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+int32_t vj_decoder_wait(vj_decoder *d, int64_t *cpu_ns) {
+	pthread_mutex_lock(&d->mu);
+	while (d->pending) pthread_cond_wait(&d->cv, &d->mu);
+	int32_t rc = d->rc;
+	*cpu_ns = d->cpu_ns;
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+void vj_decoder_free(vj_decoder *d) {
+	pthread_mutex_lock(&d->mu);
+	d->quit = 1;
+	pthread_cond_signal(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+	pthread_join(d->th, NULL);
+	close(d->efd);
+	pthread_cond_destroy(&d->cv);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
 }

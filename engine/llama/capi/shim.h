@@ -113,4 +113,15 @@ int vj_backend_score(const char *path);
 // it are dropped.
 void vj_log_quiet(int min_level);
 
+// vj_decoder runs llama_decode on a thread of its own, so that the Go
+// thread that asks for it waits on the netpoller (its eventfd) rather
+// than in a long cgo call: see capi.Decoder.
+typedef struct vj_decoder vj_decoder;
+vj_decoder *vj_decoder_new(void);
+int vj_decoder_fd(vj_decoder *d);
+void vj_decoder_submit(vj_decoder *d, struct llama_context *ctx, struct llama_batch batch);
+int32_t vj_decoder_result(vj_decoder *d, int64_t *cpu_ns);
+int32_t vj_decoder_wait(vj_decoder *d, int64_t *cpu_ns);
+void vj_decoder_free(vj_decoder *d);
+
 #endif
