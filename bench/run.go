@@ -40,7 +40,7 @@ type runner struct {
 	wsURL    string
 	wsOpts   *websocket.DialOptions
 
-	promptN        atomic.Int64 // -unique-prompts: the last prompt's number
+	promptN        atomic.Int64 // -unique-prompts: the last prompt's number (from a random base)
 	measuredIssued atomic.Int64
 	pool           sync.Mutex
 	idle           []*worker // open loop: idle workers with their connections
@@ -74,6 +74,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, t: t}
+	// -unique-prompts numbers from a random nine-digit base, so that the
+	// next run against the same server does not send the same prompts
+	// (which its prefix cache would then hold); the width stays nine
+	// digits for the first 100 million requests.
+	r.promptN.Store(100_000_000 + rand.Int64N(800_000_000))
 	prompt := BuildPrompt(cfg.PromptTokens)
 	var hdr [][2]string
 	if cfg.APIKey != "" {

@@ -27,6 +27,9 @@ type fakeServer struct {
 	conns atomic.Int64
 	reqs  atomic.Int64
 	beta  atomic.Int64 // Realtime requests in the beta shape
+
+	mu      sync.Mutex
+	prompts []string // chat requests' first message
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
@@ -42,6 +45,14 @@ func newFakeServer(t *testing.T) *fakeServer {
 				if err := json.Unmarshal(in, &req); err != nil {
 					http.Error(w, "bad json", 400)
 					return
+				}
+				if msgs, _ := req["messages"].([]any); len(msgs) > 0 {
+					if m, _ := msgs[0].(map[string]any); m != nil {
+						c, _ := m["content"].(string)
+						fs.mu.Lock()
+						fs.prompts = append(fs.prompts, c)
+						fs.mu.Unlock()
+					}
 				}
 				if req["ignore_eos"] != true {
 					http.Error(w, "ignore_eos missing", 400)
@@ -194,6 +205,30 @@ func TestRunNonStream(t *testing.T) {
 	res, err := Run(context.Background(), cfg)
 	if err != nil || res.Requests != 8 || res.Errors != 0 || res.TokensPerReq != 3 {
 		t.Fatalf("err %v %+v", err, res)
+	}
+}
+
+// TestUniquePromptsAcrossRuns: -unique-prompts gives every request of a
+// run its own prompt, and a second run against the same server none of
+// the first run's (a server's prefix cache would hold them).
+func TestUniquePromptsAcrossRuns(t *testing.T) {
+	fs := newFakeServer(t)
+	for range 2 {
+		cfg := quickConfig(fs.URL)
+		cfg.Stream, cfg.UniquePrompts = false, true
+		if res, err := Run(context.Background(), cfg); err != nil || res.Errors != 0 {
+			t.Fatalf("err %v %+v", err, res)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range fs.prompts {
+		if seen[p] {
+			t.Fatalf("prompt %q sent twice in %d requests", p, len(fs.prompts))
+		}
+		seen[p] = true
+	}
+	if len(seen) < 16 {
+		t.Fatalf("%d prompts, want the 2 runs' 16", len(seen))
 	}
 }
 
