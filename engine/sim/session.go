@@ -224,10 +224,12 @@ func (e *Engine) flush(s *seq, final bool) {
 		case end > s.sentT:
 			d.Kind, d.Text = engine.DeltaText, s.text[s.sentT:end]
 			s.sentT = end
-		case !final && s.pend < len(s.ids) && !g.req.Reasoning.Enabled:
+		case !final && s.pend < len(s.ids) && !g.req.Reasoning.Enabled &&
+			(len(g.req.Tools) == 0 || g.req.ToolChoice.Mode == engine.ToolChoiceNone):
 			// Tokens with no text yet (part of a UTF-8 character, the
 			// possible start of a stop string): a Delta with empty text,
-			// as every engine writes (engine/pipeline's Out.Token).
+			// as every engine writes when no tool-call or reasoning parser
+			// reads the output (engine/pipeline's Out.Token).
 			d.Kind = engine.DeltaText
 		default:
 			return

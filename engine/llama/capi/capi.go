@@ -874,12 +874,11 @@ func NewDecoder() (*Decoder, error) {
 	if d == nil {
 		return nil, errors.New("llama: cannot start the decoder thread")
 	}
-	fd, err := unix.Dup(int(C.vj_decoder_fd(d)))
+	fd, err := unix.FcntlInt(uintptr(C.vj_decoder_fd(d)), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		C.vj_decoder_free(d)
 		return nil, err
 	}
-	unix.CloseOnExec(fd)
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
 		C.vj_decoder_free(d)
@@ -892,11 +891,11 @@ func NewDecoder() (*Decoder, error) {
 // it; cpu is the CPU time that thread spent in it.
 func (d *Decoder) Decode(c *Context, b *Batch) (rc int, cpu time.Duration) {
 	C.vj_decoder_submit(d.d, c.p, b.b)
-	if _, err := d.f.Read(d.buf[:]); err != nil {
-		// The eventfd failed (it cannot but closed): wait in C.
-		return int(C.vj_decoder_wait(d.d, &d.ns)), time.Duration(d.ns)
-	}
-	r := C.vj_decoder_result(d.d, &d.ns)
+	// Parked on the netpoller until the eventfd says the decode ended;
+	// should the read fail (it cannot but closed), the wait below blocks
+	// in C instead. The wait returns at once when the decode is done.
+	_, _ = d.f.Read(d.buf[:])
+	r := C.vj_decoder_wait(d.d, &d.ns)
 	return int(r), time.Duration(d.ns)
 }
 

@@ -138,14 +138,6 @@ void vj_decoder_submit(vj_decoder *d, struct llama_context *ctx, struct llama_ba
 	pthread_mutex_unlock(&d->mu);
 }
 
-int32_t vj_decoder_result(vj_decoder *d, int64_t *cpu_ns) {
-	pthread_mutex_lock(&d->mu);
-	int32_t rc = d->rc;
-	*cpu_ns = d->cpu_ns;
-	pthread_mutex_unlock(&d->mu);
-	return rc;
-}
-
 int32_t vj_decoder_wait(vj_decoder *d, int64_t *cpu_ns) {
 	pthread_mutex_lock(&d->mu);
 	while (d->pending) pthread_cond_wait(&d->cv, &d->mu);

@@ -120,7 +120,6 @@ typedef struct vj_decoder vj_decoder;
 vj_decoder *vj_decoder_new(void);
 int vj_decoder_fd(vj_decoder *d);
 void vj_decoder_submit(vj_decoder *d, struct llama_context *ctx, struct llama_batch batch);
-int32_t vj_decoder_result(vj_decoder *d, int64_t *cpu_ns);
 int32_t vj_decoder_wait(vj_decoder *d, int64_t *cpu_ns);
 void vj_decoder_free(vj_decoder *d);
 
