@@ -136,14 +136,17 @@ if [[ $MODE == compare || $MODE == arrivals || $MODE == logprobs ]]; then
 	# the previous one's leftovers: after its client aborts (-no-drain),
 	# llama-server goes on computing the aborted requests for 0.7-2.3 s
 	# (both cores), where Vajra stops them at once.
+	# /proc/stat counts clock ticks (getconf CLK_TCK a second): a fifth of
+	# a core over half a second is CLK_TCK/10 of them.
 	busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+	idle_ticks=$(($(getconf CLK_TCK) / 10))
 	quiet() {
 		local a b
 		for _ in $(seq 1 40); do
 			a=$(busy)
 			sleep 0.5
 			b=$(busy)
-			(((b - a) < 10)) && return 0
+			(((b - a) < idle_ticks)) && return 0
 		done
 		echo "WARNING: the machine did not go idle before the run" >&2
 	}

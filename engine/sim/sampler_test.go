@@ -260,31 +260,60 @@ func TestUTF8Complete(t *testing.T) {
 
 // TestHeldTokenStreamsEmpty: a token whose whole text is held back (the
 // start of a stop string) still gets its own Delta, with empty text and
-// its id, as every engine streams it (one chunk per token, as vLLM does).
+// its id, as every engine streams it (one chunk per token, as vLLM does),
+// unless a tool-call parser may read the output.
 func TestHeldTokenStreamsEmpty(t *testing.T) {
-	e := newEngine(t, nil)
-	base, _, _ := run(t, e, chatReq("Stop test.", 80), false)
-	ids := base.Choices[0].TokenIDs
-	t10, t11 := e.vocab.text(ids[10]), e.vocab.text(ids[11])
-	stop := t10 + t11
-	if strings.Contains(e.Detokenize(ids[:10])+t10, stop) || t10 == "" {
-		t.Fatalf("tokens 10 and 11 (%q, %q) do not make a first stop string: pick another prompt", t10, t11)
-	}
-	req := chatReq("Stop test.", 80)
-	req.Sampling.Stop = []string{stop}
-	res, f, _ := run(t, e, req, true)
-	if c := res.Choices[0]; c.StopString != stop || len(c.TokenIDs) != 12 {
-		t.Fatalf("stop %q after %d tokens, want %q after 12", c.StopString, len(c.TokenIDs), stop)
-	}
-	if len(f.deltas) != 11 {
-		t.Fatalf("%d deltas, want one per token before the stop (11)", len(f.deltas))
-	}
-	for i, d := range f.deltas {
-		if len(d.ids) != 1 || d.ids[0] != ids[i] || d.kind != engine.DeltaText {
-			t.Fatalf("delta %d: ids %v kind %v, want [%d]", i, d.ids, d.kind, ids[i])
-		}
-		if held := i == 10; held != (d.text == "") {
-			t.Fatalf("delta %d text %q", i, d.text)
-		}
+	tools := []engine.Tool{{Name: "get_weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`)}}
+	for _, tc := range []struct {
+		name  string
+		tools []engine.Tool
+		mode  engine.ToolChoiceMode
+		empty bool // the held token gets a Delta with empty text
+	}{
+		{"no tools", nil, engine.ToolChoiceAuto, true},
+		// A tool-call parser would read the text: nothing for a token
+		// with no text (engine/pipeline's rule).
+		{"tools", tools, engine.ToolChoiceAuto, false},
+		{"tools off", tools, engine.ToolChoiceNone, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, nil)
+			newReq := func() *engine.Request {
+				req := chatReq("Stop test.", 80)
+				req.Tools, req.ToolChoice.Mode = tc.tools, tc.mode
+				return req
+			}
+			base, _, _ := run(t, e, newReq(), false)
+			if len(base.Choices[0].ToolCalls) != 0 {
+				t.Fatalf("the simulator called a tool: %+v", base.Choices[0].ToolCalls)
+			}
+			ids := base.Choices[0].TokenIDs
+			t10, t11 := e.vocab.text(ids[10]), e.vocab.text(ids[11])
+			stop := t10 + t11
+			if strings.Contains(e.Detokenize(ids[:10])+t10, stop) || t10 == "" {
+				t.Fatalf("tokens 10 and 11 (%q, %q) do not make a first stop string: pick another prompt", t10, t11)
+			}
+			req := newReq()
+			req.Sampling.Stop = []string{stop}
+			res, f, _ := run(t, e, req, true)
+			if c := res.Choices[0]; c.StopString != stop || len(c.TokenIDs) != 12 {
+				t.Fatalf("stop %q after %d tokens, want %q after 12", c.StopString, len(c.TokenIDs), stop)
+			}
+			want := 10
+			if tc.empty {
+				want = 11
+			}
+			if len(f.deltas) != want {
+				t.Fatalf("%d deltas, want %d", len(f.deltas), want)
+			}
+			for i, d := range f.deltas {
+				if len(d.ids) != 1 || d.ids[0] != ids[i] || d.kind != engine.DeltaText {
+					t.Fatalf("delta %d: ids %v kind %v, want [%d]", i, d.ids, d.kind, ids[i])
+				}
+				if held := i == 10; held != (d.text == "") {
+					t.Fatalf("delta %d text %q", i, d.text)
+				}
+			}
+		})
 	}
 }
