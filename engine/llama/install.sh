@@ -19,6 +19,10 @@
 # this build agree to about 0.07 in logprob, and both (llama-server too)
 # answer that question with "L'Etoile": the model is at a near tie there,
 # and which side wins follows the CPU kernels (integration/answers_test.go).
+# On an AMD EPYC with AVX-512 (VNNI, BF16; no AMX) both builds say
+# "L'Étoile" to that question too, but with the prebuilt libraries 25 of
+# integration's 64 parity cases with llama-server differ (16 of its 42
+# prompts), with this build none (bench/RESULTS.md).
 #
 # Needs npm, git, cmake and a C++ compiler (Debian's). Idempotent: a build of
 # the same version for the same CPU (its /proc/cpuinfo flags) is left alone.
