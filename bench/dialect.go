@@ -105,14 +105,12 @@ func requestBodyStored(d Dialect, model, prompt string, maxTokens int, stream, s
 	return b
 }
 
-// withLogprobs adds logprobs with top alternatives to a Chat Completions
-// body (-top-logprobs); other bodies are returned as they are.
 // requestFor is cfg's request body for prompt (store and prev as
 // requestBodyStored's): the dialect's body with -top-logprobs and
 // -extra-body applied.
 func requestFor(cfg *Config, prompt string, store bool, prev string) []byte {
 	body := requestBodyStored(cfg.Dialect, cfg.Model, prompt, cfg.MaxTokens, cfg.Stream, store, prev)
-	return withExtra(withLogprobs(cfg.Dialect, body, cfg.TopLogprobs), cfg.ExtraBody)
+	return withFields(cfg.Dialect, body, cfg.TopLogprobs, cfg.ExtraBody)
 }
 
 // jsonObject reports whether s is one JSON object.
@@ -121,31 +119,25 @@ func jsonObject(s string) bool {
 	return json.Unmarshal([]byte(s), &m) == nil && m != nil
 }
 
-// withExtra adds the fields of the JSON object extra (validated) to body.
-func withExtra(body []byte, extra string) []byte {
-	if extra == "" {
+// withFields adds to body, decoded and encoded once: logprobs with top
+// alternatives when top > 0 and body is a Chat Completions body
+// (-top-logprobs), then the fields of the JSON object extra (-extra-body,
+// validated), which win. With neither, body is returned as it is.
+func withFields(d Dialect, body []byte, top int, extra string) []byte {
+	lp := top > 0 && d == DialectChat
+	if !lp && extra == "" {
 		return body
 	}
 	var m, x map[string]any
-	if json.Unmarshal(body, &m) != nil || json.Unmarshal([]byte(extra), &x) != nil {
+	if json.Unmarshal(body, &m) != nil || (extra != "" && json.Unmarshal([]byte(extra), &x) != nil) {
 		return body
+	}
+	if lp {
+		m["logprobs"], m["top_logprobs"] = true, top
 	}
 	for k, v := range x {
 		m[k] = v
 	}
-	b, _ := json.Marshal(m)
-	return b
-}
-
-func withLogprobs(d Dialect, body []byte, top int) []byte {
-	if top <= 0 || d != DialectChat {
-		return body
-	}
-	var m map[string]any
-	if json.Unmarshal(body, &m) != nil {
-		return body
-	}
-	m["logprobs"], m["top_logprobs"] = true, top
 	b, _ := json.Marshal(m)
 	return b
 }
