@@ -440,7 +440,9 @@ func storeStats(s *actors.Sessions) metrics.StoreStats {
 
 // engineStats adapts the engine's figures to the metrics package's. An
 // engine that measures its compute time (the llama engine) reports it
-// through ComputeCPU; for others it stays 0.
+// through ComputeCPU; for others it stays 0. The llama engine's KV moves,
+// stream copies and compute threads come through KVTransfers and
+// ComputeThreads.
 func engineStats(eng engine.Engine) metrics.EngineStats {
 	st := eng.Stats()
 	ms := metrics.EngineStats{
@@ -450,6 +452,13 @@ func engineStats(eng engine.Engine) metrics.EngineStats {
 	}
 	if c, ok := engine.As[interface{ ComputeCPU() time.Duration }](eng); ok {
 		ms.ComputeCPU = c.ComputeCPU()
+	}
+	if l, ok := engine.As[interface {
+		KVTransfers() (moves, streamCopies uint64)
+		ComputeThreads() int
+	}](eng); ok {
+		ms.Llama, ms.ComputeThreads = true, l.ComputeThreads()
+		ms.KVMoves, ms.KVStreamCopies = l.KVTransfers()
 	}
 	return ms
 }

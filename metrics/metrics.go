@@ -51,6 +51,16 @@ type EngineStats struct {
 	// process's CPU minus it is the front door's own cost. 0 for engines
 	// that do not measure it (the simulated engine).
 	ComputeCPU time.Duration
+	// Llama: the figures below are the llama engine's (--model), exported
+	// only when it runs.
+	Llama bool
+	// KVMoves counts the requests moved with their KV from a short stream
+	// to the long pool; KVStreamCopies the shared prompts copied across
+	// streams as a whole stream (llama.cpp refused the prefix as a state);
+	// ComputeThreads is llama.cpp's compute threads now (the thread
+	// tuner's choice, or --threads).
+	KVMoves, KVStreamCopies uint64
+	ComputeThreads          int
 }
 
 // CodeCount is a count by a code label (a WebSocket close code, "other").
@@ -491,6 +501,9 @@ var (
 	descPH      = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", []string{"model_name"}, nil)
 	descCompute = prometheus.NewDesc("vajra_engine_compute_cpu_seconds_total",
 		"CPU time the engine spent computing the model (llama: llama_decode and the samplers on the engine's thread); process CPU minus it is the front door's cost. 0 for engines that do not measure it.", nil, nil)
+	descKVMoves      = prometheus.NewDesc("vajra_llama_kv_moves_total", "Requests moved with their KV from a short KV stream to the long pool (llama engine).", nil, nil)
+	descKVCopies     = prometheus.NewDesc("vajra_llama_kv_stream_copies_total", "Shared prompts copied across KV streams as a whole stream, where llama.cpp refused the prefix as a state (llama engine).", nil, nil)
+	descLlamaThreads = prometheus.NewDesc("vajra_llama_compute_threads", "llama.cpp compute threads in use: the thread tuner's choice, or --threads (llama engine).", nil, nil)
 
 	descConns     = prometheus.NewDesc("vajra_open_connections", "Open client connections.", nil, nil)
 	descBytes     = prometheus.NewDesc("vajra_bytes_written_total", "Bytes written to client sockets.", nil, nil)
@@ -524,7 +537,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute,
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPrompt, descGen, descPreempt, descPQ, descPH, descCompute, descKVMoves, descKVCopies, descLlamaThreads,
 		descConns, descBytes, descParse, descSlow, descAborts, descWakes, descRingLoops, descRingSubs, descRingSends, descIdle, descKeep, descHTTP, descRejected, descUnknown, descPanics, c.itlDesc,
 		descStored, descEvicted, descDeleted, descStoreCount, descStoreBytes, descLive, descStoreFail, descStoreOps, descStoreLat} {
 		ch <- d
@@ -554,6 +567,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPQ, st.PrefixQueries, model)
 		counter(descPH, st.PrefixHits, model)
 		ch <- prometheus.MustNewConstMetric(descCompute, prometheus.CounterValue, st.ComputeCPU.Seconds())
+		if st.Llama {
+			counter(descKVMoves, st.KVMoves)
+			counter(descKVCopies, st.KVStreamCopies)
+			gauge(descLlamaThreads, float64(st.ComputeThreads))
+		}
 	}
 	for _, mm := range c.m.models {
 		ch <- mm.itl.metric(c.itlDesc, mm.name)

@@ -234,3 +234,23 @@ func TestRequestPhaseHistograms(t *testing.T) {
 		t.Error("a token bucket above MaxModelLen")
 	}
 }
+
+// TestLlamaFigures: the llama engine's KV moves, stream copies and
+// compute threads are exported when it runs, and absent otherwise.
+func TestLlamaFigures(t *testing.T) {
+	lines := []string{"vajra_llama_kv_moves_total 3\n", "vajra_llama_kv_stream_copies_total 1\n", "vajra_llama_compute_threads 2\n"}
+	for _, llama := range []bool{true, false} {
+		m := New([]string{"m"}, Sources{Engine: func() EngineStats {
+			return EngineStats{Llama: llama, KVMoves: 3, KVStreamCopies: 1, ComputeThreads: 2}
+		}})
+		out, err := m.AppendText(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range lines {
+			if strings.Contains(string(out), want) != llama {
+				t.Errorf("llama %v: %q present %v", llama, want, !llama)
+			}
+		}
+	}
+}

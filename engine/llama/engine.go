@@ -79,6 +79,7 @@ type Engine struct {
 		wholeCopies               atomic.Uint64
 		promptTokens, genTokens   atomic.Uint64
 		compute                   atomic.Int64
+		threads                   atomic.Int64
 	}
 
 	sched scheduler // loop-only
@@ -399,6 +400,17 @@ func (e *Engine) HeldProcs() int { return 1 }
 // theirs on other threads. Process CPU minus this is the front door's own
 // cost: HTTP, sessions, scheduling, detokenizing and framing. Lock-free.
 func (e *Engine) ComputeCPU() time.Duration { return time.Duration(e.st.compute.Load()) }
+
+// KVTransfers counts the requests moved with their KV from a short stream
+// to the long pool, and the shared prompts copied across streams as a
+// whole stream. Lock-free.
+func (e *Engine) KVTransfers() (moves, streamCopies uint64) {
+	return e.st.moves.Load(), e.st.wholeCopies.Load()
+}
+
+// ComputeThreads is llama.cpp's compute threads now: the thread tuner's
+// choice, or --threads. Lock-free.
+func (e *Engine) ComputeThreads() int { return int(e.st.threads.Load()) }
 
 // statBlock is the number of KV cells reported as one block in Stats, as
 // engine/sim's block size.

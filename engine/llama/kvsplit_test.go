@@ -109,10 +109,10 @@ func TestSplitKVAnswersAsWholeContexts(t *testing.T) {
 	}
 	// The one with no max_tokens moved with its KV copied: nothing was
 	// recomputed (a move that recomputes counts as a preemption).
-	if m := split.st.moves.Load(); m != 1 {
+	if m, _ := split.KVTransfers(); m != 1 {
 		t.Fatalf("%d requests moved to the long pool, want 1 (the one with no max_tokens)", m)
 	}
-	if whole.st.moves.Load() != 0 || split.Stats().Preemptions != 0 {
+	if m, _ := whole.KVTransfers(); m != 0 || split.Stats().Preemptions != 0 {
 		t.Fatalf("moves without short streams, or preemptions (%d): a move recomputed", split.Stats().Preemptions)
 	}
 	if got, want := split.Stats().PromptTokens, whole.Stats().PromptTokens; got != want {

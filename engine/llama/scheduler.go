@@ -148,6 +148,7 @@ func (s *scheduler) init(e *Engine) {
 		p.init(c)
 		s.pools = append(s.pools, p)
 	}
+	e.st.threads.Store(int64(e.cfg.Threads))
 	if e.cfg.autoThreads {
 		if s.threads = newThreadTuner(e.cfg.Threads); s.threads != nil {
 			s.setThreads(1)
@@ -160,6 +161,7 @@ func (s *scheduler) setThreads(n int) {
 	for _, p := range s.pools {
 		p.ctx.SetThreads(n, s.e.cfg.threadsBatch(n))
 	}
+	s.e.st.threads.Store(int64(n))
 }
 
 func (s *pool) init(c *capi.Context) {
